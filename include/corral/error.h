@@ -1,0 +1,36 @@
+/* corral/error.h: the error object every fallible library call fills.
+ *
+ * Contract (after crun's): a function that can fail returns a negative value
+ * and, when `ret_err` is not NULL, stores a newly allocated error describing
+ * what failed and on what.  Callers may prefix context as it travels up with
+ * corral_error_prefix().  The library never prints; only the CLI does.
+ */
+#ifndef CORRAL_ERROR_H
+#define CORRAL_ERROR_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct corral_error {
+        int errnum;   /* errno value behind the failure, 0 when none */
+        int kind;     /* enum corral_error_kind */
+        char *msg;    /* lowercase, one line, never NULL */
+} corral_error;
+
+enum corral_error_kind {
+        CORRAL_ERR_INTERNAL = 0, /* a step of corral itself failed */
+        CORRAL_ERR_USAGE,        /* the caller passed something invalid */
+        CORRAL_ERR_UNSUPPORTED,  /* the host lacks a mechanism corral requires */
+};
+
+/* Free an error; accepts NULL. */
+void corral_error_free(corral_error *err);
+
+/* Convenience for `corral_error_free(*err); *err = NULL;`. */
+void corral_error_clear(corral_error **err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,209 @@
+/* corral/jail.h: run one program inside an isolated, resource-limited jail.
+ *
+ * A jail is a fresh set of Linux namespaces (user, mount, pid, network, ipc,
+ * uts, cgroup) with a new read-only root, a seccomp filter, no capabilities,
+ * no_new_privs, and limits on wall time, CPU time, memory, processes, open
+ * files, disk and output.  The library refuses to run code when namespaces,
+ * seccomp or no_new_privs are unavailable; only resource limits fall back
+ * (cgroup v2 -> cgroup v1 -> rlimits), and the result says which was used.
+ *
+ * Life cycle:
+ *   corral_jail_config cfg;
+ *   corral_jail_config_init(&cfg);            defaults, see below
+ *   corral_jail_config_set_argv(&cfg, argv, &err);
+ *   corral_jail_run(&cfg, NULL, &res, &err);  spawn, supervise, tear down
+ *   ... use res ...
+ *   corral_jail_result_release(&res);
+ *   corral_jail_config_release(&cfg);
+ *
+ * corral_jail_run() is safe to call from several threads at once: it changes
+ * no process-wide state (no unshare() in the caller, no SIGCHLD handler, no
+ * environment or cwd changes).  The jail is killed when the thread that
+ * spawned it exits (parent-death signal), so call it from a long-lived thread.
+ */
+#ifndef CORRAL_JAIL_H
+#define CORRAL_JAIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <corral/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum corral_net {
+        CORRAL_NET_NONE = 0,   /* empty network namespace, loopback down */
+        CORRAL_NET_LOOPBACK,   /* private namespace with loopback up */
+        CORRAL_NET_HOST,       /* the host's network: opt-in, warned by the CLI */
+};
+
+enum corral_stdin {
+        CORRAL_STDIN_NULL = 0, /* /dev/null */
+        CORRAL_STDIN_PIPE,     /* bytes copied from corral_jail_io.stdin_fd */
+};
+
+struct corral_bind {
+        char *src;      /* host path */
+        char *dst;      /* absolute path inside the jail */
+        bool writable;
+};
+
+/* Everything the jail needs.  All pointers are owned by the config and freed
+ * by corral_jail_config_release(); use the setters or strdup() your own. */
+typedef struct corral_jail_config {
+        /* What to run.  argv[0] is looked up on the jail's PATH. */
+        char **argv;             /* NULL-terminated */
+        /* Optional program text, written to /run/corral/<script_name> (read-
+         * only) before the program starts; argv usually names it. */
+        char *script;
+        size_t script_len;
+        char *script_name;
+        char **env;              /* extra NAME=VALUE, NULL-terminated or NULL */
+
+        char *workspace;         /* host dir bound at /workspace, or NULL for a
+                                  * private tmpfs of disk_bytes */
+        char *rootfs;            /* read-only root instead of host /usr, /lib* */
+        struct corral_bind *binds;
+        size_t n_binds;
+
+        /* Limits; 0 means "no limit" only where documented. */
+        double timeout_s;        /* wall clock, whole tree (default 30) */
+        double cpu_time_s;       /* CPU seconds (0: none) */
+        uint64_t memory_bytes;   /* default 512 MiB */
+        uint64_t pids;           /* default 128 */
+        double cpus;             /* CPU share, 0: unlimited */
+        uint64_t nofile;         /* default 256 */
+        uint64_t disk_bytes;     /* workspace tmpfs, /tmp, per-file cap (256 MiB) */
+        uint64_t output_limit;   /* per stream (default 1 MiB) */
+
+        enum corral_net net;
+        enum corral_stdin stdin_mode;
+        bool require_cgroups;    /* refuse instead of falling back to rlimits */
+
+        /* Host uid/gid range for jails when the caller is root; each jail
+         * takes one free id from it. */
+        uint32_t uid_base;
+        uint32_t uid_count;
+} corral_jail_config;
+
+/* Set the documented defaults. */
+void corral_jail_config_init(corral_jail_config *cfg);
+/* Free everything the config owns; accepts a zeroed config. */
+void corral_jail_config_release(corral_jail_config *cfg);
+
+int corral_jail_config_set_argv(corral_jail_config *cfg, char *const *argv, corral_error **ret_err);
+int corral_jail_config_set_script(corral_jail_config *cfg, const char *name, const char *text, size_t len,
+                                  corral_error **ret_err);
+/* "NAME=VALUE"; a later NAME replaces an earlier one. */
+int corral_jail_config_add_env(corral_jail_config *cfg, const char *assignment, corral_error **ret_err);
+/* "SRC[:DST]"; DST defaults to SRC. */
+int corral_jail_config_add_bind(corral_jail_config *cfg, const char *spec, bool writable, corral_error **ret_err);
+/* Check the whole config; fills ret_err with a usage error when it is wrong. */
+int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **ret_err);
+
+enum corral_status {
+        CORRAL_STATUS_OK = 0,    /* exited 0 */
+        CORRAL_STATUS_ERROR,     /* exited non-zero, or could not be executed */
+        CORRAL_STATUS_TIMEOUT,   /* the wall limit stopped it */
+        CORRAL_STATUS_OOM,       /* the memory limit stopped it */
+        CORRAL_STATUS_KILLED,    /* another limit or a signal ended it */
+};
+
+enum corral_limit {
+        CORRAL_LIMIT_NONE = 0,
+        CORRAL_LIMIT_WALL_TIME,
+        CORRAL_LIMIT_CPU_TIME,
+        CORRAL_LIMIT_MEMORY,
+        CORRAL_LIMIT_PIDS,
+        CORRAL_LIMIT_SECCOMP,
+        CORRAL_LIMIT_FILE_SIZE,
+        CORRAL_LIMIT_SIGNAL,     /* killed by a signal no limit explains */
+};
+
+enum corral_limits_backend {
+        CORRAL_BACKEND_CGROUP_V2 = 0,
+        CORRAL_BACKEND_CGROUP_V1,
+        CORRAL_BACKEND_RLIMIT,
+};
+
+/* How long each of corral's own steps took, in milliseconds. */
+struct corral_jail_phases {
+        double prepare;   /* config, cgroup, filter (parent, before clone) */
+        double clone;     /* clone() until the child runs */
+        double mounts;    /* id maps written, new root built, pivot_root */
+        double seccomp;   /* filter loaded in the payload */
+        double exec;      /* init exec'd until the payload's execve */
+        double teardown;  /* program exited until everything was released */
+};
+
+typedef struct corral_jail_result {
+        enum corral_status status;
+        int exit_code;            /* shell-style: 0-255, 128+N for signal N */
+        int signal;               /* terminating signal, 0 if none */
+        enum corral_limit limit;
+        char *reason;             /* in words, NULL when status is ok/error */
+        char *stdout_buf;         /* captured, at most output_limit bytes */
+        size_t stdout_len;
+        char *stderr_buf;
+        size_t stderr_len;
+        bool stdout_truncated;
+        bool stderr_truncated;
+        uint64_t stdout_total;    /* bytes the program wrote, kept or not */
+        uint64_t stderr_total;
+        double wall_ms;
+        double cpu_ms;
+        uint64_t memory_peak_bytes;
+        enum corral_limits_backend backend;
+        int seccomp_syscall;      /* syscall number when limit is seccomp */
+        char *seccomp_syscall_name;
+        struct corral_jail_phases phases;
+} corral_jail_result;
+
+/* Streaming hooks; all optional. */
+typedef struct corral_jail_io {
+        int stdin_fd;             /* source for CORRAL_STDIN_PIPE */
+        /* Called with each chunk of output as it arrives, only for bytes kept
+         * under output_limit.  stream is 1 or 2. */
+        void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+        /* Called once when a stream first exceeds output_limit. */
+        void (*on_truncate)(void *userdata, int stream);
+        /* Called once for a note the caller may show (e.g. a limit fallback). */
+        void (*on_notice)(void *userdata, const char *message);
+        void *userdata;
+        bool capture;             /* keep output in the result buffers */
+} corral_jail_io;
+
+/* Spawn the jail, supervise it to the end and tear everything down.
+ * Returns 0 when the program ran (whatever its status: see ret_result), or a
+ * negative value with ret_err filled when the jail could not be set up; then
+ * no program code ran. */
+int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret_result,
+                    corral_error **ret_err);
+
+void corral_jail_result_release(corral_jail_result *res);
+
+const char *corral_status_to_string(enum corral_status s);
+const char *corral_limit_to_string(enum corral_limit l);
+const char *corral_limits_backend_to_string(enum corral_limits_backend b);
+
+/* Serialize a result as the schema-1 JSON object (see docs/exec-json.md).
+ * Returns a malloc'd NUL-terminated string, or NULL on allocation failure. */
+char *corral_jail_result_to_json(const corral_jail_result *res);
+
+/* Profiles: limits, mounts and environment in JSON (docs/profile.md). */
+int corral_jail_config_load_profile(corral_jail_config *cfg, const char *path, corral_error **ret_err);
+char *corral_jail_config_to_profile_json(const corral_jail_config *cfg);
+
+/* Parsers shared with the CLI; each returns -1 and a usage error on bad
+ * input ("12XB", negative, overflow). */
+int corral_parse_size(const char *text, uint64_t *ret_bytes, corral_error **ret_err);
+int corral_parse_seconds(const char *text, double *ret_seconds, corral_error **ret_err);
+int corral_parse_count(const char *text, uint64_t *ret_count, corral_error **ret_err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

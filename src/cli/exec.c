@@ -1,0 +1,426 @@
+/* exec.c: `corral exec`, the jail on the command line.
+ *
+ * Parses options into a corral_jail_config (a --profile first, explicit
+ * options on top), turns FILE / -c CODE / -- PROGRAM into argv and program
+ * text, runs the jail and passes the program's exit status through.  corral's
+ * own failures use 124-127 as timeout(1) and docker run do.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <corral/jail.h>
+
+#include "../lib/util.h"
+#include "cli.h"
+
+static const char help_text[] =
+        "usage: corral exec [OPTIONS] FILE [ARGS...]       run a file (.py with python3, .sh with bash)\n"
+        "       corral exec [OPTIONS] -c CODE [--lang python|bash]\n"
+        "       corral exec [OPTIONS] -- PROGRAM [ARGS...]  run a program present in the jail\n"
+        "\n"
+        "options:\n"
+        "  -w, --workspace DIR     host directory mounted read-write at /workspace, the working\n"
+        "                          directory (default: a private tmpfs of --disk, removed afterwards)\n"
+        "  -t, --timeout SECONDS   wall-clock limit for the whole process tree (default 30)\n"
+        "      --cpu-time SECONDS  CPU-time limit per process (default: none)\n"
+        "  -m, --memory SIZE       memory limit, e.g. 256M, 1G (default 512M)\n"
+        "      --pids N            process and thread limit (default 128)\n"
+        "      --cpus N            CPU share, e.g. 0.5 (needs a cgroup cpu controller)\n"
+        "      --nofile N          open-file limit (default 256)\n"
+        "      --disk SIZE         cap on the default workspace and, separately, on /tmp; per-file\n"
+        "                          cap with -w (default 256M)\n"
+        "      --output-limit SIZE cap on stdout and on stderr, each (default 1M); the rest is\n"
+        "                          dropped and marked\n"
+        "      --net MODE          none (default), loopback (private), or host (the host's network)\n"
+        "      --ro-bind SRC[:DST] add a host path read-only (repeatable)\n"
+        "      --bind SRC[:DST]    add a host path read-write (repeatable)\n"
+        "      --rootfs DIR        use DIR's /usr, /bin, /lib* as the read-only root\n"
+        "  -e, --env NAME=VALUE    add to the jail's clean environment (repeatable)\n"
+        "      --stdin             pass corral's stdin through a pipe (default: /dev/null)\n"
+        "      --profile FILE      read limits, mounts and environment from a JSON profile\n"
+        "      --print-profile     print the effective profile and exit\n"
+        "      --require-cgroups   refuse to run when limits would fall back to rlimits\n"
+        "      --uid-range START:COUNT  host uids for jails when run as root\n"
+        "                          (default 1400000000:65536)\n"
+        "  -c, --code CODE         run CODE instead of a file\n"
+        "      --lang LANG         python (default) or bash, for -c or a FILE without extension\n"
+        "      --json              print one JSON result object instead of streaming output\n"
+        "  -h, --help              show this help\n"
+        "\n"
+        "exit statuses:\n"
+        "  the program's own status, or: 124 time limit reached; 125 corral failed (usage\n"
+        "  error, jail not set up); 126 not executable; 127 not found; 128+N killed by signal N\n"
+        "  (137 memory limit, 159 blocked system call).\n";
+
+enum {
+        OPT_CPU_TIME = 256,
+        OPT_PIDS,
+        OPT_CPUS,
+        OPT_NOFILE,
+        OPT_DISK,
+        OPT_OUTPUT_LIMIT,
+        OPT_NET,
+        OPT_RO_BIND,
+        OPT_BIND,
+        OPT_ROOTFS,
+        OPT_STDIN,
+        OPT_PROFILE,
+        OPT_PRINT_PROFILE,
+        OPT_JSON,
+        OPT_LANG,
+        OPT_REQUIRE_CGROUPS,
+        OPT_UID_RANGE,
+};
+
+static const struct option long_options[] = {
+        { "workspace", required_argument, NULL, 'w' },
+        { "timeout", required_argument, NULL, 't' },
+        { "cpu-time", required_argument, NULL, OPT_CPU_TIME },
+        { "memory", required_argument, NULL, 'm' },
+        { "pids", required_argument, NULL, OPT_PIDS },
+        { "cpus", required_argument, NULL, OPT_CPUS },
+        { "nofile", required_argument, NULL, OPT_NOFILE },
+        { "disk", required_argument, NULL, OPT_DISK },
+        { "output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT },
+        { "net", required_argument, NULL, OPT_NET },
+        { "ro-bind", required_argument, NULL, OPT_RO_BIND },
+        { "bind", required_argument, NULL, OPT_BIND },
+        { "rootfs", required_argument, NULL, OPT_ROOTFS },
+        { "env", required_argument, NULL, 'e' },
+        { "stdin", no_argument, NULL, OPT_STDIN },
+        { "profile", required_argument, NULL, OPT_PROFILE },
+        { "print-profile", no_argument, NULL, OPT_PRINT_PROFILE },
+        { "require-cgroups", no_argument, NULL, OPT_REQUIRE_CGROUPS },
+        { "uid-range", required_argument, NULL, OPT_UID_RANGE },
+        { "code", required_argument, NULL, 'c' },
+        { "lang", required_argument, NULL, OPT_LANG },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+};
+
+struct exec_opts {
+        const char *code;
+        const char *lang;
+        bool json;
+        bool print_profile;
+        bool dashdash;
+};
+
+static int parse_double_positive(const char *text, double *ret, corral_error **err)
+{
+        char *end = NULL;
+        errno = 0;
+        double v = strtod(text, &end);
+        if (errno || end == text || *end || !(v > 0) || v > 4096)
+                return corral_usage(err, "invalid number '%s': expected a positive number", text);
+        *ret = v;
+        return 0;
+}
+
+static int parse_uid_range(const char *text, corral_jail_config *cfg, corral_error **err)
+{
+        unsigned long long start, count;
+        char tail;
+        if (sscanf(text, "%llu:%llu%c", &start, &count, &tail) != 2 || count == 0 || start > 0xffffffffull ||
+            count > 0xffffffffull)
+                return corral_usage(err, "invalid uid range '%s': expected START:COUNT", text);
+        cfg->uid_base = (uint32_t)start;
+        cfg->uid_count = (uint32_t)count;
+        return 0;
+}
+
+/* One option onto cfg; profile-affecting options only in the second pass. */
+static int apply_option(int c, const char *arg, corral_jail_config *cfg, struct exec_opts *o, corral_error **err)
+{
+        switch (c) {
+        case 'w':
+                free(cfg->workspace);
+                cfg->workspace = strdup(arg);
+                return 0;
+        case 't':
+                return corral_parse_seconds(arg, &cfg->timeout_s, err) < 0 ? corral_error_prefix(err, "--timeout") : 0;
+        case OPT_CPU_TIME:
+                return corral_parse_seconds(arg, &cfg->cpu_time_s, err) < 0 ? corral_error_prefix(err, "--cpu-time")
+                                                                             : 0;
+        case 'm':
+                return corral_parse_size(arg, &cfg->memory_bytes, err) < 0 ? corral_error_prefix(err, "--memory") : 0;
+        case OPT_PIDS:
+                return corral_parse_count(arg, &cfg->pids, err) < 0 ? corral_error_prefix(err, "--pids") : 0;
+        case OPT_CPUS:
+                return parse_double_positive(arg, &cfg->cpus, err) < 0 ? corral_error_prefix(err, "--cpus") : 0;
+        case OPT_NOFILE:
+                return corral_parse_count(arg, &cfg->nofile, err) < 0 ? corral_error_prefix(err, "--nofile") : 0;
+        case OPT_DISK:
+                return corral_parse_size(arg, &cfg->disk_bytes, err) < 0 ? corral_error_prefix(err, "--disk") : 0;
+        case OPT_OUTPUT_LIMIT:
+                return corral_parse_size(arg, &cfg->output_limit, err) < 0 ? corral_error_prefix(err, "--output-limit")
+                                                                            : 0;
+        case OPT_NET:
+                if (strcmp(arg, "none") == 0)
+                        cfg->net = CORRAL_NET_NONE;
+                else if (strcmp(arg, "loopback") == 0)
+                        cfg->net = CORRAL_NET_LOOPBACK;
+                else if (strcmp(arg, "host") == 0)
+                        cfg->net = CORRAL_NET_HOST;
+                else
+                        return corral_usage(err, "--net: invalid mode '%s': expected none, loopback or host", arg);
+                return 0;
+        case OPT_RO_BIND:
+        case OPT_BIND:
+                return corral_jail_config_add_bind(cfg, arg, c == OPT_BIND, err);
+        case OPT_ROOTFS:
+                free(cfg->rootfs);
+                cfg->rootfs = strdup(arg);
+                return 0;
+        case 'e':
+                return corral_jail_config_add_env(cfg, arg, err);
+        case OPT_STDIN:
+                cfg->stdin_mode = CORRAL_STDIN_PIPE;
+                return 0;
+        case OPT_REQUIRE_CGROUPS:
+                cfg->require_cgroups = true;
+                return 0;
+        case OPT_UID_RANGE:
+                return parse_uid_range(arg, cfg, err);
+        case 'c':
+                o->code = arg;
+                return 0;
+        case OPT_LANG:
+                if (strcmp(arg, "python") != 0 && strcmp(arg, "bash") != 0)
+                        return corral_usage(err, "--lang: unknown language '%s': expected python or bash", arg);
+                o->lang = arg;
+                return 0;
+        case OPT_JSON:
+                o->json = true;
+                return 0;
+        case OPT_PRINT_PROFILE:
+                o->print_profile = true;
+                return 0;
+        default:
+                return 0;
+        }
+}
+
+static const char *lang_from_name(const char *path)
+{
+        const char *dot = strrchr(path, '.');
+        if (dot && strcmp(dot, ".py") == 0)
+                return "python";
+        if (dot && strcmp(dot, ".sh") == 0)
+                return "bash";
+        return NULL;
+}
+
+static int check_text(const char *what, const char *text, size_t len, corral_error **err)
+{
+        if (memchr(text, '\0', len) != NULL)
+                return corral_usage(err, "%s contains a NUL byte; only text programs can be run this way", what);
+        if (!utf8_valid(text, len))
+                return corral_usage(err, "%s is not valid UTF-8", what);
+        return 0;
+}
+
+static int load_file(const char *path, char **ret, size_t *ret_len, corral_error **err)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return corral_make_error(err, CORRAL_ERR_USAGE, errno, "cannot open '%s'", path);
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                close(fd);
+                return corral_usage(err, "'%s' is not a regular file", path);
+        }
+        if (st.st_size > (16 << 20)) {
+                close(fd);
+                return corral_usage(err, "'%s' is larger than 16M", path);
+        }
+        size_t len = (size_t)st.st_size;
+        char *buf = malloc(len + 1);
+        size_t got = 0;
+        while (buf && got < len) {
+                ssize_t n = read(fd, buf + got, len - got);
+                if (n <= 0)
+                        break;
+                got += (size_t)n;
+        }
+        close(fd);
+        if (buf == NULL || got != len) {
+                free(buf);
+                return corral_make_error(err, CORRAL_ERR_USAGE, EIO, "cannot read '%s'", path);
+        }
+        buf[len] = '\0';
+        *ret = buf;
+        *ret_len = len;
+        return 0;
+}
+
+/* Turn FILE / -c CODE / -- PROGRAM into the jail's argv and program text. */
+static int set_program(corral_jail_config *cfg, const struct exec_opts *o, int argc, char **argv, corral_error **err)
+{
+        if (o->code != NULL) {
+                if (argc > 0 && !o->dashdash)
+                        return corral_usage(err, "-c takes no FILE; put arguments for the code after --");
+                const char *lang = o->lang ? o->lang : "python";
+                if (check_text("the code", o->code, strlen(o->code), err) < 0)
+                        return -1;
+                bool py = strcmp(lang, "python") == 0;
+                const char *name = py ? "main.py" : "main.sh";
+                if (corral_jail_config_set_script(cfg, name, o->code, strlen(o->code), err) < 0)
+                        return -1;
+                char **v = calloc((size_t)argc + 3, sizeof(char *));
+                if (v == NULL)
+                        return corral_fail(err, ENOMEM, "out of memory");
+                v[0] = (char *)(py ? "python3" : "bash");
+                v[1] = (char *)(py ? "/run/corral/main.py" : "/run/corral/main.sh");
+                for (int i = 0; i < argc; i++)
+                        v[i + 2] = argv[i];
+                int r = corral_jail_config_set_argv(cfg, v, err);
+                free(v);
+                return r;
+        }
+        if (argc == 0)
+                return corral_usage(err, "nothing to run: give a FILE, -c CODE, or -- PROGRAM");
+        if (o->dashdash)
+                return corral_jail_config_set_argv(cfg, argv, err);
+
+        const char *path = argv[0];
+        const char *lang = o->lang ? o->lang : lang_from_name(path);
+        if (lang == NULL)
+                return corral_usage(err, "'%s': unknown file type; use a .py or .sh file, --lang, or -- PROGRAM",
+                                    path);
+        cleanup_free char *text = NULL;
+        size_t len = 0;
+        if (load_file(path, &text, &len, err) < 0)
+                return -1;
+        if (check_text(path, text, len, err) < 0)
+                return -1;
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        if (corral_jail_config_set_script(cfg, base, text, len, err) < 0)
+                return -1;
+        cleanup_free char *jail_path = NULL;
+        if (asprintf(&jail_path, "/run/corral/%s", base) < 0)
+                return corral_fail(err, ENOMEM, "out of memory");
+        char **v = calloc((size_t)argc + 2, sizeof(char *));
+        if (v == NULL)
+                return corral_fail(err, ENOMEM, "out of memory");
+        v[0] = (char *)(strcmp(lang, "python") == 0 ? "python3" : "bash");
+        v[1] = jail_path;
+        for (int i = 1; i < argc; i++)
+                v[i + 1] = argv[i];
+        int r = corral_jail_config_set_argv(cfg, v, err);
+        free(v);
+        return r;
+}
+
+static void on_output(void *ud, int stream, const char *data, size_t len)
+{
+        (void)ud;
+        write_all(stream == 1 ? STDOUT_FILENO : STDERR_FILENO, data, len);
+}
+
+static void on_truncate(void *ud, int stream)
+{
+        const corral_jail_config *cfg = ud;
+        fprintf(stderr, "\ncorral exec: %s truncated at the output limit (%llu bytes); the rest is dropped\n",
+                stream == 1 ? "stdout" : "stderr", (unsigned long long)cfg->output_limit);
+}
+
+static void on_notice(void *ud, const char *msg)
+{
+        (void)ud;
+        fprintf(stderr, "corral exec: note: %s\n", msg);
+}
+
+int cmd_exec(int argc, char **argv)
+{
+        corral_jail_config cfg;
+        corral_jail_config_init(&cfg);
+        corral_error *err = NULL;
+        struct exec_opts o = { 0 };
+        int status = EXIT_CORRAL;
+        static const char shortopts[] = "+w:t:m:e:c:h";
+
+        /* Pass 1: --help and --profile, so explicit options override it. */
+        opterr = 0;
+        optind = 1;
+        int c;
+        while ((c = getopt_long(argc, argv, shortopts, long_options, NULL)) != -1) {
+                if (c == 'h') {
+                        fputs(help_text, stdout);
+                        status = EXIT_OK;
+                        goto out;
+                }
+                if (c == OPT_PROFILE && corral_jail_config_load_profile(&cfg, optarg, &err) < 0)
+                        goto fail;
+        }
+        /* Pass 2: everything else, with errors reported. */
+        opterr = 0;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, shortopts, long_options, NULL)) != -1) {
+                if (c == '?' || c == ':') {
+                        if (optopt && optopt < 256)
+                                corral_usage(&err, "unknown option or missing value: '-%c' (see 'corral exec --help')",
+                                             optopt);
+                        else
+                                corral_usage(&err, "unknown option or missing value: '%s' (see 'corral exec --help')",
+                                             argv[optind - 1]);
+                        goto fail;
+                }
+                if (apply_option(c, optarg, &cfg, &o, &err) < 0)
+                        goto fail;
+        }
+        o.dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+        if (o.print_profile) {
+                char *p = corral_jail_config_to_profile_json(&cfg);
+                if (p == NULL) {
+                        corral_fail(&err, ENOMEM, "cannot print the profile");
+                        goto fail;
+                }
+                puts(p);
+                free(p);
+                status = EXIT_OK;
+                goto out;
+        }
+        if (set_program(&cfg, &o, argc - optind, argv + optind, &err) < 0)
+                goto fail;
+        if (cfg.net == CORRAL_NET_HOST)
+                fprintf(stderr, "corral exec: warning: --net host gives the program the host's network\n");
+
+        corral_jail_io io = { .stdin_fd = STDIN_FILENO, .capture = o.json, .userdata = &cfg,
+                              .on_output = o.json ? NULL : on_output, .on_truncate = o.json ? NULL : on_truncate,
+                              .on_notice = on_notice };
+        corral_jail_result res;
+        if (corral_jail_run(&cfg, &io, &res, &err) < 0)
+                goto fail;
+        if (o.json) {
+                char *j = corral_jail_result_to_json(&res);
+                if (j) {
+                        puts(j);
+                        free(j);
+                }
+        } else if (res.status != CORRAL_STATUS_OK && res.status != CORRAL_STATUS_ERROR) {
+                fprintf(stderr, "corral exec: %s: %s\n", corral_status_to_string(res.status),
+                        res.reason ? res.reason : "");
+        } else if (res.reason) {
+                fprintf(stderr, "corral exec: %s\n", res.reason);
+        }
+        fflush(stdout);
+        status = res.exit_code;
+        corral_jail_result_release(&res);
+        goto out;
+fail:
+        cli_error_obj("exec", err);
+        status = EXIT_CORRAL;
+out:
+        corral_error_free(err);
+        corral_jail_config_release(&cfg);
+        return status;
+}

@@ -1,0 +1,75 @@
+/* main.c: the corral command: dispatch to one subcommand. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#ifndef CORRAL_VERSION
+#define CORRAL_VERSION "0.1.0"
+#endif
+
+static const struct {
+        const char *name;
+        int (*fn)(int argc, char **argv);
+        const char *summary;
+} commands[] = {
+        { "exec", cmd_exec, "run a file, code or program in a jail" },
+        { "doctor", cmd_doctor, "show which isolation and limit mechanisms this host offers" },
+};
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "corral %s: ", cmd);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+}
+
+void cli_error_obj(const char *cmd, const corral_error *err)
+{
+        cli_error(cmd, "%s", err ? err->msg : "unknown error");
+}
+
+static void usage(FILE *f)
+{
+        fprintf(f, "usage: corral COMMAND [OPTIONS] ...\n\ncommands:\n");
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "\nRun 'corral COMMAND --help' for a command's options.\n\n"
+                   "exit statuses (all commands):\n"
+                   "  0        success\n"
+                   "  1-123    corral exec: the program's own exit status\n"
+                   "  2        usage error of a command that does not pass a status through\n"
+                   "  124      the wall-clock limit stopped the program\n"
+                   "  125      corral failed: a usage error, or the jail could not be set up\n"
+                   "  126      the program is not executable\n"
+                   "  127      the program was not found\n"
+                   "  128+N    the program was killed by signal N; 137 also when the memory\n"
+                   "           limit stopped it, 159 for a blocked system call\n");
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                usage(stderr);
+                return EXIT_USAGE_SUBCOMMAND;
+        }
+        const char *cmd = argv[1];
+        if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+                usage(stdout);
+                return EXIT_OK;
+        }
+        if (strcmp(cmd, "--version") == 0) {
+                printf("corral %s\n", CORRAL_VERSION);
+                return EXIT_OK;
+        }
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(cmd, commands[i].name) == 0)
+                        return commands[i].fn(argc - 1, argv + 1);
+        fprintf(stderr, "corral: unknown command '%s' (see 'corral --help')\n", cmd);
+        return EXIT_USAGE_SUBCOMMAND;
+}

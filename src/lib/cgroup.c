@@ -1,0 +1,490 @@
+/* cgroup.c: resource limits through cgroups, v2 first, v1 where only that
+ * exists, and nothing (the caller falls back to rlimits) where neither can be
+ * used by this process.
+ *
+ * Rules this module keeps:
+ *  - it only creates cgroups beneath the cgroups this process is already in;
+ *  - a v2 cgroup is always made when the v2 hierarchy is writable, even with
+ *    no controllers in it, because it still gives cgroup.kill, cpu.stat and
+ *    clone3(CLONE_INTO_CGROUP), which puts the jail in it from birth;
+ *  - in v1, the memory, pids and cpu controllers are used separately, each
+ *    from its own mount; the jail's setup child is attached before it runs;
+ *  - names carry the supervisor's pid, so cgroups left by a supervisor that
+ *    was SIGKILLed are found and removed by the next one.
+ * Paths come from /proc/self/mountinfo and /proc/self/cgroup, or from files
+ * given by a test (cgroup_layout_detect_from) against a prepared tree.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "jail-internal.h"
+
+static char *path_join(const char *a, const char *b)
+{
+        char *s = NULL;
+        while (*b == '/')
+                b++;
+        size_t la = strlen(a);
+        while (la > 1 && a[la - 1] == '/')
+                la--;
+        if (asprintf(&s, "%.*s%s%s", (int)la, a, *b ? "/" : "", b) < 0)
+                return NULL;
+        return s;
+}
+
+/* Unescape mountinfo's octal escapes (\040 for space) in place. */
+static void unescape(char *s)
+{
+        char *o = s;
+        while (*s) {
+                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
+                    s[3] <= '7') {
+                        *o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+                        s += 4;
+                } else {
+                        *o++ = *s++;
+                }
+        }
+        *o = '\0';
+}
+
+/* Cut a string at its first newline. */
+static char *chomp(char *s)
+{
+        if (s)
+                s[strcspn(s, "\n")] = '\0';
+        return s;
+}
+
+static bool has_word(const char *list, const char *word, char sep)
+{
+        size_t n = strlen(word);
+        for (const char *p = list; p && *p;) {
+                const char *e = strchrnul(p, sep);
+                if ((size_t)(e - p) == n && strncmp(p, word, n) == 0)
+                        return true;
+                p = *e ? e + 1 : e;
+        }
+        return false;
+}
+
+void cgroup_layout_release(struct cgroup_layout *l)
+{
+        free(l->v2_dir);
+        free(l->v1_memory);
+        free(l->v1_pids);
+        free(l->v1_cpu);
+        free(l->v1_cpuacct);
+        memset(l, 0, sizeof(*l));
+}
+
+/* Our cgroup's path for a v1 controller (or "" for v2) in /proc/self/cgroup. */
+static char *self_path(const char *proc_cgroup, const char *controller)
+{
+        char *text = read_file_at(AT_FDCWD, proc_cgroup, 65536);
+        if (text == NULL)
+                return NULL;
+        char *result = NULL, *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char *c1 = strchr(line, ':');
+                char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+                if (c2 == NULL)
+                        continue;
+                *c1 = *c2 = '\0';
+                bool match = controller[0] == '\0' ? strcmp(line, "0") == 0 && c1[1] == '\0'
+                                                   : has_word(c1 + 1, controller, ',');
+                if (match) {
+                        result = strdup(c2 + 1);
+                        break;
+                }
+        }
+        free(text);
+        return result;
+}
+
+int cgroup_layout_detect_from(struct cgroup_layout *l, const char *mountinfo, const char *proc_cgroup)
+{
+        memset(l, 0, sizeof(*l));
+        FILE *f = fopen(mountinfo, "re");
+        if (f == NULL)
+                return -1;
+        char *line = NULL;
+        size_t cap = 0;
+        while (getline(&line, &cap, f) > 0) {
+                /* id parent major:minor root mountpoint opts [optional...] - fstype source superopts */
+                char *fields[6] = { 0 };
+                char *save = NULL, *tok = strtok_r(line, " \n", &save);
+                for (int i = 0; i < 5 && tok; i++, tok = strtok_r(NULL, " \n", &save))
+                        fields[i] = tok;
+                while (tok && strcmp(tok, "-") != 0)
+                        tok = strtok_r(NULL, " \n", &save);
+                char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
+                char *source = fstype ? strtok_r(NULL, " \n", &save) : NULL;
+                char *super = source ? strtok_r(NULL, " \n", &save) : NULL;
+                if (fields[4] == NULL || fstype == NULL)
+                        continue;
+                char *root = fields[3], *mnt = fields[4];
+                unescape(root);
+                unescape(mnt);
+                const char *controllers[] = { "memory", "pids", "cpu", "cpuacct" };
+                char **slots[] = { &l->v1_memory, &l->v1_pids, &l->v1_cpu, &l->v1_cpuacct };
+                if (strcmp(fstype, "cgroup2") == 0 && l->v2_dir == NULL) {
+                        char *self = self_path(proc_cgroup, "");
+                        if (self && strncmp(self, root, strlen(root)) == 0)
+                                l->v2_dir = path_join(mnt, self + strlen(root));
+                        free(self);
+                } else if (strcmp(fstype, "cgroup") == 0 && super != NULL) {
+                        for (size_t i = 0; i < ARRAY_SIZE(controllers); i++) {
+                                if (*slots[i] != NULL || !has_word(super, controllers[i], ','))
+                                        continue;
+                                char *self = self_path(proc_cgroup, controllers[i]);
+                                if (self && strncmp(self, root, strlen(root)) == 0)
+                                        *slots[i] = path_join(mnt, self + strlen(root));
+                                free(self);
+                        }
+                }
+        }
+        free(line);
+        fclose(f);
+        if (l->v2_dir) {
+                char *ctl = path_join(l->v2_dir, "cgroup.controllers");
+                char *avail = ctl ? read_file_at(AT_FDCWD, ctl, 4096) : NULL;
+                if (chomp(avail)) {
+                        l->v2_memory = has_word(avail, "memory", ' ');
+                        l->v2_pids = has_word(avail, "pids", ' ');
+                        l->v2_cpu = has_word(avail, "cpu", ' ');
+                }
+                free(avail);
+                free(ctl);
+        }
+        return 0;
+}
+
+int cgroup_layout_detect(struct cgroup_layout *l)
+{
+        return cgroup_layout_detect_from(l, "/proc/self/mountinfo", "/proc/self/cgroup");
+}
+
+static int cg_write(const struct cgroup_layout *l, const char *dir, const char *file, const char *value)
+{
+        cleanup_free char *p = path_join(dir, file);
+        if (p == NULL)
+                return -1;
+        if (l->test_tree) { /* a prepared directory tree: files are plain */
+                int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                if (fd < 0)
+                        return -1;
+                int r = write_all(fd, value, strlen(value));
+                close(fd);
+                return r;
+        }
+        return write_file_at(AT_FDCWD, p, value);
+}
+
+static char *cg_read(const char *dir, const char *file)
+{
+        cleanup_free char *p = path_join(dir, file);
+        return p ? read_file_at(AT_FDCWD, p, 65536) : NULL;
+}
+
+/* Value of "key N" in a flat-keyed file (memory.events, cpu.stat, ...). */
+static bool cg_read_key(const char *dir, const char *file, const char *key, uint64_t *ret)
+{
+        cleanup_free char *text = cg_read(dir, file);
+        if (text == NULL)
+                return false;
+        size_t n = strlen(key);
+        for (char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+                if (strncmp(p, key, n) == 0 && p[n] == ' ') {
+                        *ret = strtoull(p + n + 1, NULL, 10);
+                        return true;
+                }
+        }
+        return false;
+}
+
+static bool cg_read_u64(const char *dir, const char *file, uint64_t *ret)
+{
+        cleanup_free char *text = cg_read(dir, file);
+        if (text == NULL || !(text[0] >= '0' && text[0] <= '9'))
+                return false;
+        *ret = strtoull(text, NULL, 10);
+        return true;
+}
+
+/* v2 controllers can only be handed to children through subtree_control,
+ * and a non-root cgroup with processes in it cannot do that.  When we are
+ * the only process in our (delegated) cgroup, move into a leaf beneath it;
+ * otherwise leave it, and the caller falls back. */
+static void v2_enable_controllers(struct cgroup_layout *l)
+{
+        cleanup_free char *current = NULL, *procs = NULL, *leaf = NULL;
+        if (!(l->v2_memory || l->v2_pids || l->v2_cpu))
+                return;
+        char want[64];
+        snprintf(want, sizeof(want), "%s%s%s", l->v2_memory ? "+memory " : "", l->v2_pids ? "+pids " : "",
+                 l->v2_cpu ? "+cpu" : "");
+        current = cg_read(l->v2_dir, "cgroup.subtree_control");
+        if (current && (!l->v2_memory || has_word(chomp(current), "memory", ' ')) &&
+            (!l->v2_pids || has_word(current, "pids", ' ')) && (!l->v2_cpu || has_word(current, "cpu", ' ')))
+                return;
+        if (cg_write(l, l->v2_dir, "cgroup.subtree_control", want) == 0)
+                return;
+        if (errno != EBUSY)
+                goto unusable;
+        procs = cg_read(l->v2_dir, "cgroup.procs");
+        char self[32];
+        snprintf(self, sizeof(self), "%d\n", (int)getpid());
+        if (procs == NULL || strcmp(procs, self) != 0)
+                goto unusable;
+        leaf = path_join(l->v2_dir, "corral-supervisor");
+        if (leaf == NULL || (mkdir(leaf, 0755) < 0 && errno != EEXIST))
+                goto unusable;
+        if (cg_write(l, leaf, "cgroup.procs", "0") < 0 ||
+            cg_write(l, l->v2_dir, "cgroup.subtree_control", want) < 0)
+                goto unusable;
+        l->v2_moved_self = true;
+        return;
+unusable:
+        l->v2_memory = l->v2_pids = l->v2_cpu = false;
+}
+
+/* Remove cgroups named corral-<pid>-<n> whose supervisor pid is gone. */
+static void sweep_stale(const struct cgroup_layout *l, const char *dir)
+{
+        if (dir == NULL || l->test_tree)
+                return;
+        DIR *d = opendir(dir);
+        if (d == NULL)
+                return;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+                int pid;
+                unsigned n;
+                if (sscanf(e->d_name, "corral-%d-%u", &pid, &n) != 2 || pid <= 0)
+                        continue;
+                if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+                        continue;
+                cleanup_free char *p = path_join(dir, e->d_name);
+                if (p == NULL)
+                        continue;
+                cg_write(l, p, "cgroup.kill", "1");
+                rmdir(p);
+        }
+        closedir(d);
+}
+
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static struct cgroup_layout host_layout;
+
+static void host_layout_init(void)
+{
+        if (cgroup_layout_detect(&host_layout) < 0)
+                return;
+        if (host_layout.v2_dir && access(host_layout.v2_dir, W_OK) != 0) {
+                free(host_layout.v2_dir);
+                host_layout.v2_dir = NULL;
+        }
+        char **v1[] = { &host_layout.v1_memory, &host_layout.v1_pids, &host_layout.v1_cpu, &host_layout.v1_cpuacct };
+        for (size_t i = 0; i < ARRAY_SIZE(v1); i++) {
+                if (*v1[i] && access(*v1[i], W_OK) != 0) {
+                        free(*v1[i]);
+                        *v1[i] = NULL;
+                }
+        }
+        if (host_layout.v2_dir)
+                v2_enable_controllers(&host_layout);
+        sweep_stale(&host_layout, host_layout.v2_dir);
+        sweep_stale(&host_layout, host_layout.v1_memory);
+        sweep_stale(&host_layout, host_layout.v1_pids);
+        sweep_stale(&host_layout, host_layout.v1_cpu);
+}
+
+const struct cgroup_layout *cgroup_host_layout(void)
+{
+        pthread_once(&host_once, host_layout_init);
+        return &host_layout;
+}
+
+static char *make_child(const struct cgroup_layout *l, const char *parent, const char *name)
+{
+        char *p = path_join(parent, name);
+        if (p == NULL)
+                return NULL;
+        if (mkdir(p, 0755) < 0 && !(l->test_tree && errno == EEXIST)) {
+                free(p);
+                return NULL;
+        }
+        return p;
+}
+
+int cgroup_create(const struct cgroup_layout *l, const char *name, const struct cgroup_limits *lim,
+                  struct jail_cgroup *cg, corral_error **ret_err)
+{
+        char buf[64];
+        memset(cg, 0, sizeof(*cg));
+        cg->v2_fd = -1;
+        cg->layout = l;
+
+        if (l->v2_dir) {
+                cg->v2 = make_child(l, l->v2_dir, name);
+                if (cg->v2 == NULL)
+                        return corral_fail(ret_err, errno, "cannot create cgroup in '%s'", l->v2_dir);
+                cg->v2_fd = open(cg->v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (cg->v2_fd < 0)
+                        return corral_fail(ret_err, errno, "cannot open cgroup '%s'", cg->v2);
+        }
+        /* memory */
+        if (l->v2_memory && cg->v2) {
+                snprintf(buf, sizeof(buf), "%" PRIu64, lim->memory_bytes);
+                if (cg_write(l, cg->v2, "memory.max", buf) < 0 || cg_write(l, cg->v2, "memory.swap.max", "0") < 0)
+                        return corral_fail(ret_err, errno, "cannot set memory.max in '%s'", cg->v2);
+                cg->memory = CG_V2;
+        } else if (l->v1_memory) {
+                cg->v1_memory = make_child(l, l->v1_memory, name);
+                if (cg->v1_memory == NULL)
+                        return corral_fail(ret_err, errno, "cannot create cgroup in '%s'", l->v1_memory);
+                snprintf(buf, sizeof(buf), "%" PRIu64, lim->memory_bytes);
+                if (cg_write(l, cg->v1_memory, "memory.limit_in_bytes", buf) < 0)
+                        return corral_fail(ret_err, errno, "cannot set memory.limit_in_bytes in '%s'",
+                                           cg->v1_memory);
+                /* memsw exists only with swap accounting; the limit above is then
+                 * topped up to forbid swap too. */
+                cg_write(l, cg->v1_memory, "memory.memsw.limit_in_bytes", buf);
+                cg_write(l, cg->v1_memory, "memory.swappiness", "0");
+                cg->memory = CG_V1;
+        }
+        /* pids */
+        snprintf(buf, sizeof(buf), "%" PRIu64, lim->pids);
+        if (l->v2_pids && cg->v2) {
+                if (cg_write(l, cg->v2, "pids.max", buf) < 0)
+                        return corral_fail(ret_err, errno, "cannot set pids.max in '%s'", cg->v2);
+                cg->pids = CG_V2;
+        } else if (l->v1_pids) {
+                cg->v1_pids = make_child(l, l->v1_pids, name);
+                if (cg->v1_pids == NULL || cg_write(l, cg->v1_pids, "pids.max", buf) < 0)
+                        return corral_fail(ret_err, errno, "cannot set pids.max in '%s'", l->v1_pids);
+                cg->pids = CG_V1;
+        }
+        /* cpu share */
+        if (lim->cpus > 0) {
+                uint64_t period = 100000, quota = (uint64_t)(lim->cpus * (double)period);
+                if (quota < 1000)
+                        quota = 1000;
+                if (l->v2_cpu && cg->v2) {
+                        snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64, quota, period);
+                        if (cg_write(l, cg->v2, "cpu.max", buf) < 0)
+                                return corral_fail(ret_err, errno, "cannot set cpu.max in '%s'", cg->v2);
+                        cg->cpu = CG_V2;
+                } else if (l->v1_cpu) {
+                        cg->v1_cpu = make_child(l, l->v1_cpu, name);
+                        snprintf(buf, sizeof(buf), "%" PRIu64, quota);
+                        if (cg->v1_cpu == NULL || cg_write(l, cg->v1_cpu, "cpu.cfs_period_us", "100000") < 0 ||
+                            cg_write(l, cg->v1_cpu, "cpu.cfs_quota_us", buf) < 0)
+                                return corral_fail(ret_err, errno, "cannot set cpu.cfs_quota_us in '%s'",
+                                                   l->v1_cpu);
+                        cg->cpu = CG_V1;
+                }
+        }
+        if (l->v1_cpuacct && cg->v2 == NULL) {
+                /* CPU accounting for the result when there is no v2 cgroup. */
+                if (l->v1_cpu && l->v1_cpuacct && strcmp(l->v1_cpu, l->v1_cpuacct) == 0 && cg->v1_cpu)
+                        cg->v1_cpuacct = strdup(cg->v1_cpu);
+                else
+                        cg->v1_cpuacct = make_child(l, l->v1_cpuacct, name);
+        }
+        return 0;
+}
+
+int cgroup_attach_v1(struct jail_cgroup *cg, pid_t pid, corral_error **ret_err)
+{
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%d", (int)pid);
+        const char *dirs[] = { cg->v1_memory, cg->v1_pids, cg->v1_cpu, cg->v1_cpuacct };
+        for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+                if (dirs[i] && cg_write(cg->layout, dirs[i], "cgroup.procs", buf) < 0)
+                        return corral_fail(ret_err, errno, "cannot move the jail into '%s'", dirs[i]);
+        }
+        /* Without CLONE_INTO_CGROUP (old kernels), attach to v2 here too. */
+        if (cg->v2 && !cg->v2_cloned_into && cg_write(cg->layout, cg->v2, "cgroup.procs", buf) < 0)
+                return corral_fail(ret_err, errno, "cannot move the jail into '%s'", cg->v2);
+        return 0;
+}
+
+void cgroup_kill(struct jail_cgroup *cg)
+{
+        if (cg->v2)
+                cg_write(cg->layout, cg->v2, "cgroup.kill", "1");
+}
+
+void cgroup_read_stats(struct jail_cgroup *cg, struct cgroup_stats *st)
+{
+        memset(st, 0, sizeof(*st));
+        uint64_t v;
+        if (cg->memory == CG_V2) {
+                if (cg_read_u64(cg->v2, "memory.peak", &v))
+                        st->memory_peak = v;
+                if (cg_read_key(cg->v2, "memory.events", "oom_kill", &v))
+                        st->oom_kills = v;
+        } else if (cg->memory == CG_V1) {
+                if (cg_read_u64(cg->v1_memory, "memory.max_usage_in_bytes", &v))
+                        st->memory_peak = v;
+                if (cg_read_key(cg->v1_memory, "memory.oom_control", "oom_kill", &v))
+                        st->oom_kills = v;
+        }
+        if (cg->pids == CG_V2 && cg_read_key(cg->v2, "pids.events", "max", &v))
+                st->pids_max_hits = v;
+        else if (cg->pids == CG_V1 && cg_read_key(cg->v1_pids, "pids.events", "max", &v))
+                st->pids_max_hits = v;
+        if (cg->v2 && cg_read_key(cg->v2, "cpu.stat", "usage_usec", &v)) {
+                st->cpu_usec = v;
+                st->have_cpu = true;
+        } else if (cg->v1_cpuacct && cg_read_u64(cg->v1_cpuacct, "cpuacct.usage", &v)) {
+                st->cpu_usec = v / 1000;
+                st->have_cpu = true;
+        }
+}
+
+/* rmdir can race with the last task's release; retry briefly. */
+static void remove_dir(const struct cgroup_layout *l, char *dir)
+{
+        if (dir == NULL || l->test_tree)
+                return;
+        for (int i = 0; i < 200; i++) {
+                if (rmdir(dir) == 0 || errno == ENOENT)
+                        return;
+                if (errno != EBUSY)
+                        return;
+                struct timespec ts = { 0, 1000000 };
+                nanosleep(&ts, NULL);
+        }
+}
+
+void cgroup_destroy(struct jail_cgroup *cg)
+{
+        if (cg->layout == NULL)
+                return;
+        if (cg->v2_fd >= 0)
+                close(cg->v2_fd);
+        remove_dir(cg->layout, cg->v1_memory);
+        remove_dir(cg->layout, cg->v1_pids);
+        remove_dir(cg->layout, cg->v1_cpu);
+        if (cg->v1_cpuacct && (cg->v1_cpu == NULL || strcmp(cg->v1_cpuacct, cg->v1_cpu) != 0))
+                remove_dir(cg->layout, cg->v1_cpuacct);
+        remove_dir(cg->layout, cg->v2);
+        free(cg->v2);
+        free(cg->v1_memory);
+        free(cg->v1_pids);
+        free(cg->v1_cpu);
+        free(cg->v1_cpuacct);
+        memset(cg, 0, sizeof(*cg));
+        cg->v2_fd = -1;
+}

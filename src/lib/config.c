@@ -1,0 +1,207 @@
+/* config.c: defaults, setters and validation for corral_jail_config. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "jail-internal.h"
+
+void corral_jail_config_init(corral_jail_config *cfg)
+{
+        memset(cfg, 0, sizeof(*cfg));
+        cfg->timeout_s = 30.0;
+        cfg->memory_bytes = 512ull << 20;
+        cfg->pids = 128;
+        cfg->nofile = 256;
+        cfg->disk_bytes = 256ull << 20;
+        cfg->output_limit = 1ull << 20;
+        cfg->net = CORRAL_NET_NONE;
+        cfg->stdin_mode = CORRAL_STDIN_NULL;
+        cfg->uid_base = JAIL_DEFAULT_UID_BASE;
+        cfg->uid_count = JAIL_DEFAULT_UID_COUNT;
+}
+
+static void free_strv(char **v)
+{
+        for (size_t i = 0; v && v[i]; i++)
+                free(v[i]);
+        free(v);
+}
+
+void corral_jail_config_release(corral_jail_config *cfg)
+{
+        free_strv(cfg->argv);
+        free_strv(cfg->env);
+        free(cfg->script);
+        free(cfg->script_name);
+        free(cfg->workspace);
+        free(cfg->rootfs);
+        for (size_t i = 0; i < cfg->n_binds; i++) {
+                free(cfg->binds[i].src);
+                free(cfg->binds[i].dst);
+        }
+        free(cfg->binds);
+        memset(cfg, 0, sizeof(*cfg));
+}
+
+int corral_jail_config_set_argv(corral_jail_config *cfg, char *const *argv, corral_error **ret_err)
+{
+        size_t n = 0;
+        while (argv && argv[n])
+                n++;
+        if (n == 0)
+                return corral_usage(ret_err, "no program to run");
+        char **v = calloc(n + 1, sizeof(char *));
+        if (v == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot copy the command line");
+        for (size_t i = 0; i < n; i++) {
+                if ((v[i] = strdup(argv[i])) == NULL) {
+                        free_strv(v);
+                        return corral_fail(ret_err, ENOMEM, "cannot copy the command line");
+                }
+        }
+        free_strv(cfg->argv);
+        cfg->argv = v;
+        return 0;
+}
+
+int corral_jail_config_set_script(corral_jail_config *cfg, const char *name, const char *text, size_t len,
+                                  corral_error **ret_err)
+{
+        if (name == NULL || name[0] == '\0' || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                return corral_usage(ret_err, "invalid script name '%s'", name ? name : "");
+        if (len > JAIL_MAX_SCRIPT)
+                return corral_usage(ret_err, "program text is %zu bytes; the limit is %u", len, JAIL_MAX_SCRIPT);
+        char *t = malloc(len + 1);
+        char *n = strdup(name);
+        if (t == NULL || n == NULL) {
+                free(t);
+                free(n);
+                return corral_fail(ret_err, ENOMEM, "cannot copy the program text");
+        }
+        memcpy(t, text, len);
+        t[len] = '\0';
+        free(cfg->script);
+        free(cfg->script_name);
+        cfg->script = t;
+        cfg->script_len = len;
+        cfg->script_name = n;
+        return 0;
+}
+
+static bool valid_env_name(const char *s, size_t n)
+{
+        if (n == 0 || (s[0] >= '0' && s[0] <= '9'))
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = s[i];
+                if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
+                        return false;
+        }
+        return true;
+}
+
+int corral_jail_config_add_env(corral_jail_config *cfg, const char *assignment, corral_error **ret_err)
+{
+        const char *eq = assignment ? strchr(assignment, '=') : NULL;
+        if (eq == NULL || !valid_env_name(assignment, (size_t)(eq - assignment)))
+                return corral_usage(ret_err, "invalid environment assignment '%s': expected NAME=VALUE",
+                                    assignment ? assignment : "");
+        size_t name_len = (size_t)(eq - assignment) + 1, n = 0;
+        for (; cfg->env && cfg->env[n]; n++) {
+                if (strncmp(cfg->env[n], assignment, name_len) == 0) {
+                        char *d = strdup(assignment);
+                        if (d == NULL)
+                                return corral_fail(ret_err, ENOMEM, "cannot copy the environment");
+                        free(cfg->env[n]);
+                        cfg->env[n] = d;
+                        return 0;
+                }
+        }
+        char **v = realloc(cfg->env, (n + 2) * sizeof(char *));
+        if (v == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot copy the environment");
+        cfg->env = v;
+        if ((v[n] = strdup(assignment)) == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot copy the environment");
+        v[n + 1] = NULL;
+        return 0;
+}
+
+/* Jail paths that a bind may not cover: the jail's own machinery. */
+static bool reserved_target(const char *dst)
+{
+        static const char *const reserved[] = { "/", "/proc", "/dev", "/etc", "/run/corral", "/tmp", "/workspace" };
+        for (size_t i = 0; i < ARRAY_SIZE(reserved); i++)
+                if (strcmp(dst, reserved[i]) == 0)
+                        return true;
+        return strncmp(dst, "/proc/", 6) == 0 || strncmp(dst, "/dev/", 5) == 0;
+}
+
+int corral_jail_config_add_bind(corral_jail_config *cfg, const char *spec, bool writable, corral_error **ret_err)
+{
+        if (spec == NULL || spec[0] == '\0')
+                return corral_usage(ret_err, "empty bind specification");
+        const char *colon = strchr(spec, ':');
+        cleanup_free char *src = colon ? strndup(spec, (size_t)(colon - spec)) : strdup(spec);
+        cleanup_free char *dst = strdup(colon ? colon + 1 : spec);
+        if (src == NULL || dst == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot copy the bind");
+        if (src[0] == '\0')
+                return corral_usage(ret_err, "bind '%s': empty source", spec);
+        if (dst[0] != '/')
+                return corral_usage(ret_err, "bind '%s': the destination must be an absolute path", spec);
+        /* Normalise: no "..", ".", or empty components; no trailing slash. */
+        for (const char *c = dst; *c;) {
+                while (*c == '/')
+                        c++;
+                const char *e = strchrnul(c, '/');
+                size_t n = (size_t)(e - c);
+                if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return corral_usage(ret_err, "bind '%s': the destination may not contain '.' or '..'", spec);
+                c = e;
+        }
+        size_t l = strlen(dst);
+        while (l > 1 && dst[l - 1] == '/')
+                dst[--l] = '\0';
+        if (strstr(dst, "//"))
+                return corral_usage(ret_err, "bind '%s': malformed destination", spec);
+        if (reserved_target(dst))
+                return corral_usage(ret_err, "bind '%s': '%s' is managed by corral and cannot be replaced", spec, dst);
+        struct corral_bind *b = realloc(cfg->binds, (cfg->n_binds + 1) * sizeof(*b));
+        if (b == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot copy the bind");
+        cfg->binds = b;
+        b[cfg->n_binds].src = TAKE_PTR(src);
+        b[cfg->n_binds].dst = TAKE_PTR(dst);
+        b[cfg->n_binds].writable = writable;
+        cfg->n_binds++;
+        return 0;
+}
+
+int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **ret_err)
+{
+        if (cfg->argv == NULL || cfg->argv[0] == NULL || cfg->argv[0][0] == '\0')
+                return corral_usage(ret_err, "no program to run");
+        if (!(cfg->timeout_s > 0))
+                return corral_usage(ret_err, "the timeout must be greater than zero");
+        if (cfg->cpu_time_s < 0)
+                return corral_usage(ret_err, "the CPU-time limit must not be negative");
+        if (cfg->memory_bytes < (8u << 20))
+                return corral_usage(ret_err, "the memory limit must be at least 8M");
+        if (cfg->pids < 1 || cfg->pids > 1u << 22)
+                return corral_usage(ret_err, "the process limit must be between 1 and 4194304");
+        if (cfg->nofile < 8 || cfg->nofile > 1u << 20)
+                return corral_usage(ret_err, "the open-file limit must be between 8 and 1048576");
+        if (cfg->disk_bytes < 65536)
+                return corral_usage(ret_err, "the disk limit must be at least 64K");
+        if (cfg->output_limit < 1)
+                return corral_usage(ret_err, "the output limit must be at least 1 byte");
+        if (cfg->cpus < 0 || cfg->cpus > 4096)
+                return corral_usage(ret_err, "the CPU share must be between 0 and 4096");
+        if (cfg->uid_count == 0 || (uint64_t)cfg->uid_base + cfg->uid_count > 0xfffffffeull || cfg->uid_base < 1000)
+                return corral_usage(ret_err, "the jail uid range must lie between 1000 and 4294967294");
+        for (size_t i = 0; cfg->env && cfg->env[i]; i++)
+                if (strchr(cfg->env[i], '=') == NULL)
+                        return corral_usage(ret_err, "invalid environment assignment '%s'", cfg->env[i]);
+        return 0;
+}

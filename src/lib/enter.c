@@ -1,0 +1,275 @@
+/* enter.c: "enter the jail", what the setup child does between clone() and
+ * exec'ing init.
+ *
+ * The child is a copy of a possibly multi-threaded caller, so it only makes
+ * system calls: no malloc, no stdio, no locks.  Everything it needs (paths,
+ * file contents, mount options) was computed by plan.c before clone().  Each
+ * failure is reported to the supervisor as (step, errno) and ends the child;
+ * the supervisor turns it into a message, as bubblewrap does.
+ *
+ * Order matters and each step says why it is where it is.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/mount.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <grp.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jail-internal.h"
+
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#define MOUNT_ATTR_NOEXEC 0x00000008
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+
+static int status_fd = -1;
+
+static void report(uint32_t type, int32_t a, int32_t b)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        struct init_msg m = { .type = type, .a = a, .b = b,
+                              .t = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 };
+        ssize_t r = write(status_fd, &m, sizeof(m));
+        (void)r;
+}
+
+static __attribute__((noreturn)) void fail(int step)
+{
+        report(MSG_SETUP_FAILED, step, errno);
+        _exit(125);
+}
+
+static int capset_all(bool on)
+{
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct data[2];
+        memset(data, 0, sizeof(data));
+        if (on) {
+                if (syscall(SYS_capget, &hdr, data) < 0)
+                        return -1;
+                data[0].effective = data[0].permitted;
+                data[1].effective = data[1].permitted;
+        }
+        return (int)syscall(SYS_capset, &hdr, data);
+}
+
+/* Set mount flags on path (and, when recursive, everything beneath it).
+ * mount_setattr() changes just those flags; the old remount (fallback for
+ * kernels before 5.12) is not recursive. */
+static int set_mount_flags(const char *path, uint64_t attrs, bool recursive)
+{
+        struct mount_attr attr = { .attr_set = attrs };
+        if (syscall(SYS_mount_setattr, AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &attr, sizeof(attr)) == 0)
+                return 0;
+        if (errno != ENOSYS)
+                return -1;
+        unsigned long flags = MS_REMOUNT | MS_BIND;
+        flags |= attrs & MOUNT_ATTR_RDONLY ? MS_RDONLY : 0;
+        flags |= attrs & MOUNT_ATTR_NOSUID ? MS_NOSUID : 0;
+        flags |= attrs & MOUNT_ATTR_NODEV ? MS_NODEV : 0;
+        flags |= attrs & MOUNT_ATTR_NOEXEC ? MS_NOEXEC : 0;
+        return mount(NULL, path, NULL, flags, NULL);
+}
+
+static int make_target(const char *dst, bool dir, mode_t mode)
+{
+        if (dir)
+                return mkdir(dst, mode) < 0 && errno != EEXIST ? -1 : 0;
+        int fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode ? mode : 0644);
+        if (fd < 0)
+                return errno == EEXIST ? 0 : -1;
+        close(fd);
+        return 0;
+}
+
+static int do_op(const struct mount_op *op)
+{
+        switch (op->kind) {
+        case OP_DIR:
+                return make_target(op->dst, true, op->mode ? op->mode : 0755);
+        case OP_TMPFS:
+                if (make_target(op->dst, true, 0755) < 0)
+                        return -1;
+                return mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, op->data);
+        case OP_PROC:
+                if (make_target(op->dst, true, 0555) < 0)
+                        return -1;
+                return mount("proc", op->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+        case OP_BIND:
+                if (make_target(op->dst, op->src_is_dir, 0) < 0)
+                        return -1;
+                if (mount(op->src, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+                        return -1;
+                if (op->device) /* /dev/null and friends: writable, but never exec or suid */
+                        return set_mount_flags(op->dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false);
+                return set_mount_flags(op->dst,
+                                       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op->writable ? 0 : MOUNT_ATTR_RDONLY),
+                                       true);
+        case OP_FILE: {
+                int fd = open(op->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, op->mode ? op->mode : 0644);
+                if (fd < 0)
+                        return -1;
+                size_t off = 0;
+                while (off < op->data_len) {
+                        ssize_t n = write(fd, op->data + off, op->data_len - off);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n <= 0) {
+                                close(fd);
+                                return -1;
+                        }
+                        off += (size_t)n;
+                }
+                return close(fd);
+        }
+        case OP_SYMLINK:
+                return symlink(op->src, op->dst);
+        case OP_READONLY: /* only this mount: binds beneath keep their own flags */
+                return set_mount_flags(op->dst, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false);
+        default:
+                break;
+        }
+        errno = EINVAL;
+        return -1;
+}
+
+static int loopback_up(void)
+{
+        int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (s < 0)
+                return -1;
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        memcpy(ifr.ifr_name, "lo", 3);
+        int r = ioctl(s, SIOCGIFFLAGS, &ifr);
+        if (r == 0) {
+                ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+                r = ioctl(s, SIOCSIFFLAGS, &ifr);
+        }
+        close(s);
+        return r;
+}
+
+/* Put the fds the jail keeps at 0..4 and close every other one.  Sources
+ * may sit on the target numbers, so everything moves up out of the way
+ * first. */
+static int arrange_fds(const struct jail_plan *p, int *ret_init_fd)
+{
+        int src[6] = { p->stdin_fd, p->stdout_fd, p->stderr_fd, p->config_fd, p->status_fd, p->init_fd };
+        int high[6];
+        for (int i = 0; i < 6; i++) {
+                high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
+                if (high[i] < 0)
+                        return -1;
+        }
+        for (int i = 0; i < 5; i++)
+                if (dup2(high[i], i) < 0) /* dup2 leaves the target without CLOEXEC */
+                        return -1;
+        /* The status fd stays CLOEXEC in init's payload: set again by init. */
+        if (dup3(high[5], 5, O_CLOEXEC) < 0)
+                return -1;
+        status_fd = CORRAL_INIT_STATUS_FD;
+        if (syscall(SYS_close_range, 6, ~0U, 0) < 0) {
+                for (int fd = 6; fd < 65536; fd++)
+                        close(fd);
+        }
+        *ret_init_fd = 5;
+        return 0;
+}
+
+void jail_enter(const struct jail_plan *p)
+{
+        status_fd = p->status_fd;
+        report(MSG_CHILD_START, 0, 0);
+
+        /* Die with the supervisor; checked against the race by the sync read:
+         * a supervisor that died before writing leaves us EOF. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                fail(STEP_PDEATHSIG);
+        char go;
+        if (read(p->sync_fd, &go, 1) != 1)
+                _exit(125);
+        close(p->sync_fd);
+
+        /* Become the jail user first: files created in the new root must be
+         * owned by a mapped id, and root's supplementary groups (host gid 0)
+         * must not come along. */
+        if (p->drop_groups && setgroups(0, NULL) < 0)
+                fail(STEP_IDS);
+        if (setresgid(p->gid_inside, p->gid_inside, p->gid_inside) < 0 ||
+            setresuid(p->uid_inside, p->uid_inside, p->uid_inside) < 0)
+                fail(STEP_IDS);
+        /* The id change clears the parent-death signal; set it again. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                fail(STEP_PDEATHSIG);
+        if (capset_all(true) < 0)
+                fail(STEP_CAPS);
+
+        /* Nothing we mount may propagate back to the host. */
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                fail(STEP_PRIVATE);
+        /* The new root is a small tmpfs; the old one stays reachable at
+         * /oldroot while binds are made from it, then is detached. */
+        if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, p->root_tmpfs_data) < 0)
+                fail(STEP_ROOT_TMPFS);
+        if (chdir("/tmp") < 0 || mkdir("oldroot", 0700) < 0 ||
+            syscall(SYS_pivot_root, ".", "oldroot") < 0 || chdir("/") < 0)
+                fail(STEP_PIVOT);
+
+        for (size_t i = 0; i < p->n_ops; i++)
+                if (do_op(&p->ops[i]) < 0)
+                        fail((int)i);
+
+        if (umount2("/oldroot", MNT_DETACH) < 0 || rmdir("/oldroot") < 0)
+                fail(STEP_DETACH_OLDROOT);
+        if (mount("/", "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+                fail(STEP_ROOT_READONLY);
+
+        if (sethostname("corral", 6) < 0 || setdomainname("corral", 6) < 0)
+                fail(STEP_HOSTNAME);
+        if (p->net == CORRAL_NET_LOOPBACK && loopback_up() < 0)
+                fail(STEP_LOOPBACK);
+
+        /* Give up every capability for good: bounding set, ambient set, then
+         * the rest; no_new_privs keeps exec from granting any back. */
+        for (int cap = 0; cap <= 63; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        fail(STEP_DROP_CAPS);
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                fail(STEP_DROP_CAPS);
+        if (capset_all(false) < 0)
+                fail(STEP_DROP_CAPS);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                fail(STEP_NO_NEW_PRIVS);
+
+        int init_fd;
+        if (arrange_fds(p, &init_fd) < 0)
+                fail(STEP_FDS);
+        report(MSG_ROOT_READY, 0, 0);
+
+        /* A fresh program, not a fork of the caller: init starts with an
+         * empty environment and none of the caller's memory. */
+        char *const argv[] = { (char *)"corral-init", NULL };
+        char *const envp[] = { NULL };
+        syscall(SYS_execveat, init_fd, "", argv, envp, AT_EMPTY_PATH);
+        fail(STEP_EXEC_INIT);
+}

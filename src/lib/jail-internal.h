@@ -1,0 +1,154 @@
+/* jail-internal.h: the pieces of a jail, shared between the library's files.
+ *
+ *   config.c   defaults, setters and validation of corral_jail_config
+ *   plan.c     turns a config into a jail_plan: every path, mount and string
+ *              the setup child needs, computed before clone()
+ *   enter.c    what the setup child does between clone() and exec'ing init:
+ *              id switch, new root, hostname, loopback, dropping privileges
+ *   spawn.c    what the caller does: cgroups, clone3(), id maps, the
+ *              supervision loop (epoll on pipes, pidfd and timerfd), teardown
+ *   seccomp.c  the system-call filter
+ *   cgroup.c   cgroup v2 / v1 limits and accounting
+ *   uidpool.c  per-jail host uids when the caller is root
+ *   result.c   result classification and its JSON form
+ *   profile.c  JSON profiles
+ */
+#ifndef CORRAL_JAIL_INTERNAL_H
+#define CORRAL_JAIL_INTERNAL_H
+
+#include <linux/filter.h>
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <corral/jail.h>
+
+#include "protocol.h"
+#include "util.h"
+
+/* ---- seccomp.c ---- */
+struct jail_bpf {
+        struct sock_filter *insns;
+        size_t len;
+};
+CORRAL_HIDDEN int jail_seccomp_program(const struct jail_bpf **ret, corral_error **ret_err);
+CORRAL_HIDDEN char *jail_seccomp_syscall_name(int nr, uint32_t arch);
+
+/* ---- cgroup.c ---- */
+struct cgroup_layout {
+        char *v2_dir;            /* our own cgroup in the v2 hierarchy */
+        bool v2_memory, v2_pids, v2_cpu;
+        bool v2_moved_self;      /* we moved into <v2_dir>/corral-supervisor */
+        char *v1_memory, *v1_pids, *v1_cpu, *v1_cpuacct; /* our own v1 cgroups */
+        bool test_tree;          /* plain files: a prepared tree in a test */
+};
+enum cg_version { CG_NONE = 0, CG_V1, CG_V2 };
+struct cgroup_limits {
+        uint64_t memory_bytes;
+        uint64_t pids;
+        double cpus;
+};
+struct jail_cgroup {
+        const struct cgroup_layout *layout;
+        char *v2;
+        int v2_fd;
+        bool v2_cloned_into;
+        char *v1_memory, *v1_pids, *v1_cpu, *v1_cpuacct;
+        enum cg_version memory, pids, cpu;
+};
+struct cgroup_stats {
+        uint64_t memory_peak;
+        uint64_t oom_kills;
+        uint64_t pids_max_hits;
+        uint64_t cpu_usec;
+        bool have_cpu;
+};
+CORRAL_HIDDEN int cgroup_layout_detect(struct cgroup_layout *l);
+CORRAL_HIDDEN int cgroup_layout_detect_from(struct cgroup_layout *l, const char *mountinfo, const char *proc_cgroup);
+CORRAL_HIDDEN void cgroup_layout_release(struct cgroup_layout *l);
+CORRAL_HIDDEN const struct cgroup_layout *cgroup_host_layout(void);
+CORRAL_HIDDEN int cgroup_create(const struct cgroup_layout *l, const char *name, const struct cgroup_limits *lim,
+                                struct jail_cgroup *cg, corral_error **ret_err);
+CORRAL_HIDDEN int cgroup_attach_v1(struct jail_cgroup *cg, pid_t pid, corral_error **ret_err);
+CORRAL_HIDDEN void cgroup_kill(struct jail_cgroup *cg);
+CORRAL_HIDDEN void cgroup_read_stats(struct jail_cgroup *cg, struct cgroup_stats *st);
+CORRAL_HIDDEN void cgroup_destroy(struct jail_cgroup *cg);
+
+/* ---- uidpool.c ---- */
+struct uid_lease {
+        uint32_t uid;
+        int fd; /* abstract socket bound while the lease is held */
+};
+CORRAL_HIDDEN int uidpool_acquire(uint32_t base, uint32_t count, struct uid_lease *ret, corral_error **ret_err);
+CORRAL_HIDDEN void uidpool_release(struct uid_lease *lease);
+
+/* ---- plan.c / enter.c ---- */
+enum mount_op_kind {
+        OP_DIR,      /* mkdir dst */
+        OP_TMPFS,    /* tmpfs at dst with data */
+        OP_BIND,     /* bind src (below /oldroot) at dst */
+        OP_PROC,     /* fresh proc at dst */
+        OP_FILE,     /* create dst with content */
+        OP_SYMLINK,  /* dst -> src */
+        OP_READONLY, /* make the mount at dst (alone) read-only, nosuid, noexec */
+};
+struct mount_op {
+        enum mount_op_kind kind;
+        const char *src;
+        const char *dst;       /* relative to the new root */
+        const char *data;      /* tmpfs options, or file content */
+        size_t data_len;
+        bool writable;
+        bool src_is_dir;
+        bool device;           /* a /dev node: keep dev, drop exec */
+        mode_t mode;
+};
+
+/* Fixed setup steps reported as negative indexes (ops use 0..n-1). */
+enum enter_step {
+        STEP_SYNC = -1,
+        STEP_IDS = -2,
+        STEP_CAPS = -3,
+        STEP_PRIVATE = -4,
+        STEP_ROOT_TMPFS = -5,
+        STEP_PIVOT = -6,
+        STEP_DETACH_OLDROOT = -7,
+        STEP_ROOT_READONLY = -8,
+        STEP_HOSTNAME = -9,
+        STEP_LOOPBACK = -10,
+        STEP_DROP_CAPS = -11,
+        STEP_NO_NEW_PRIVS = -12,
+        STEP_FDS = -13,
+        STEP_EXEC_INIT = -14,
+        STEP_PDEATHSIG = -15,
+};
+
+struct jail_plan {
+        struct mount_op *ops;
+        size_t n_ops;
+        size_t cap_ops;
+        char **strings;          /* owned strings referenced by ops */
+        size_t n_strings;
+        char *root_tmpfs_data;
+        uid_t uid_inside;
+        gid_t gid_inside;
+        bool drop_groups;        /* caller is root: setgroups(0) */
+        enum corral_net net;
+        /* fds the child puts at 0..4, and the ones it only uses */
+        int stdin_fd, stdout_fd, stderr_fd, config_fd, status_fd;
+        int init_fd, sync_fd;
+};
+CORRAL_HIDDEN int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_error **ret_err);
+CORRAL_HIDDEN void jail_plan_release(struct jail_plan *p);
+CORRAL_HIDDEN const char *jail_plan_step_name(const struct jail_plan *p, int step, char *buf, size_t len);
+CORRAL_HIDDEN __attribute__((noreturn)) void jail_enter(const struct jail_plan *p);
+
+/* ---- spawn.c helpers used by config.c ---- */
+CORRAL_HIDDEN int jail_init_binary_fd(corral_error **ret_err);
+
+#define JAIL_UID_INSIDE 1000
+#define JAIL_DEFAULT_UID_BASE 1400000000u
+#define JAIL_DEFAULT_UID_COUNT 65536u
+#define JAIL_SCRIPT_DIR "/run/corral"
+#define JAIL_MAX_SCRIPT (16u << 20)
+
+#endif

@@ -1,0 +1,325 @@
+/* plan.c: turn a config into the list of steps the setup child performs.
+ *
+ * Everything that allocates, resolves a host path or formats a string is
+ * done here, in the caller, before clone(): the child only replays the plan
+ * (see enter.c).  Host paths are canonicalised here, so a symlink cannot
+ * point a bind elsewhere once the child resolves it under /oldroot.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "jail-internal.h"
+
+static const char *keep(struct jail_plan *p, char *s)
+{
+        if (s == NULL)
+                return NULL;
+        char **n = realloc(p->strings, (p->n_strings + 1) * sizeof(char *));
+        if (n == NULL) {
+                free(s);
+                return NULL;
+        }
+        p->strings = n;
+        p->strings[p->n_strings++] = s;
+        return s;
+}
+
+static const char *fmt(struct jail_plan *p, const char *f, ...) CORRAL_PRINTF(2, 3);
+static const char *fmt(struct jail_plan *p, const char *f, ...)
+{
+        char *s = NULL;
+        va_list ap;
+        va_start(ap, f);
+        int r = vasprintf(&s, f, ap);
+        va_end(ap);
+        return r < 0 ? NULL : keep(p, s);
+}
+
+static struct mount_op *add(struct jail_plan *p, enum mount_op_kind kind, const char *src, const char *dst)
+{
+        if (dst == NULL || (kind == OP_BIND && src == NULL))
+                return NULL;
+        if (p->n_ops == p->cap_ops) {
+                size_t cap = p->cap_ops ? p->cap_ops * 2 : 64;
+                struct mount_op *ops = realloc(p->ops, cap * sizeof(*ops));
+                if (ops == NULL)
+                        return NULL;
+                p->ops = ops;
+                p->cap_ops = cap;
+        }
+        struct mount_op *op = &p->ops[p->n_ops++];
+        memset(op, 0, sizeof(*op));
+        op->kind = kind;
+        op->src = src;
+        op->dst = dst;
+        return op;
+}
+
+/* Bind host path `host` (absolute) read-only at `dst`, or mirror it when it
+ * is a symlink (merged-/usr systems link /bin to usr/bin). */
+static int add_system_path(struct jail_plan *p, const char *host, const char *dst)
+{
+        struct stat st;
+        if (lstat(host, &st) < 0)
+                return 0; /* not on this system */
+        if (S_ISLNK(st.st_mode)) {
+                char target[PATH_MAX];
+                ssize_t n = readlink(host, target, sizeof(target) - 1);
+                if (n < 0)
+                        return 0;
+                target[n] = '\0';
+                return add(p, OP_SYMLINK, fmt(p, "%s", target), dst) ? 0 : -1;
+        }
+        struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s", host), dst);
+        if (op == NULL)
+                return -1;
+        op->src_is_dir = S_ISDIR(st.st_mode);
+        return 0;
+}
+
+static int add_file(struct jail_plan *p, const char *dst, const char *content)
+{
+        const char *c = fmt(p, "%s", content);
+        struct mount_op *op = add(p, OP_FILE, NULL, dst);
+        if (op == NULL || c == NULL)
+                return -1;
+        op->data = c;
+        op->data_len = strlen(c);
+        return 0;
+}
+
+static int add_tmpfs(struct jail_plan *p, const char *dst, uint64_t size, const char *mode)
+{
+        struct mount_op *op = add(p, OP_TMPFS, NULL, dst);
+        if (op == NULL)
+                return -1;
+        op->data = fmt(p, "size=%" PRIu64 ",nr_inodes=%" PRIu64 ",mode=%s", size, size / 1024 + 1024, mode);
+        return op->data ? 0 : -1;
+}
+
+/* Resolve a user-given host path; usage error when missing. */
+static char *resolve_host(const char *path, const char *what, corral_error **ret_err)
+{
+        char *real = realpath(path, NULL);
+        if (real == NULL)
+                corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "%s '%s'", what, path);
+        return real;
+}
+
+static int build_etc(struct jail_plan *p, const char *sysroot)
+{
+        char host[PATH_MAX];
+        if (add(p, OP_DIR, NULL, "etc") == NULL)
+                return -1;
+        int r = 0;
+        r |= add_file(p, "etc/passwd",
+                      "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+                      "sandbox:x:1000:1000:corral sandbox:/tmp:/bin/sh\n"
+                      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+        r |= add_file(p, "etc/group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n");
+        r |= add_file(p, "etc/hosts", "127.0.0.1\tlocalhost corral\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+        r |= add_file(p, "etc/hostname", "corral\n");
+        r |= add_file(p, "etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n");
+        if (r)
+                return -1;
+        /* Harmless host files the runtime reads: the loader cache, time zone,
+         * Debian's alternatives links, fontconfig and matplotlib defaults. */
+        static const char *const passthrough[] = { "ld.so.cache", "alternatives", "fonts", "matplotlibrc",
+                                                   "mime.types" };
+        for (size_t i = 0; i < ARRAY_SIZE(passthrough); i++) {
+                snprintf(host, sizeof(host), "%s/etc/%s", sysroot, passthrough[i]);
+                struct stat st;
+                if (stat(host, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                        continue;
+                char *real = realpath(host, NULL);
+                if (real == NULL)
+                        continue;
+                struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s", real), fmt(p, "etc/%s", passthrough[i]));
+                free(real);
+                if (op == NULL)
+                        return -1;
+                op->src_is_dir = S_ISDIR(st.st_mode);
+        }
+        snprintf(host, sizeof(host), "%s/etc/localtime", sysroot);
+        char *tz = realpath(host, NULL);
+        if (tz != NULL) {
+                struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s", tz), "etc/localtime");
+                free(tz);
+                if (op == NULL)
+                        return -1;
+        }
+        return 0;
+}
+
+static int build_dev(struct jail_plan *p)
+{
+        if (add_tmpfs(p, "dev", 65536, "0755") < 0)
+                return -1;
+        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom" };
+        for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
+                struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot/dev/%s", nodes[i]), fmt(p, "dev/%s", nodes[i]));
+                if (op == NULL)
+                        return -1;
+                op->writable = true;
+                op->device = true;
+        }
+        static const char *const links[][2] = {
+                { "/proc/self/fd", "dev/fd" },    { "/proc/self/fd/0", "dev/stdin" },
+                { "/proc/self/fd/1", "dev/stdout" }, { "/proc/self/fd/2", "dev/stderr" },
+                /* POSIX semaphores and shm_open land in the capped /tmp. */
+                { "/tmp", "dev/shm" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(links); i++)
+                if (add(p, OP_SYMLINK, links[i][0], links[i][1]) == NULL)
+                        return -1;
+        return add(p, OP_READONLY, NULL, "dev") ? 0 : -1;
+}
+
+int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_error **ret_err)
+{
+        char host[PATH_MAX];
+        cleanup_free char *sysroot = NULL;
+        if (cfg->rootfs) {
+                sysroot = resolve_host(cfg->rootfs, "rootfs", ret_err);
+                if (sysroot == NULL)
+                        return -1;
+                struct stat st;
+                if (stat(sysroot, &st) < 0 || !S_ISDIR(st.st_mode))
+                        return corral_usage(ret_err, "rootfs '%s' is not a directory", cfg->rootfs);
+        }
+        const char *base = sysroot ? sysroot : "";
+
+        size_t root_size = 4u << 20;
+        if (cfg->script)
+                root_size += cfg->script_len;
+        p->root_tmpfs_data = NULL;
+        if (asprintf(&p->root_tmpfs_data, "size=%zu,nr_inodes=4096,mode=0755", root_size) < 0)
+                goto oom;
+
+        static const char *const system_dirs[] = { "usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32" };
+        for (size_t i = 0; i < ARRAY_SIZE(system_dirs); i++) {
+                snprintf(host, sizeof(host), "%s/%s", base, system_dirs[i]);
+                if (add_system_path(p, host, system_dirs[i]) < 0)
+                        goto oom;
+        }
+        if (build_etc(p, base) < 0 || build_dev(p) < 0)
+                goto oom;
+        if (add(p, OP_PROC, NULL, "proc") == NULL)
+                goto oom;
+        /* /proc/sys read-only: bind it onto itself, then flip the flag. */
+        struct mount_op *op = add(p, OP_BIND, "/proc/sys", "proc/sys");
+        if (op == NULL)
+                goto oom;
+        op->src_is_dir = true;
+        if (add_tmpfs(p, "tmp", cfg->disk_bytes, "1777") < 0)
+                goto oom;
+
+        if (cfg->workspace) {
+                cleanup_free char *ws = resolve_host(cfg->workspace, "workspace", ret_err);
+                if (ws == NULL)
+                        return -1;
+                struct stat st;
+                if (stat(ws, &st) < 0 || !S_ISDIR(st.st_mode))
+                        return corral_usage(ret_err, "workspace '%s' is not a directory", cfg->workspace);
+                op = add(p, OP_BIND, fmt(p, "/oldroot%s", ws), "workspace");
+                if (op == NULL)
+                        goto oom;
+                op->src_is_dir = true;
+                op->writable = true;
+        } else if (add_tmpfs(p, "workspace", cfg->disk_bytes, "0755") < 0) {
+                goto oom;
+        }
+
+        for (size_t i = 0; i < cfg->n_binds; i++) {
+                const struct corral_bind *b = &cfg->binds[i];
+                cleanup_free char *real = resolve_host(b->src, "bind source", ret_err);
+                if (real == NULL)
+                        return -1;
+                struct stat st;
+                if (stat(real, &st) < 0)
+                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "bind source '%s'", b->src);
+                /* Parents of the target: mkdir each level (ignored if present). */
+                const char *dst = b->dst + 1;
+                for (const char *s = strchr(dst, '/'); s; s = strchr(s + 1, '/'))
+                        if (add(p, OP_DIR, NULL, fmt(p, "%.*s", (int)(s - dst), dst)) == NULL)
+                                goto oom;
+                op = add(p, OP_BIND, fmt(p, "/oldroot%s", real), fmt(p, "%s", dst));
+                if (op == NULL)
+                        goto oom;
+                op->src_is_dir = S_ISDIR(st.st_mode);
+                op->writable = b->writable;
+        }
+
+        if (cfg->script) {
+                if (add(p, OP_DIR, NULL, "run") == NULL || add(p, OP_DIR, NULL, "run/corral") == NULL)
+                        goto oom;
+                op = add(p, OP_FILE, NULL, fmt(p, "run/corral/%s", cfg->script_name));
+                if (op == NULL)
+                        goto oom;
+                op->data = cfg->script;
+                op->data_len = cfg->script_len;
+                op->mode = 0644;
+        }
+        /* Last, so binds above cannot be shadowed by a later user bind. */
+        if (add(p, OP_READONLY, NULL, "proc/sys") == NULL)
+                goto oom;
+        return 0;
+oom:
+        return corral_fail(ret_err, ENOMEM, "cannot plan the jail's file system");
+}
+
+void jail_plan_release(struct jail_plan *p)
+{
+        for (size_t i = 0; i < p->n_strings; i++)
+                free(p->strings[i]);
+        free(p->strings);
+        free(p->ops);
+        free(p->root_tmpfs_data);
+        p->strings = NULL;
+        p->ops = NULL;
+        p->n_ops = p->n_strings = p->cap_ops = 0;
+        p->root_tmpfs_data = NULL;
+}
+
+const char *jail_plan_step_name(const struct jail_plan *p, int step, char *buf, size_t len)
+{
+        static const char *const fixed[] = {
+                [-STEP_SYNC] = "wait for the supervisor",
+                [-STEP_IDS] = "switch to the jail's uid and gid",
+                [-STEP_CAPS] = "raise capabilities inside the user namespace",
+                [-STEP_PRIVATE] = "make mounts private",
+                [-STEP_ROOT_TMPFS] = "mount the new root",
+                [-STEP_PIVOT] = "pivot_root into the new root",
+                [-STEP_DETACH_OLDROOT] = "detach the old root",
+                [-STEP_ROOT_READONLY] = "make the new root read-only",
+                [-STEP_HOSTNAME] = "set the hostname",
+                [-STEP_LOOPBACK] = "bring up loopback",
+                [-STEP_DROP_CAPS] = "drop capabilities",
+                [-STEP_NO_NEW_PRIVS] = "set no_new_privs",
+                [-STEP_FDS] = "arrange file descriptors",
+                [-STEP_EXEC_INIT] = "execute corral-init",
+                [-STEP_PDEATHSIG] = "set the parent-death signal",
+        };
+        if (step < 0 && (size_t)-step < ARRAY_SIZE(fixed) && fixed[-step])
+                return fixed[-step];
+        if (step >= 0 && (size_t)step < p->n_ops) {
+                const struct mount_op *op = &p->ops[step];
+                static const char *const kinds[] = { [OP_DIR] = "create directory", [OP_TMPFS] = "mount tmpfs at",
+                                                     [OP_BIND] = "bind mount", [OP_PROC] = "mount proc at",
+                                                     [OP_FILE] = "write", [OP_SYMLINK] = "create symlink",
+                                                     [OP_READONLY] = "make read-only" };
+                if (op->kind == OP_BIND)
+                        snprintf(buf, len, "bind mount '%s' at '/%s'",
+                                 strncmp(op->src, "/oldroot", 8) == 0 ? op->src + 8 : op->src, op->dst);
+                else
+                        snprintf(buf, len, "%s '/%s'", kinds[op->kind], op->dst);
+                return buf;
+        }
+        return "set up the jail";
+}

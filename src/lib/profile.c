@@ -1,0 +1,210 @@
+/* profile.c: JSON profiles holding limits, mounts and environment.
+ *
+ *   {"timeout": 30, "cpu_time": 10, "memory": "512M", "pids": 128,
+ *    "cpus": 1.5, "nofile": 256, "disk": "256M", "output_limit": "1M",
+ *    "net": "none", "rootfs": "/srv/img", "workspace": "/srv/ws",
+ *    "require_cgroups": false, "env": {"NAME": "VALUE"},
+ *    "binds": [{"src": "/data", "dst": "/data", "writable": false}]}
+ *
+ * Every key is optional; unknown keys and duplicate keys are errors (a typo
+ * must not silently drop a limit).  Sizes are numbers of bytes or strings
+ * with units; durations are numbers of seconds or strings.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <string.h>
+
+#include "jail-internal.h"
+
+static int get_size(json_t *v, const char *key, uint64_t *ret, corral_error **ret_err)
+{
+        if (json_is_integer(v) && json_integer_value(v) > 0) {
+                *ret = (uint64_t)json_integer_value(v);
+                return 0;
+        }
+        if (json_is_string(v))
+                return corral_parse_size(json_string_value(v), ret, ret_err) < 0
+                               ? corral_error_prefix(ret_err, "profile key '%s'", key)
+                               : 0;
+        return corral_usage(ret_err, "profile key '%s': expected a positive size", key);
+}
+
+static int get_seconds(json_t *v, const char *key, double *ret, corral_error **ret_err)
+{
+        if (json_is_number(v) && json_number_value(v) > 0) {
+                *ret = json_number_value(v);
+                return 0;
+        }
+        if (json_is_string(v))
+                return corral_parse_seconds(json_string_value(v), ret, ret_err) < 0
+                               ? corral_error_prefix(ret_err, "profile key '%s'", key)
+                               : 0;
+        return corral_usage(ret_err, "profile key '%s': expected a positive number of seconds", key);
+}
+
+static int get_string(json_t *v, const char *key, char **ret, corral_error **ret_err)
+{
+        if (!json_is_string(v))
+                return corral_usage(ret_err, "profile key '%s': expected a string", key);
+        char *s = strdup(json_string_value(v));
+        if (s == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot read profile");
+        free(*ret);
+        *ret = s;
+        return 0;
+}
+
+int corral_jail_config_load_profile(corral_jail_config *cfg, const char *path, corral_error **ret_err)
+{
+        json_error_t jerr;
+        json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        if (root == NULL)
+                return corral_usage(ret_err, "cannot read profile '%s': %s (line %d, column %d)", path, jerr.text,
+                                    jerr.line, jerr.column);
+        int r = 0;
+        if (!json_is_object(root)) {
+                r = corral_usage(ret_err, "profile '%s': expected a JSON object", path);
+                goto out;
+        }
+        const char *key;
+        json_t *v;
+        json_object_foreach(root, key, v)
+        {
+                uint64_t u;
+                if (strcmp(key, "timeout") == 0)
+                        r = get_seconds(v, key, &cfg->timeout_s, ret_err);
+                else if (strcmp(key, "cpu_time") == 0)
+                        r = get_seconds(v, key, &cfg->cpu_time_s, ret_err);
+                else if (strcmp(key, "memory") == 0)
+                        r = get_size(v, key, &cfg->memory_bytes, ret_err);
+                else if (strcmp(key, "disk") == 0)
+                        r = get_size(v, key, &cfg->disk_bytes, ret_err);
+                else if (strcmp(key, "output_limit") == 0)
+                        r = get_size(v, key, &cfg->output_limit, ret_err);
+                else if (strcmp(key, "pids") == 0 || strcmp(key, "nofile") == 0) {
+                        if (!json_is_integer(v) || json_integer_value(v) <= 0)
+                                r = corral_usage(ret_err, "profile key '%s': expected a positive integer", key);
+                        else {
+                                u = (uint64_t)json_integer_value(v);
+                                *(key[0] == 'p' ? &cfg->pids : &cfg->nofile) = u;
+                        }
+                } else if (strcmp(key, "cpus") == 0) {
+                        if (!json_is_number(v) || json_number_value(v) <= 0)
+                                r = corral_usage(ret_err, "profile key 'cpus': expected a positive number");
+                        else
+                                cfg->cpus = json_number_value(v);
+                } else if (strcmp(key, "net") == 0) {
+                        const char *s = json_string_value(v);
+                        if (s && strcmp(s, "none") == 0)
+                                cfg->net = CORRAL_NET_NONE;
+                        else if (s && strcmp(s, "loopback") == 0)
+                                cfg->net = CORRAL_NET_LOOPBACK;
+                        else if (s && strcmp(s, "host") == 0)
+                                cfg->net = CORRAL_NET_HOST;
+                        else
+                                r = corral_usage(ret_err, "profile key 'net': expected none, loopback or host");
+                } else if (strcmp(key, "rootfs") == 0)
+                        r = get_string(v, key, &cfg->rootfs, ret_err);
+                else if (strcmp(key, "workspace") == 0)
+                        r = get_string(v, key, &cfg->workspace, ret_err);
+                else if (strcmp(key, "require_cgroups") == 0) {
+                        if (!json_is_boolean(v))
+                                r = corral_usage(ret_err, "profile key 'require_cgroups': expected true or false");
+                        else
+                                cfg->require_cgroups = json_is_true(v);
+                } else if (strcmp(key, "env") == 0) {
+                        if (!json_is_object(v)) {
+                                r = corral_usage(ret_err, "profile key 'env': expected an object of strings");
+                        } else {
+                                const char *name;
+                                json_t *val;
+                                json_object_foreach(v, name, val)
+                                {
+                                        if (!json_is_string(val)) {
+                                                r = corral_usage(ret_err, "profile env '%s': expected a string", name);
+                                                break;
+                                        }
+                                        cleanup_free char *a = NULL;
+                                        if (asprintf(&a, "%s=%s", name, json_string_value(val)) < 0) {
+                                                r = corral_fail(ret_err, ENOMEM, "cannot read profile");
+                                                break;
+                                        }
+                                        if ((r = corral_jail_config_add_env(cfg, a, ret_err)) < 0)
+                                                break;
+                                }
+                        }
+                } else if (strcmp(key, "binds") == 0) {
+                        if (!json_is_array(v)) {
+                                r = corral_usage(ret_err, "profile key 'binds': expected an array");
+                        } else {
+                                size_t i;
+                                json_t *b;
+                                json_array_foreach(v, i, b)
+                                {
+                                        const char *src = json_string_value(json_object_get(b, "src"));
+                                        const char *dst = json_string_value(json_object_get(b, "dst"));
+                                        json_t *w = json_object_get(b, "writable");
+                                        if (!json_is_object(b) || src == NULL || (w && !json_is_boolean(w))) {
+                                                r = corral_usage(ret_err, "profile binds[%zu]: expected "
+                                                                          "{\"src\": PATH, \"dst\": PATH, "
+                                                                          "\"writable\": BOOL}", i);
+                                                break;
+                                        }
+                                        cleanup_free char *spec = NULL;
+                                        if (asprintf(&spec, "%s:%s", src, dst ? dst : src) < 0) {
+                                                r = corral_fail(ret_err, ENOMEM, "cannot read profile");
+                                                break;
+                                        }
+                                        if ((r = corral_jail_config_add_bind(cfg, spec, json_is_true(w), ret_err)) < 0)
+                                                break;
+                                }
+                        }
+                } else
+                        r = corral_usage(ret_err, "profile '%s': unknown key '%s'", path, key);
+                if (r < 0)
+                        break;
+        }
+        if (r < 0 && ret_err && *ret_err && strstr((*ret_err)->msg, path) == NULL)
+                corral_error_prefix(ret_err, "profile '%s'", path);
+out:
+        json_decref(root);
+        return r < 0 ? -1 : 0;
+}
+
+char *corral_jail_config_to_profile_json(const corral_jail_config *cfg)
+{
+        static const char *const nets[] = { "none", "loopback", "host" };
+        json_t *o = json_pack("{s:f, s:I, s:I, s:I, s:I, s:I, s:s, s:b}", "timeout", cfg->timeout_s, "memory",
+                              (json_int_t)cfg->memory_bytes, "pids", (json_int_t)cfg->pids, "nofile",
+                              (json_int_t)cfg->nofile, "disk", (json_int_t)cfg->disk_bytes, "output_limit",
+                              (json_int_t)cfg->output_limit, "net", nets[cfg->net], "require_cgroups",
+                              cfg->require_cgroups);
+        if (o == NULL)
+                return NULL;
+        if (cfg->cpu_time_s > 0)
+                json_object_set_new(o, "cpu_time", json_real(cfg->cpu_time_s));
+        if (cfg->cpus > 0)
+                json_object_set_new(o, "cpus", json_real(cfg->cpus));
+        if (cfg->rootfs)
+                json_object_set_new(o, "rootfs", json_string(cfg->rootfs));
+        if (cfg->workspace)
+                json_object_set_new(o, "workspace", json_string(cfg->workspace));
+        json_t *env = json_object();
+        for (size_t i = 0; cfg->env && cfg->env[i]; i++) {
+                const char *eq = strchr(cfg->env[i], '=');
+                cleanup_free char *name = strndup(cfg->env[i], (size_t)(eq - cfg->env[i]));
+                if (name)
+                        json_object_set_new(env, name, json_string(eq + 1));
+        }
+        json_object_set_new(o, "env", env);
+        json_t *binds = json_array();
+        for (size_t i = 0; i < cfg->n_binds; i++)
+                json_array_append_new(binds, json_pack("{s:s, s:s, s:b}", "src", cfg->binds[i].src, "dst",
+                                                       cfg->binds[i].dst, "writable", cfg->binds[i].writable));
+        json_object_set_new(o, "binds", binds);
+        char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_decref(o);
+        return s;
+}

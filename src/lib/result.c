@@ -1,0 +1,112 @@
+/* result.c: names for result enums and the schema-1 JSON form of a result.
+ * The JSON only ever gains fields (docs/exec-json.md).  Program output may be
+ * any bytes: invalid UTF-8 and NUL become U+FFFD, so the object is always
+ * valid JSON. */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+#include "jail-internal.h"
+
+const char *corral_status_to_string(enum corral_status s)
+{
+        switch (s) {
+        case CORRAL_STATUS_OK:
+                return "ok";
+        case CORRAL_STATUS_ERROR:
+                return "error";
+        case CORRAL_STATUS_TIMEOUT:
+                return "timeout";
+        case CORRAL_STATUS_OOM:
+                return "oom";
+        case CORRAL_STATUS_KILLED:
+                return "killed";
+        default:
+                break;
+        }
+        return "error";
+}
+
+const char *corral_limit_to_string(enum corral_limit l)
+{
+        switch (l) {
+        case CORRAL_LIMIT_NONE:
+                return NULL;
+        case CORRAL_LIMIT_WALL_TIME:
+                return "wall-time";
+        case CORRAL_LIMIT_CPU_TIME:
+                return "cpu-time";
+        case CORRAL_LIMIT_MEMORY:
+                return "memory";
+        case CORRAL_LIMIT_PIDS:
+                return "pids";
+        case CORRAL_LIMIT_SECCOMP:
+                return "seccomp";
+        case CORRAL_LIMIT_FILE_SIZE:
+                return "file-size";
+        case CORRAL_LIMIT_SIGNAL:
+                return "signal";
+        default:
+                break;
+        }
+        return NULL;
+}
+
+const char *corral_limits_backend_to_string(enum corral_limits_backend b)
+{
+        switch (b) {
+        case CORRAL_BACKEND_CGROUP_V2:
+                return "cgroup-v2";
+        case CORRAL_BACKEND_CGROUP_V1:
+                return "cgroup-v1";
+        case CORRAL_BACKEND_RLIMIT:
+                return "rlimit";
+        default:
+                break;
+        }
+        return "rlimit";
+}
+
+static json_t *text(const char *data, size_t len)
+{
+        if (data == NULL)
+                return json_string("");
+        size_t n;
+        char *clean = utf8_sanitize(data, len, &n);
+        if (clean == NULL)
+                return NULL;
+        json_t *s = json_stringn_nocheck(clean, n);
+        free(clean);
+        return s;
+}
+
+static json_t *ms(double v)
+{
+        return json_real(round(v * 100.0) / 100.0);
+}
+
+char *corral_jail_result_to_json(const corral_jail_result *r)
+{
+        const char *limit = corral_limit_to_string(r->limit);
+        json_t *phases = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "prepare", ms(r->phases.prepare), "clone",
+                                   ms(r->phases.clone), "mounts", ms(r->phases.mounts), "exec", ms(r->phases.exec),
+                                   "seccomp", ms(r->phases.seccomp), "teardown", ms(r->phases.teardown));
+        json_t *o = json_pack("{s:i, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:I, s:I, s:o, s:o, s:I, s:s, s:o}",
+                              "schema", 1, "status", corral_status_to_string(r->status), "exit_code", r->exit_code,
+                              "signal", r->signal ? json_integer(r->signal) : json_null(), "reason",
+                              r->reason ? json_string(r->reason) : json_null(), "limit",
+                              limit ? json_string(limit) : json_null(), "stdout", text(r->stdout_buf, r->stdout_len),
+                              "stderr", text(r->stderr_buf, r->stderr_len), "stdout_truncated", r->stdout_truncated,
+                              "stderr_truncated", r->stderr_truncated, "stdout_bytes", (json_int_t)r->stdout_total,
+                              "stderr_bytes", (json_int_t)r->stderr_total, "wall_ms", ms(r->wall_ms), "cpu_ms",
+                              ms(r->cpu_ms), "memory_peak_bytes", (json_int_t)r->memory_peak_bytes, "limits_backend",
+                              corral_limits_backend_to_string(r->backend), "phases", phases);
+        if (o == NULL)
+                return NULL;
+        if (r->limit == CORRAL_LIMIT_SECCOMP && r->seccomp_syscall_name)
+                json_object_set_new(o, "syscall", json_string(r->seccomp_syscall_name));
+        char *s = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        return s;
+}

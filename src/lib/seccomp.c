@@ -1,0 +1,258 @@
+/* seccomp.c: the jail's system-call filter, built with libseccomp and handed
+ * to init as raw BPF (init is static and links no libseccomp).
+ *
+ * Policy (docs/seccomp.md lists every decision):
+ *  - an allow-list of what ordinary programs (Python, the shell, coreutils,
+ *    numpy/pandas/matplotlib) use;
+ *  - a deny-list of calls that reach kernel attack surface or could undo the
+ *    jail; these answer with a user notification, which init turns into a
+ *    report naming the call and a kill of the whole tree;
+ *  - everything else fails with ENOSYS, the answer libc and runtimes expect
+ *    from a kernel that lacks a call, so feature probes fall back cleanly;
+ *  - clone3 gets ENOSYS so libc falls back to clone, whose flags a filter can
+ *    read: clone with any namespace flag is denied;
+ *  - foreign ABIs (i386, x32) hit the bad-arch action, also a kill.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/sched.h>
+#include <pthread.h>
+#include <seccomp.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "jail-internal.h"
+
+static const char *const allowed_syscalls[] = {
+        "accept", "accept4", "access", "alarm", "arch_prctl", "bind", "brk", "capget", "chdir", "chmod",
+        "chown", "clock_getres", "clock_gettime", "clock_nanosleep", "close", "close_range", "connect",
+        "copy_file_range", "creat", "dup", "dup2", "dup3", "epoll_create", "epoll_create1", "epoll_ctl",
+        "epoll_pwait", "epoll_pwait2", "epoll_wait", "eventfd", "eventfd2", "execve", "execveat", "exit",
+        "exit_group", "faccessat", "faccessat2", "fadvise64", "fallocate", "fchdir", "fchmod", "fchmodat",
+        "fchown", "fchownat", "fcntl", "fdatasync", "fgetxattr", "flistxattr", "flock", "fork",
+        "fremovexattr", "fsetxattr", "fstat", "fstatfs", "fsync", "ftruncate", "futex", "futex_waitv",
+        "futimesat", "get_mempolicy", "get_robust_list", "get_thread_area", "getcpu", "getcwd", "getdents",
+        "getdents64", "getegid", "geteuid", "getgid", "getgroups", "getitimer", "getpeername", "getpgid",
+        "getpgrp", "getpid", "getppid", "getpriority", "getrandom", "getresgid", "getresuid", "getrlimit",
+        "getrusage", "getsid", "getsockname", "getsockopt", "gettid", "gettimeofday", "getuid", "getxattr",
+        "inotify_add_watch", "inotify_init", "inotify_init1", "inotify_rm_watch", "io_cancel", "io_destroy",
+        "io_getevents", "io_pgetevents", "io_setup", "io_submit", "ioprio_get", "kill", "lchown",
+        "lgetxattr", "link", "linkat", "listen", "listxattr", "llistxattr", "lremovexattr", "lseek",
+        "lsetxattr", "lstat", "madvise", "membarrier", "memfd_create", "mincore", "mkdir", "mkdirat",
+        "mknod", "mknodat", "mlock", "mlock2", "mlockall", "mmap", "mprotect", "mq_getsetattr",
+        "mq_notify", "mq_open", "mq_timedreceive", "mq_timedsend", "mq_unlink", "mremap", "msgctl",
+        "msgget", "msgrcv", "msgsnd", "msync", "munlock", "munlockall", "munmap", "nanosleep",
+        "newfstatat", "open", "openat", "openat2", "pause", "pidfd_open", "pidfd_send_signal", "pipe",
+        "pipe2", "poll", "ppoll", "prctl", "pread64", "preadv", "preadv2", "prlimit64", "pselect6",
+        "pwrite64", "pwritev", "pwritev2", "read", "readahead", "readlink", "readlinkat", "readv",
+        "recvfrom", "recvmmsg", "recvmsg", "remap_file_pages", "removexattr", "rename", "renameat",
+        "renameat2", "restart_syscall", "rmdir", "rseq", "rt_sigaction", "rt_sigpending",
+        "rt_sigprocmask", "rt_sigqueueinfo", "rt_sigreturn", "rt_sigsuspend", "rt_sigtimedwait",
+        "rt_tgsigqueueinfo", "sched_get_priority_max", "sched_get_priority_min", "sched_getaffinity",
+        "sched_getattr", "sched_getparam", "sched_getscheduler", "sched_rr_get_interval",
+        "sched_setaffinity", "sched_setattr", "sched_setparam", "sched_setscheduler", "sched_yield",
+        "select", "semctl", "semget", "semop", "semtimedop", "sendfile", "sendmmsg", "sendmsg", "sendto",
+        "set_robust_list", "set_thread_area", "set_tid_address", "setfsgid", "setfsuid", "setgid",
+        "setgroups", "setitimer", "setpgid", "setpriority", "setregid", "setresgid", "setresuid",
+        "setreuid", "setrlimit", "setsid", "setsockopt", "setuid", "setxattr", "shmat", "shmctl",
+        "shmdt", "shmget", "shutdown", "sigaltstack", "signalfd", "signalfd4", "socketpair", "splice",
+        "stat", "statfs", "statx", "symlink", "symlinkat", "sync", "sync_file_range", "syncfs",
+        "sysinfo", "tee", "tgkill", "time", "timer_create", "timer_delete", "timer_getoverrun",
+        "timer_gettime", "timer_settime", "timerfd_create", "timerfd_gettime", "timerfd_settime",
+        "times", "tkill", "truncate", "umask", "uname", "unlink", "unlinkat", "utime", "utimensat",
+        "utimes", "vfork", "wait4", "waitid", "write", "writev",
+};
+
+/* Denied: reported by name and the whole tree killed. */
+static const char *const denied_syscalls[] = {
+        "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise", "kcmp",
+        "mount", "umount2", "umount", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
+        "move_mount", "open_tree", "mount_setattr", "unshare", "setns", "keyctl", "add_key",
+        "request_key", "bpf", "perf_event_open", "userfaultfd", "kexec_load", "kexec_file_load",
+        "init_module", "finit_module", "delete_module", "create_module", "reboot", "swapon", "swapoff",
+        "acct", "open_by_handle_at", "name_to_handle_at", "io_uring_setup", "io_uring_enter",
+        "io_uring_register", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname",
+        "setdomainname", "iopl", "ioperm", "quotactl", "quotactl_fd", "lookup_dcookie", "syslog",
+        "vhangup", "uselib", "_sysctl", "nfsservctl", "modify_ldt", "fanotify_init", "vm86", "vm86old",
+};
+
+#define CLONE_NAMESPACE_FLAGS                                                                                        \
+        (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |             \
+         CLONE_NEWCGROUP | 0x80 /* CLONE_NEWTIME */)
+
+#define TIOCSTI_CMD 0x5412u
+#define TIOCLINUX_CMD 0x541Cu
+#define PERSONALITY_QUERY 0xffffffffu
+
+static int add_rules(scmp_filter_ctx ctx)
+{
+        int r;
+        for (size_t i = 0; i < ARRAY_SIZE(allowed_syscalls); i++) {
+                int nr = seccomp_syscall_resolve_name(allowed_syscalls[i]);
+                if (nr == __NR_SCMP_ERROR)
+                        continue; /* not on this architecture */
+                if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(denied_syscalls); i++) {
+                int nr = seccomp_syscall_resolve_name(denied_syscalls[i]);
+                if (nr == __NR_SCMP_ERROR)
+                        continue;
+                if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0)) < 0)
+                        return r;
+        }
+        /* clone: only without namespace flags.  Each flag gets its own rule
+         * because libseccomp allows one comparison per argument and rule. */
+        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NAMESPACE_FLAGS, 0));
+        if (r < 0)
+                return r;
+        for (unsigned long bit = 1; bit <= CLONE_NAMESPACE_FLAGS; bit <<= 1) {
+                if (!(CLONE_NAMESPACE_FLAGS & bit))
+                        continue;
+                r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit));
+                if (r < 0)
+                        return r;
+        }
+        /* clone3 is deliberately absent: it gets the default ENOSYS (libseccomp
+         * refuses a rule equal to the default action), so libc falls back to
+         * clone, whose flags are checked above.  clone3 passes its flags in
+         * memory, where a filter cannot read them. */
+
+        /* socket: local and IP families only; anything else EAFNOSUPPORT.
+         * AF_VSOCK in particular is not namespaced and would reach the
+         * hypervisor from an empty network namespace. */
+        static const int families[] = { AF_UNIX, AF_INET, AF_INET6, AF_NETLINK };
+        for (size_t i = 0; i < ARRAY_SIZE(families); i++) {
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+                                     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[i]));
+                if (r < 0)
+                        return r;
+        }
+        /* ioctl and personality are allowed here and narrowed by the hand-
+         * written prefix below. */
+        if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 0)) < 0)
+                return r;
+        if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality), 0)) < 0)
+                return r;
+        return 0;
+}
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ARG_LO(i) ((uint32_t)offsetof(struct seccomp_data, args) + 8u * (i))
+#else
+#define ARG_LO(i) ((uint32_t)offsetof(struct seccomp_data, args) + 8u * (i) + 4u)
+#endif
+
+/* A prefix run before libseccomp's program.  The kernel reads ioctl's
+ * command and personality's argument as 32-bit ints, but libseccomp 2.5
+ * compares all 64 bits, so ioctl(fd, 0x100005412) would pass a rule written
+ * with it and still reach TIOCSTI.  These checks look at the low word only.
+ * Anything the prefix does not decide falls through to the next instruction,
+ * which is the start of libseccomp's program. */
+static size_t build_prefix(struct sock_filter *f, uint32_t native_arch)
+{
+        enum { NOTIFY = 11, END = 12 }; /* indexes of the two exits below */
+        struct sock_filter p[] = {
+                /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+                /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, native_arch, 0, END - 2),
+                /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                /* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)SCMP_SYS(ioctl), 0, 3),
+                /* 4 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(1)),
+                /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI_CMD, NOTIFY - 6, 0),
+                /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX_CMD, NOTIFY - 7, END - 7),
+                /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)SCMP_SYS(personality), 0, END - 8),
+                /* 8 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(0)),
+                /* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, END - 10, 0),
+                /* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PERSONALITY_QUERY, END - 11, NOTIFY - 11),
+                /* 11 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+                /* 12: END, falls through into libseccomp's program */
+        };
+        memcpy(f, p, sizeof(p));
+        return ARRAY_SIZE(p);
+}
+
+static struct jail_bpf cached;
+static corral_error *cached_err;
+static pthread_once_t cached_once = PTHREAD_ONCE_INIT;
+
+static void build_program(void)
+{
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
+        int memfd = -1;
+        struct sock_filter *insns = NULL;
+        int r;
+        if (ctx == NULL) {
+                corral_fail(&cached_err, ENOMEM, "cannot create the seccomp filter");
+                return;
+        }
+        /* Foreign ABIs (i386 via int 0x80, x32) are a violation too. */
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_NOTIFY);
+        if (r == 0)
+                r = add_rules(ctx);
+        if (r < 0) {
+                corral_fail(&cached_err, -r, "cannot build the seccomp filter");
+                goto out;
+        }
+        memfd = memfd_create("corral-bpf", MFD_CLOEXEC);
+        if (memfd < 0 || (r = seccomp_export_bpf(ctx, memfd)) < 0) {
+                corral_fail(&cached_err, memfd < 0 ? errno : -r, "cannot export the seccomp filter");
+                goto out;
+        }
+        off_t size = lseek(memfd, 0, SEEK_END);
+        size_t n = (size_t)size / sizeof(struct sock_filter);
+        insns = calloc(n + 16, sizeof(struct sock_filter));
+        if (insns == NULL) {
+                corral_fail(&cached_err, ENOMEM, "cannot export the seccomp filter");
+                goto out;
+        }
+        size_t pre = build_prefix(insns, seccomp_arch_native());
+        if (pread(memfd, insns + pre, (size_t)size, 0) != size) {
+                corral_fail(&cached_err, errno, "cannot read back the seccomp filter");
+                free(insns);
+                goto out;
+        }
+        cached.insns = insns;
+        cached.len = pre + n;
+out:
+        if (memfd >= 0)
+                close(memfd);
+        seccomp_release(ctx);
+}
+
+int jail_seccomp_program(const struct jail_bpf **ret, corral_error **ret_err)
+{
+        pthread_once(&cached_once, build_program);
+        if (cached.insns == NULL)
+                return corral_fail(ret_err, 0, "%s",
+                                   cached_err ? cached_err->msg : "seccomp filter unavailable");
+        *ret = &cached;
+        return 0;
+}
+
+char *jail_seccomp_syscall_name(int nr, uint32_t arch)
+{
+        char *name = NULL;
+        if (arch == seccomp_arch_native() && (nr & 0x40000000) == 0)
+                name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+        else {
+                const char *abi = arch == SCMP_ARCH_X86 ? "i386" : "foreign";
+                if (arch == seccomp_arch_native())
+                        abi = "x32";
+                char *inner = seccomp_syscall_resolve_num_arch(arch == SCMP_ARCH_X86 ? SCMP_ARCH_X86 : SCMP_ARCH_X32,
+                                                               arch == SCMP_ARCH_X86 ? nr : nr & ~0x40000000);
+                if (asprintf(&name, "%s (%s ABI)", inner ? inner : "unknown", abi) < 0)
+                        name = NULL;
+                free(inner);
+        }
+        if (name == NULL && asprintf(&name, "syscall %d", nr) < 0)
+                name = NULL;
+        return name;
+}

@@ -1,0 +1,842 @@
+/* spawn.c: "spawn and supervise", what the caller does for one jail.
+ *
+ * corral_jail_run() prepares everything (plan, cgroups, filter, init's
+ * orders), clones a child into new namespaces with clone3() (CLONE_PIDFD, and
+ * CLONE_INTO_CGROUP where a v2 cgroup exists), writes its id maps, attaches
+ * v1 cgroups, lets it go, and supervises it from one epoll loop: the
+ * program's stdout and stderr pipes (read concurrently, capped), init's
+ * status pipe, the pidfd and a timerfd for the wall limit.  Nothing here
+ * touches process-wide state: no unshare() in the caller, no signal handler,
+ * and the child's exit signal is 0 so no SIGCHLD reaches the caller's own
+ * handlers and no waitpid(-1) elsewhere can reap it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/sched.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+
+#include "jail-internal.h"
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+/* ---- corral-init ---- */
+
+static int init_fd = -1;
+static int init_errno;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static int open_init(const char *path)
+{
+        if (path == NULL || path[0] == '\0')
+                return -1;
+        int fd = open(path, O_PATH | O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+static void find_init(void)
+{
+        init_fd = open_init(getenv("CORRAL_INIT"));
+        if (init_fd < 0) {
+                char exe[4096];
+                ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 32);
+                if (n > 0) {
+                        exe[n] = '\0';
+                        char *slash = strrchr(exe, '/');
+                        if (slash) {
+                                memcpy(slash + 1, "corral-init", sizeof("corral-init"));
+                                init_fd = open_init(exe);
+                        }
+                }
+        }
+#ifdef CORRAL_BUILD_INIT
+        if (init_fd < 0)
+                init_fd = open_init(CORRAL_BUILD_INIT);
+#endif
+#ifdef CORRAL_LIBEXEC_INIT
+        if (init_fd < 0)
+                init_fd = open_init(CORRAL_LIBEXEC_INIT);
+#endif
+        if (init_fd < 0)
+                init_errno = errno ? errno : ENOENT;
+}
+
+int jail_init_binary_fd(corral_error **ret_err)
+{
+        pthread_once(&init_once, find_init);
+        if (init_fd < 0)
+                return corral_fail(ret_err, init_errno,
+                                   "cannot find corral-init (install it beside corral or set CORRAL_INIT)");
+        return init_fd;
+}
+
+/* ---- init's orders ---- */
+
+static const char *const default_env[] = {
+        "PATH=/usr/local/bin:/usr/bin:/bin",
+        "HOME=/tmp",
+        "USER=sandbox",
+        "LOGNAME=sandbox",
+        "LANG=C.UTF-8",
+        "TMPDIR=/tmp",
+        "PYTHONUNBUFFERED=1",
+        "PYTHONDONTWRITEBYTECODE=1",
+        "MPLBACKEND=Agg",
+        "MPLCONFIGDIR=/tmp/matplotlib",
+        "XDG_CACHE_HOME=/tmp/.cache",
+        "OPENBLAS_NUM_THREADS=1",
+        "OMP_NUM_THREADS=1",
+        "NUMEXPR_NUM_THREADS=1",
+        "MKL_NUM_THREADS=1",
+};
+
+struct strings {
+        char *buf;
+        size_t len, cap;
+        uint32_t count;
+};
+
+static int strings_add(struct strings *s, const char *str)
+{
+        size_t n = strlen(str) + 1;
+        if (s->len + n > s->cap) {
+                size_t cap = s->cap ? s->cap * 2 : 4096;
+                while (cap < s->len + n)
+                        cap *= 2;
+                char *b = realloc(s->buf, cap);
+                if (b == NULL)
+                        return -1;
+                s->buf = b;
+                s->cap = cap;
+        }
+        memcpy(s->buf + s->len, str, n);
+        s->len += n;
+        s->count++;
+        return 0;
+}
+
+/* Does cfg->env override NAME=... from the defaults? */
+static bool env_overridden(const corral_jail_config *cfg, const char *assignment)
+{
+        size_t n = (size_t)(strchr(assignment, '=') - assignment) + 1;
+        for (size_t i = 0; cfg->env && cfg->env[i]; i++)
+                if (strncmp(cfg->env[i], assignment, n) == 0)
+                        return true;
+        return false;
+}
+
+static int write_orders(const corral_jail_config *cfg, const struct jail_bpf *bpf, const struct init_rlimit *rl,
+                        uint32_t n_rl, corral_error **ret_err)
+{
+        struct strings s = { 0 };
+        struct init_header h = { .magic = CORRAL_INIT_MAGIC, .version = CORRAL_INIT_VERSION, .n_rlimits = n_rl,
+                                 .bpf_len = (uint32_t)bpf->len };
+        int fd = -1;
+        for (size_t i = 0; cfg->argv[i]; i++)
+                if (strings_add(&s, cfg->argv[i]) < 0)
+                        goto oom;
+        h.argc = s.count;
+        for (size_t i = 0; i < ARRAY_SIZE(default_env); i++)
+                if (!env_overridden(cfg, default_env[i]) && strings_add(&s, default_env[i]) < 0)
+                        goto oom;
+        for (size_t i = 0; cfg->env && cfg->env[i]; i++)
+                if (strings_add(&s, cfg->env[i]) < 0)
+                        goto oom;
+        h.envc = s.count - h.argc;
+        if (strings_add(&s, "/workspace") < 0)
+                goto oom;
+        h.strings_len = (uint32_t)s.len;
+
+        size_t total = sizeof(h) + n_rl * sizeof(*rl) + bpf->len * sizeof(bpf->insns[0]) + s.len;
+        if (total > CORRAL_INIT_MAX_CONFIG) {
+                free(s.buf);
+                return corral_usage(ret_err, "the command line and environment are too large (%zu bytes)", total);
+        }
+        fd = memfd_create("corral-orders", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                goto fail;
+        if (write_all(fd, &h, sizeof(h)) < 0 || write_all(fd, rl, n_rl * sizeof(*rl)) < 0 ||
+            write_all(fd, bpf->insns, bpf->len * sizeof(bpf->insns[0])) < 0 || write_all(fd, s.buf, s.len) < 0)
+                goto fail;
+        /* Sealed: nothing inside can change init's orders after the fact. */
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+                goto fail;
+        free(s.buf);
+        return fd;
+oom:
+        errno = ENOMEM;
+fail:
+        corral_fail(ret_err, errno, "cannot write the jail's orders");
+        free(s.buf);
+        if (fd >= 0)
+                close(fd);
+        return -1;
+}
+
+/* ---- supervision ---- */
+
+struct jail {
+        const corral_jail_config *cfg;
+        const corral_jail_io *io;
+        struct jail_plan plan;
+        struct jail_cgroup cg;
+        bool have_cg;
+        struct uid_lease lease;
+        enum corral_limits_backend backend;
+        int pidfd;
+        pid_t pid;
+        int out_r, err_r, status_r, in_w, sync_w;
+        int stdin_src;
+        struct capbuf out, err;
+        /* what init and the setup child reported */
+        double t_start, t_clone, t_child, t_root, t_init, t_seccomp, t_exit_seen;
+        bool setup_failed, init_failed, exited, exec_failed, violation;
+        int setup_step, setup_errno, exec_errno, wait_status, violation_nr;
+        uint32_t violation_arch;
+        bool timed_out;
+        struct rusage ru;
+};
+
+static void jail_close_fds(struct jail *j)
+{
+        int *fds[] = { &j->pidfd, &j->out_r, &j->err_r, &j->status_r, &j->in_w, &j->sync_w };
+        for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
+                if (*fds[i] >= 0)
+                        close(*fds[i]);
+                *fds[i] = -1;
+        }
+}
+
+static void read_status(struct jail *j)
+{
+        struct init_msg m;
+        for (;;) {
+                ssize_t n = read(j->status_r, &m, sizeof(m));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n != (ssize_t)sizeof(m))
+                        return;
+                switch (m.type) {
+                case MSG_CHILD_START:
+                        j->t_child = m.t;
+                        break;
+                case MSG_ROOT_READY:
+                        j->t_root = m.t;
+                        break;
+                case MSG_SETUP_FAILED:
+                        j->setup_failed = true;
+                        j->setup_step = m.a;
+                        j->setup_errno = m.b;
+                        break;
+                case MSG_INIT_START:
+                        j->t_init = m.t;
+                        break;
+                case MSG_SECCOMP_LOADED:
+                        j->t_seccomp = m.t;
+                        break;
+                case MSG_EXEC_FAILED:
+                        j->exec_failed = true;
+                        j->exec_errno = m.a;
+                        break;
+                case MSG_SECCOMP_VIOLATION:
+                        if (!j->violation) {
+                                j->violation = true;
+                                j->violation_nr = m.a;
+                                j->violation_arch = (uint32_t)m.b;
+                        }
+                        break;
+                case MSG_EXITED:
+                        j->exited = true;
+                        j->wait_status = m.a;
+                        break;
+                case MSG_INIT_FAILED:
+                        j->init_failed = true;
+                        j->setup_step = m.a;
+                        j->setup_errno = m.b;
+                        break;
+                default:
+                        break;
+                }
+        }
+}
+
+/* Read what is there; returns false at EOF. */
+static bool pump_output(struct jail *j, int fd, struct capbuf *b, int stream)
+{
+        char buf[65536];
+        for (int rounds = 0; rounds < 16; rounds++) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n < 0)
+                        return errno == EAGAIN || errno == EINTR;
+                if (n == 0)
+                        return false;
+                bool was_truncated = b->truncated;
+                size_t before = b->len;
+                if (j->io == NULL || j->io->capture) {
+                        capbuf_append(b, buf, (size_t)n);
+                } else {
+                        /* Not kept: count against the cap all the same. */
+                        size_t room = b->cap > b->len ? b->cap - b->len : 0;
+                        size_t keep = (size_t)n < room ? (size_t)n : room;
+                        b->len += keep;
+                        b->total += (uint64_t)n;
+                        if (keep < (size_t)n)
+                                b->truncated = true;
+                }
+                size_t kept = b->len - before;
+                if (kept && j->io && j->io->on_output)
+                        j->io->on_output(j->io->userdata, stream, buf, kept);
+                if (b->truncated && !was_truncated && j->io && j->io->on_truncate)
+                        j->io->on_truncate(j->io->userdata, stream);
+        }
+        return true;
+}
+
+static void kill_tree(struct jail *j)
+{
+        if (j->have_cg)
+                cgroup_kill(&j->cg);
+        /* SIGKILL to the pid namespace's init takes every process in it. */
+        syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+}
+
+static int supervise(struct jail *j, corral_error **ret_err)
+{
+        cleanup_close int ep = epoll_create1(EPOLL_CLOEXEC);
+        cleanup_close int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (ep < 0 || tfd < 0)
+                return corral_fail(ret_err, errno, "cannot set up supervision");
+        double t = j->cfg->timeout_s;
+        struct itimerspec its = { .it_value = { .tv_sec = (time_t)t,
+                                                .tv_nsec = (long)((t - floor(t)) * 1e9) } };
+        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+                its.it_value.tv_nsec = 1;
+        if (timerfd_settime(tfd, 0, &its, NULL) < 0)
+                return corral_fail(ret_err, errno, "cannot arm the wall-clock timer");
+
+        enum { EV_OUT = 1, EV_ERR, EV_STATUS, EV_PIDFD, EV_TIMER, EV_STDIN };
+        struct {
+                int fd;
+                int tag;
+        } watch[] = { { j->out_r, EV_OUT }, { j->err_r, EV_ERR }, { j->status_r, EV_STATUS },
+                      { j->pidfd, EV_PIDFD }, { tfd, EV_TIMER }, { j->stdin_src, EV_STDIN } };
+        for (size_t i = 0; i < ARRAY_SIZE(watch); i++) {
+                if (watch[i].fd < 0)
+                        continue;
+                struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)watch[i].tag };
+                if (epoll_ctl(ep, EPOLL_CTL_ADD, watch[i].fd, &ev) < 0) {
+                        if (watch[i].tag == EV_STDIN && errno == EPERM) {
+                                /* A regular file: epoll cannot watch it, copy it now. */
+                                continue;
+                        }
+                        return corral_fail(ret_err, errno, "cannot watch the jail");
+                }
+        }
+        bool out_open = true, err_open = true, running = true;
+        while (running || out_open || err_open) {
+                struct epoll_event evs[8];
+                int n = epoll_wait(ep, evs, 8, running ? -1 : 1000);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return corral_fail(ret_err, errno, "cannot supervise the jail");
+                }
+                if (n == 0 && !running)
+                        break; /* all writers are dead; nothing more can come */
+                for (int i = 0; i < n; i++) {
+                        switch (evs[i].data.u32) {
+                        case EV_OUT:
+                                if (!(out_open = pump_output(j, j->out_r, &j->out, 1)))
+                                        epoll_ctl(ep, EPOLL_CTL_DEL, j->out_r, NULL);
+                                break;
+                        case EV_ERR:
+                                if (!(err_open = pump_output(j, j->err_r, &j->err, 2)))
+                                        epoll_ctl(ep, EPOLL_CTL_DEL, j->err_r, NULL);
+                                break;
+                        case EV_STATUS:
+                                read_status(j);
+                                if (j->violation)
+                                        kill_tree(j); /* init does too; this also covers a stuck init */
+                                if (evs[i].events & (EPOLLHUP | EPOLLERR) && !(evs[i].events & EPOLLIN))
+                                        epoll_ctl(ep, EPOLL_CTL_DEL, j->status_r, NULL);
+                                break;
+                        case EV_TIMER:
+                                j->timed_out = true;
+                                kill_tree(j);
+                                epoll_ctl(ep, EPOLL_CTL_DEL, tfd, NULL);
+                                break;
+                        case EV_STDIN: {
+                                char buf[65536];
+                                ssize_t r = read(j->stdin_src, buf, sizeof(buf));
+                                if (r <= 0 || write_all(j->in_w, buf, (size_t)r) < 0) {
+                                        epoll_ctl(ep, EPOLL_CTL_DEL, j->stdin_src, NULL);
+                                        close(j->in_w);
+                                        j->in_w = -1;
+                                }
+                                break;
+                        }
+                        case EV_PIDFD: {
+                                siginfo_t si;
+                                memset(&si, 0, sizeof(si));
+                                if (syscall(SYS_waitid, P_PIDFD, j->pidfd, &si, WEXITED | __WALL, &j->ru) == 0) {
+                                        j->t_exit_seen = monotonic_ms();
+                                        running = false;
+                                        epoll_ctl(ep, EPOLL_CTL_DEL, j->pidfd, NULL);
+                                        /* Everyone in the namespace is gone: the
+                                         * pipes now only hold what was written. */
+                                }
+                                break;
+                        }
+                        default:
+                                break;
+                        }
+                }
+                if (!running && (out_open || err_open)) {
+                        while (out_open && (out_open = pump_output(j, j->out_r, &j->out, 1)))
+                                ;
+                        while (err_open && (err_open = pump_output(j, j->err_r, &j->err, 2)))
+                                ;
+                }
+        }
+        read_status(j);
+        return 0;
+}
+
+/* ---- result ---- */
+
+static void set_reason(corral_jail_result *r, const char *fmt, ...) CORRAL_PRINTF(2, 3);
+static void set_reason(corral_jail_result *r, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        free(r->reason);
+        if (vasprintf(&r->reason, fmt, ap) < 0)
+                r->reason = NULL;
+        va_end(ap);
+}
+
+static bool stderr_says_memory_error(const struct capbuf *b)
+{
+        return b->data && (memmem(b->data, b->len, "MemoryError", 11) || memmem(b->data, b->len, "bad_alloc", 9) ||
+                           memmem(b->data, b->len, "Cannot allocate memory", 22));
+}
+
+static void classify(struct jail *j, const struct cgroup_stats *st, corral_jail_result *r)
+{
+        const corral_jail_config *cfg = j->cfg;
+        r->status = CORRAL_STATUS_OK;
+        r->limit = CORRAL_LIMIT_NONE;
+        if (j->exited) {
+                int ws = j->wait_status;
+                if (WIFEXITED(ws)) {
+                        r->exit_code = WEXITSTATUS(ws);
+                        r->status = r->exit_code == 0 ? CORRAL_STATUS_OK : CORRAL_STATUS_ERROR;
+                } else if (WIFSIGNALED(ws)) {
+                        r->signal = WTERMSIG(ws);
+                        r->exit_code = 128 + r->signal;
+                        r->status = CORRAL_STATUS_KILLED;
+                        r->limit = CORRAL_LIMIT_SIGNAL;
+                        set_reason(r, "killed by signal %d (%s)", r->signal, strsignal(r->signal));
+                }
+        } else {
+                /* init itself was killed: the timer or a violation did it */
+                r->signal = SIGKILL;
+                r->exit_code = 128 + SIGKILL;
+                r->status = CORRAL_STATUS_KILLED;
+                r->limit = CORRAL_LIMIT_SIGNAL;
+                set_reason(r, "killed");
+        }
+        if (j->exec_failed) {
+                r->status = CORRAL_STATUS_ERROR;
+                r->exit_code = j->exec_errno == ENOENT ? 127 : 126;
+                r->signal = 0;
+                r->limit = CORRAL_LIMIT_NONE;
+                set_reason(r, "cannot execute '%s': %s", cfg->argv[0], strerror(j->exec_errno));
+        }
+        if (j->violation) {
+                r->status = CORRAL_STATUS_KILLED;
+                r->limit = CORRAL_LIMIT_SECCOMP;
+                r->signal = SIGSYS;
+                r->exit_code = 128 + SIGSYS;
+                r->seccomp_syscall = j->violation_nr;
+                r->seccomp_syscall_name = jail_seccomp_syscall_name(j->violation_nr, j->violation_arch);
+                set_reason(r, "blocked system call '%s': not allowed in the jail",
+                           r->seccomp_syscall_name ? r->seccomp_syscall_name : "?");
+                return;
+        }
+        if (j->timed_out) {
+                r->status = CORRAL_STATUS_TIMEOUT;
+                r->limit = CORRAL_LIMIT_WALL_TIME;
+                r->exit_code = 124;
+                r->signal = SIGKILL;
+                set_reason(r, "wall-clock limit of %g s reached", cfg->timeout_s);
+                return;
+        }
+        if (st->oom_kills > 0 && r->status != CORRAL_STATUS_OK) {
+                r->status = CORRAL_STATUS_OOM;
+                r->limit = CORRAL_LIMIT_MEMORY;
+                set_reason(r, "memory limit of %" PRIu64 " MiB reached", cfg->memory_bytes >> 20);
+                return;
+        }
+        if (j->backend == CORRAL_BACKEND_RLIMIT && r->status == CORRAL_STATUS_ERROR &&
+            stderr_says_memory_error(&j->err)) {
+                r->status = CORRAL_STATUS_OOM;
+                r->limit = CORRAL_LIMIT_MEMORY;
+                set_reason(r, "memory limit of %" PRIu64 " MiB reached (allocation failed under RLIMIT_AS)",
+                           cfg->memory_bytes >> 20);
+                return;
+        }
+        if (r->signal == SIGXCPU || (r->signal == SIGKILL && cfg->cpu_time_s > 0 &&
+                                     (double)j->ru.ru_utime.tv_sec + (double)j->ru.ru_stime.tv_sec >=
+                                             floor(cfg->cpu_time_s))) {
+                r->status = CORRAL_STATUS_KILLED;
+                r->limit = CORRAL_LIMIT_CPU_TIME;
+                set_reason(r, "CPU-time limit of %g s reached", cfg->cpu_time_s);
+                return;
+        }
+        if (r->signal == SIGXFSZ) {
+                r->limit = CORRAL_LIMIT_FILE_SIZE;
+                set_reason(r, "file-size limit of %" PRIu64 " bytes reached", cfg->disk_bytes);
+                return;
+        }
+        if (st->pids_max_hits > 0 && r->status != CORRAL_STATUS_OK) {
+                r->limit = CORRAL_LIMIT_PIDS;
+                set_reason(r, "process limit of %" PRIu64 " reached", cfg->pids);
+        }
+}
+
+/* ---- the whole run ---- */
+
+static atomic_uint jail_seq;
+
+static int build_rlimits(const corral_jail_config *cfg, enum corral_limits_backend mem_backend, bool pids_in_cgroup,
+                         struct init_rlimit *rl)
+{
+        int n = 0;
+        rl[n++] = (struct init_rlimit){ .resource = RLIMIT_NOFILE, .cur = cfg->nofile, .max = cfg->nofile };
+        rl[n++] = (struct init_rlimit){ .resource = RLIMIT_CORE, .cur = 0, .max = 0 };
+        rl[n++] = (struct init_rlimit){ .resource = RLIMIT_FSIZE, .cur = cfg->disk_bytes, .max = cfg->disk_bytes };
+        rl[n++] = (struct init_rlimit){ .resource = RLIMIT_MEMLOCK, .cur = 8u << 20, .max = 8u << 20 };
+        rl[n++] = (struct init_rlimit){ .resource = RLIMIT_MSGQUEUE, .cur = 1u << 20, .max = 1u << 20 };
+        if (cfg->cpu_time_s > 0) {
+                uint64_t s = (uint64_t)ceil(cfg->cpu_time_s);
+                /* SIGXCPU at the limit, SIGKILL a second later. */
+                rl[n++] = (struct init_rlimit){ .resource = RLIMIT_CPU, .cur = s, .max = s + 1 };
+        }
+        if (mem_backend == CORRAL_BACKEND_RLIMIT)
+                rl[n++] = (struct init_rlimit){ .resource = RLIMIT_AS, .cur = cfg->memory_bytes,
+                                                .max = cfg->memory_bytes };
+        if (!pids_in_cgroup)
+                /* Per user namespace since Linux 5.14, so per jail here. */
+                rl[n++] = (struct init_rlimit){ .resource = RLIMIT_NPROC, .cur = cfg->pids, .max = cfg->pids };
+        return n;
+}
+
+static int write_id_maps(pid_t pid, uint32_t host_uid, uint32_t host_gid, bool root, corral_error **ret_err)
+{
+        char path[64], map[64];
+        if (!root) {
+                snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+                if (write_file_at(AT_FDCWD, path, "deny") < 0 && errno != ENOENT)
+                        return corral_fail(ret_err, errno, "cannot write '%s'", path);
+        }
+        snprintf(map, sizeof(map), "%u %u 1\n", JAIL_UID_INSIDE, host_uid);
+        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+        if (write_file_at(AT_FDCWD, path, map) < 0)
+                return corral_fail(ret_err, errno, "cannot write the jail's uid map");
+        snprintf(map, sizeof(map), "%u %u 1\n", JAIL_UID_INSIDE, host_gid);
+        snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+        if (write_file_at(AT_FDCWD, path, map) < 0)
+                return corral_fail(ret_err, errno, "cannot write the jail's gid map");
+        return 0;
+}
+
+static int setup_error(struct jail *j, corral_error **ret_err)
+{
+        char buf[512];
+        static const char *const init_steps[] = {
+                [INIT_STEP_CONFIG] = "read its orders",       [INIT_STEP_SIGNALS] = "set up signals",
+                [INIT_STEP_FORK] = "start the program",       [INIT_STEP_RLIMIT] = "set resource limits",
+                [INIT_STEP_CHDIR] = "enter /workspace",       [INIT_STEP_SECCOMP] = "load the seccomp filter",
+                [INIT_STEP_LISTENER] = "hand over the seccomp listener",
+        };
+        if (j->init_failed)
+                return corral_make_error(ret_err, CORRAL_ERR_INTERNAL, j->setup_errno,
+                                         "cannot set up the jail: corral-init could not %s",
+                                         j->setup_step > 0 && (size_t)j->setup_step < ARRAY_SIZE(init_steps)
+                                                 ? init_steps[j->setup_step]
+                                                 : "start");
+        const char *what = jail_plan_step_name(&j->plan, j->setup_step, buf, sizeof(buf));
+        int kind = CORRAL_ERR_INTERNAL;
+        if (j->setup_step == STEP_NO_NEW_PRIVS)
+                kind = CORRAL_ERR_UNSUPPORTED;
+        return corral_make_error(ret_err, kind, j->setup_errno, "cannot set up the jail: %s", what);
+}
+
+int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
+                    corral_error **ret_err)
+{
+        memset(ret, 0, sizeof(*ret));
+        struct jail j = { .cfg = cfg, .io = io, .pidfd = -1, .out_r = -1, .err_r = -1, .status_r = -1, .in_w = -1,
+                          .sync_w = -1, .stdin_src = -1, .lease = { .fd = -1 } };
+        j.t_start = monotonic_ms();
+        j.out.cap = j.err.cap = (size_t)cfg->output_limit;
+        int child_fds[6] = { -1, -1, -1, -1, -1, -1 }; /* stdin, stdout, stderr, orders, status, sync */
+        int rc = -1;
+
+        if (corral_jail_config_validate(cfg, ret_err) < 0)
+                return -1;
+        const struct jail_bpf *bpf;
+        if (jail_seccomp_program(&bpf, ret_err) < 0)
+                return -1;
+        int initfd = jail_init_binary_fd(ret_err);
+        if (initfd < 0)
+                return -1;
+        if (jail_plan_build(&j.plan, cfg, ret_err) < 0)
+                goto out;
+
+        /* Who the jail is on the host. */
+        bool root = geteuid() == 0;
+        uint32_t host_uid = (uint32_t)getuid(), host_gid = (uint32_t)getgid();
+        if (root) {
+                if (uidpool_acquire(cfg->uid_base, cfg->uid_count, &j.lease, ret_err) < 0)
+                        goto out;
+                host_uid = host_gid = j.lease.uid;
+        }
+        j.plan.uid_inside = JAIL_UID_INSIDE;
+        j.plan.gid_inside = JAIL_UID_INSIDE;
+        j.plan.drop_groups = root;
+        j.plan.net = cfg->net;
+
+        /* Limits: cgroups where we can, rlimits where we cannot. */
+        const struct cgroup_layout *layout = cgroup_host_layout();
+        char name[64];
+        snprintf(name, sizeof(name), "corral-%d-%u", (int)getpid(), atomic_fetch_add(&jail_seq, 1));
+        struct cgroup_limits lim = { .memory_bytes = cfg->memory_bytes, .pids = cfg->pids, .cpus = cfg->cpus };
+        corral_error *cg_err = NULL;
+        if (layout->v2_dir || layout->v1_memory || layout->v1_pids) {
+                if (cgroup_create(layout, name, &lim, &j.cg, &cg_err) == 0) {
+                        j.have_cg = true;
+                } else {
+                        cgroup_destroy(&j.cg);
+                }
+        }
+        j.backend = !j.have_cg || j.cg.memory == CG_NONE ? CORRAL_BACKEND_RLIMIT
+                    : j.cg.memory == CG_V2              ? CORRAL_BACKEND_CGROUP_V2
+                                                        : CORRAL_BACKEND_CGROUP_V1;
+        if (j.backend == CORRAL_BACKEND_RLIMIT) {
+                if (cfg->require_cgroups) {
+                        corral_make_error(ret_err, CORRAL_ERR_UNSUPPORTED, 0,
+                                          "no usable cgroup for memory and process limits%s%s (see 'corral doctor')",
+                                          cg_err ? ": " : "", cg_err ? cg_err->msg : "");
+                        corral_error_free(cg_err);
+                        goto out;
+                }
+                if (io && io->on_notice)
+                        io->on_notice(io->userdata,
+                                      "no usable cgroup: memory and process limits fall back to rlimits "
+                                      "(per process, not per tree; see 'corral doctor')");
+        }
+        corral_error_free(cg_err);
+
+        struct init_rlimit rl[12];
+        int n_rl = build_rlimits(cfg, j.backend, j.have_cg && j.cg.pids != CG_NONE, rl);
+        int orders = write_orders(cfg, bpf, rl, (uint32_t)n_rl, ret_err);
+        if (orders < 0)
+                goto out;
+        child_fds[3] = orders;
+
+        /* Pipes; every end is CLOEXEC, the child dup2s what it keeps. */
+        int p_out[2], p_err[2], p_status[2], p_sync[2];
+        if (pipe2(p_out, O_CLOEXEC) < 0)
+                goto pipe_fail;
+        j.out_r = p_out[0];
+        child_fds[1] = p_out[1];
+        if (pipe2(p_err, O_CLOEXEC) < 0)
+                goto pipe_fail;
+        j.err_r = p_err[0];
+        child_fds[2] = p_err[1];
+        if (pipe2(p_status, O_CLOEXEC) < 0)
+                goto pipe_fail;
+        j.status_r = p_status[0];
+        child_fds[4] = p_status[1];
+        if (pipe2(p_sync, O_CLOEXEC) < 0)
+                goto pipe_fail;
+        j.sync_w = p_sync[1];
+        child_fds[5] = p_sync[0];
+        if (cfg->stdin_mode == CORRAL_STDIN_PIPE && io && io->stdin_fd >= 0) {
+                int p_in[2];
+                if (pipe2(p_in, O_CLOEXEC) < 0)
+                        goto pipe_fail;
+                child_fds[0] = p_in[0];
+                j.in_w = p_in[1];
+                j.stdin_src = io->stdin_fd;
+        } else {
+                child_fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (child_fds[0] < 0)
+                        goto pipe_fail;
+        }
+        fcntl(j.out_r, F_SETFL, O_NONBLOCK);
+        fcntl(j.err_r, F_SETFL, O_NONBLOCK);
+        fcntl(j.status_r, F_SETFL, O_NONBLOCK);
+
+        j.plan.stdin_fd = child_fds[0];
+        j.plan.stdout_fd = child_fds[1];
+        j.plan.stderr_fd = child_fds[2];
+        j.plan.config_fd = child_fds[3];
+        j.plan.status_fd = child_fds[4];
+        j.plan.sync_fd = child_fds[5];
+        j.plan.init_fd = initfd;
+
+        uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
+                         CLONE_PIDFD;
+        if (cfg->net != CORRAL_NET_HOST)
+                flags |= CLONE_NEWNET;
+        struct clone_args ca;
+        memset(&ca, 0, sizeof(ca));
+        ca.pidfd = (uint64_t)(uintptr_t)&j.pidfd;
+        ca.exit_signal = 0;
+        if (j.have_cg && j.cg.v2_fd >= 0) {
+                ca.flags = flags | CLONE_INTO_CGROUP;
+                ca.cgroup = (uint64_t)j.cg.v2_fd;
+                j.cg.v2_cloned_into = true;
+        } else {
+                ca.flags = flags;
+        }
+        j.t_clone = monotonic_ms();
+        long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+        if (pid < 0 && j.cg.v2_cloned_into && (errno == EOPNOTSUPP || errno == EBUSY || errno == EINVAL)) {
+                j.cg.v2_cloned_into = false;
+                ca.flags = flags;
+                ca.cgroup = 0;
+                pid = syscall(SYS_clone3, &ca, sizeof(ca));
+        }
+        if (pid == 0)
+                jail_enter(&j.plan);
+        if (pid < 0) {
+                int e = errno;
+                corral_make_error(ret_err, e == EPERM || e == ENOSPC || e == EINVAL ? CORRAL_ERR_UNSUPPORTED
+                                                                                    : CORRAL_ERR_INTERNAL,
+                                  e, "cannot create the jail's namespaces (user namespaces may be disabled; see "
+                                     "'corral doctor')");
+                goto out;
+        }
+        j.pid = (pid_t)pid;
+        for (int i = 0; i < 6; i++) {
+                if (child_fds[i] >= 0)
+                        close(child_fds[i]);
+                child_fds[i] = -1;
+        }
+
+        if (write_id_maps(j.pid, host_uid, host_gid, root, ret_err) < 0 ||
+            (j.have_cg && cgroup_attach_v1(&j.cg, j.pid, ret_err) < 0)) {
+                kill_tree(&j);
+                siginfo_t si;
+                syscall(SYS_waitid, P_PIDFD, j.pidfd, &si, WEXITED | __WALL, NULL);
+                goto out;
+        }
+        if (write_all(j.sync_w, "g", 1) < 0) {
+                corral_fail(ret_err, errno, "cannot start the jail");
+                goto out;
+        }
+        close(j.sync_w);
+        j.sync_w = -1;
+
+        if (supervise(&j, ret_err) < 0) {
+                kill_tree(&j);
+                siginfo_t si;
+                syscall(SYS_waitid, P_PIDFD, j.pidfd, &si, WEXITED | __WALL, NULL);
+                goto out;
+        }
+        if (j.init_failed || j.setup_failed) {
+                setup_error(&j, ret_err);
+                goto out;
+        }
+        if (!j.exited && !j.timed_out && !j.violation) {
+                if (j.setup_failed || j.init_failed)
+                        setup_error(&j, ret_err);
+                else
+                        corral_fail(ret_err, 0, "the jail's init ended without a report");
+                goto out;
+        }
+
+        struct cgroup_stats st = { 0 };
+        if (j.have_cg)
+                cgroup_read_stats(&j.cg, &st);
+        classify(&j, &st, ret);
+        ret->backend = j.backend;
+        ret->stdout_truncated = j.out.truncated;
+        ret->stderr_truncated = j.err.truncated;
+        ret->stdout_total = j.out.total;
+        ret->stderr_total = j.err.total;
+        if (io == NULL || io->capture) {
+                ret->stdout_buf = capbuf_detach(&j.out, &ret->stdout_len);
+                ret->stderr_buf = capbuf_detach(&j.err, &ret->stderr_len);
+        }
+        double start = j.t_seccomp > 0 ? j.t_seccomp : j.t_clone;
+        ret->wall_ms = j.t_exit_seen - start;
+        ret->cpu_ms = st.have_cpu ? (double)st.cpu_usec / 1000.0
+                                  : (double)(j.ru.ru_utime.tv_sec + j.ru.ru_stime.tv_sec) * 1e3 +
+                                            (double)(j.ru.ru_utime.tv_usec + j.ru.ru_stime.tv_usec) / 1e3;
+        ret->memory_peak_bytes = st.memory_peak ? st.memory_peak : (uint64_t)j.ru.ru_maxrss * 1024u;
+        ret->phases.prepare = j.t_clone - j.t_start;
+        if (j.t_child > 0)
+                ret->phases.clone = j.t_child - j.t_clone;
+        if (j.t_root > 0 && j.t_child > 0)
+                ret->phases.mounts = j.t_root - j.t_child;
+        if (j.t_init > 0 && j.t_root > 0)
+                ret->phases.exec = j.t_init - j.t_root;
+        if (j.t_seccomp > 0 && j.t_init > 0)
+                ret->phases.seccomp = j.t_seccomp - j.t_init;
+        rc = 0;
+        goto out;
+
+pipe_fail:
+        corral_fail(ret_err, errno, "cannot create pipes for the jail");
+out:
+        for (int i = 0; i < 6; i++)
+                if (child_fds[i] >= 0)
+                        close(child_fds[i]);
+        jail_close_fds(&j);
+        if (j.have_cg)
+                cgroup_destroy(&j.cg);
+        uidpool_release(&j.lease);
+        jail_plan_release(&j.plan);
+        capbuf_release(&j.out);
+        capbuf_release(&j.err);
+        if (rc == 0 && j.t_exit_seen > 0)
+                ret->phases.teardown = monotonic_ms() - j.t_exit_seen;
+        return rc;
+}
+
+void corral_jail_result_release(corral_jail_result *res)
+{
+        free(res->reason);
+        free(res->stdout_buf);
+        free(res->stderr_buf);
+        free(res->seccomp_syscall_name);
+        memset(res, 0, sizeof(*res));
+}

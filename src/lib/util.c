@@ -1,0 +1,191 @@
+/* util.c: capped buffers, file helpers, UTF-8 checks, time. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+
+size_t capbuf_append(struct capbuf *b, const char *data, size_t len)
+{
+        b->total += len;
+        size_t room = b->cap > b->len ? b->cap - b->len : 0;
+        size_t keep = len < room ? len : room;
+        if (keep < len)
+                b->truncated = true;
+        if (keep == 0)
+                return 0;
+        if (b->len + keep + 1 > b->alloc) {
+                size_t want = b->alloc ? b->alloc : 4096;
+                while (want < b->len + keep + 1)
+                        want *= 2;
+                if (want > b->cap + 1)
+                        want = b->cap + 1;
+                char *p = realloc(b->data, want);
+                if (p == NULL)
+                        return (size_t)-1;
+                b->data = p;
+                b->alloc = want;
+        }
+        memcpy(b->data + b->len, data, keep);
+        b->len += keep;
+        b->data[b->len] = '\0';
+        return keep;
+}
+
+char *capbuf_detach(struct capbuf *b, size_t *ret_len)
+{
+        char *d = b->data ? b->data : strdup("");
+        if (ret_len)
+                *ret_len = b->data ? b->len : 0;
+        b->data = NULL;
+        b->len = b->alloc = 0;
+        return d;
+}
+
+void capbuf_release(struct capbuf *b)
+{
+        free(b->data);
+        b->data = NULL;
+        b->len = b->alloc = 0;
+}
+
+double monotonic_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -1;
+                }
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+char *read_file_at(int dirfd, const char *path, size_t max)
+{
+        int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        char *buf = malloc(max + 1);
+        size_t len = 0;
+        while (buf != NULL && len < max) {
+                ssize_t n = read(fd, buf + len, max - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        if (n < 0) {
+                                free(buf);
+                                buf = NULL;
+                        }
+                        break;
+                }
+                len += (size_t)n;
+        }
+        int saved = errno;
+        close(fd);
+        if (buf)
+                buf[len] = '\0';
+        errno = saved;
+        return buf;
+}
+
+int write_file_at(int dirfd, const char *path, const char *text)
+{
+        int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_TRUNC);
+        if (fd < 0)
+                return -1;
+        int r = write_all(fd, text, strlen(text));
+        int saved = errno;
+        if (close(fd) < 0 && r == 0) /* cgroupfs reports write errors at close too */
+                r = -1;
+        else
+                errno = saved;
+        return r;
+}
+
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *p, size_t left)
+{
+        unsigned char c = p[0];
+        if (c >= 0x01 && c < 0x80)
+                return 1;
+        size_t n;
+        uint32_t cp;
+        if (c >= 0xc2 && c <= 0xdf) {
+                n = 2;
+                cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+                n = 3;
+                cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+                n = 4;
+                cp = c & 0x07;
+        } else {
+                return 0;
+        }
+        if (left < n)
+                return 0;
+        for (size_t i = 1; i < n; i++) {
+                if ((p[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+                return 0;
+        return n;
+}
+
+bool utf8_valid(const char *data, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)data;
+        size_t i = 0;
+        while (i < len) {
+                size_t n = utf8_seq(p + i, len - i);
+                if (n == 0)
+                        return false;
+                i += n;
+        }
+        return true;
+}
+
+char *utf8_sanitize(const char *data, size_t len, size_t *ret_len)
+{
+        /* Worst case every byte becomes the 3-byte U+FFFD. */
+        if (len > (SIZE_MAX - 1) / 3)
+                return NULL;
+        char *out = malloc(len * 3 + 1);
+        if (out == NULL)
+                return NULL;
+        const unsigned char *p = (const unsigned char *)data;
+        size_t i = 0, o = 0;
+        while (i < len) {
+                size_t n = utf8_seq(p + i, len - i);
+                if (n == 0) {
+                        memcpy(out + o, "\xef\xbf\xbd", 3);
+                        o += 3;
+                        i++;
+                } else {
+                        memcpy(out + o, p + i, n);
+                        o += n;
+                        i += n;
+                }
+        }
+        out[o] = '\0';
+        if (ret_len)
+                *ret_len = o;
+        return out;
+}

@@ -1,0 +1,84 @@
+/* util.h: small helpers shared by the library: cleanup attributes, error
+ * construction, capped buffers and monotonic time.  Internal; not installed. */
+#ifndef CORRAL_UTIL_H
+#define CORRAL_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <corral/error.h>
+
+#define CORRAL_HIDDEN __attribute__((visibility("hidden")))
+#define CORRAL_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void cleanup_freep(void *p)
+{
+        free(*(void **)p);
+}
+static inline void cleanup_closep(int *fd)
+{
+        if (*fd >= 0)
+                close(*fd);
+}
+#define cleanup_free __attribute__((cleanup(cleanup_freep)))
+#define cleanup_close __attribute__((cleanup(cleanup_closep)))
+
+/* Hand ownership over: returns the value and clears the variable. */
+#define TAKE_PTR(p)                                                                                                    \
+        ({                                                                                                             \
+                __typeof__(p) _p = (p);                                                                                \
+                (p) = NULL;                                                                                            \
+                _p;                                                                                                    \
+        })
+#define TAKE_FD(fd)                                                                                                    \
+        ({                                                                                                             \
+                int _fd = (fd);                                                                                        \
+                (fd) = -1;                                                                                             \
+                _fd;                                                                                                   \
+        })
+
+/* Fill *ret_err (when not NULL) and return -1.  errnum 0 means no errno;
+ * otherwise ": strerror" is appended. */
+CORRAL_HIDDEN int corral_make_error(corral_error **ret_err, int kind, int errnum, const char *fmt, ...)
+        CORRAL_PRINTF(4, 5);
+#define corral_fail(err, errnum, ...) corral_make_error(err, CORRAL_ERR_INTERNAL, errnum, __VA_ARGS__)
+#define corral_usage(err, ...) corral_make_error(err, CORRAL_ERR_USAGE, 0, __VA_ARGS__)
+/* Prepend "context: " to an existing error message. */
+CORRAL_HIDDEN int corral_error_prefix(corral_error **err, const char *fmt, ...) CORRAL_PRINTF(2, 3);
+
+/* A growable byte buffer with a hard cap.  Invariants: data is NULL or NUL-
+ * terminated; len <= cap; bytes past cap are counted in `total` and dropped,
+ * `truncated` is set.  The owner frees data with free(). */
+struct capbuf {
+        char *data;
+        size_t len;
+        size_t alloc;
+        size_t cap;
+        uint64_t total;
+        bool truncated;
+};
+/* Append; returns how many bytes were kept, or (size_t)-1 on ENOMEM. */
+CORRAL_HIDDEN size_t capbuf_append(struct capbuf *b, const char *data, size_t len);
+CORRAL_HIDDEN char *capbuf_detach(struct capbuf *b, size_t *ret_len);
+CORRAL_HIDDEN void capbuf_release(struct capbuf *b);
+
+CORRAL_HIDDEN double monotonic_ms(void);
+/* write() all of buf, retrying on EINTR/short writes; -1 on error. */
+CORRAL_HIDDEN int write_all(int fd, const void *buf, size_t len);
+/* Read a small file into a NUL-terminated malloc'd string (at most max bytes). */
+CORRAL_HIDDEN char *read_file_at(int dirfd, const char *path, size_t max);
+CORRAL_HIDDEN int write_file_at(int dirfd, const char *path, const char *text);
+
+/* Escape bytes as valid UTF-8: invalid sequences and NUL become U+FFFD. */
+CORRAL_HIDDEN char *utf8_sanitize(const char *data, size_t len, size_t *ret_len);
+CORRAL_HIDDEN bool utf8_valid(const char *data, size_t len);
+
+/* Last, after every system header this file pulls in. */
+#include "banned.h"
+
+#endif
