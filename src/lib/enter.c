@@ -143,6 +143,11 @@ static int do_op(const struct mount_op *op)
         }
         case OP_SYMLINK:
                 return symlink(op->src, op->dst);
+        case OP_ATTACH:
+                /* Flags (read-only, nosuid, nodev) were set on the tree. */
+                if (make_target(op->dst, op->src_is_dir, 0) < 0)
+                        return -1;
+                return (int)syscall(SYS_move_mount, op->tree_fd, "", AT_FDCWD, op->dst, MOVE_MOUNT_F_EMPTY_PATH);
         case OP_READONLY: /* only this mount: binds beneath keep their own flags */
                 return set_mount_flags(op->dst, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false);
         default:

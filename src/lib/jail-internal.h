@@ -81,6 +81,13 @@ struct uid_lease {
 CORRAL_HIDDEN int uidpool_acquire(uint32_t base, uint32_t count, struct uid_lease *ret, corral_error **ret_err);
 CORRAL_HIDDEN void uidpool_release(struct uid_lease *lease);
 
+/* ---- idmap.c ---- */
+/* A detached bind of path (caller must be root), read-only unless writable,
+ * always nosuid and nodev; with idmap_to, the path's owner appears as that
+ * host id.  -1 when the kernel or filesystem cannot do it. */
+CORRAL_HIDDEN int idmap_open_tree(const char *path, bool recursive, uint32_t idmap_to, bool writable,
+                                  corral_error **ret_err);
+
 /* ---- plan.c / enter.c ---- */
 enum mount_op_kind {
         OP_DIR,      /* mkdir dst */
@@ -89,6 +96,7 @@ enum mount_op_kind {
         OP_PROC,     /* fresh proc at dst */
         OP_FILE,     /* create dst with content */
         OP_SYMLINK,  /* dst -> src */
+        OP_ATTACH,   /* attach the detached mount tree_fd at dst */
         OP_READONLY, /* make the mount at dst (alone) read-only, nosuid, noexec */
 };
 struct mount_op {
@@ -100,6 +108,7 @@ struct mount_op {
         bool writable;
         bool src_is_dir;
         bool device;           /* a /dev node: keep dev, drop exec */
+        int tree_fd;           /* OP_ATTACH: from idmap_open_tree() */
         mode_t mode;
 };
 
@@ -132,6 +141,11 @@ struct jail_plan {
         uid_t uid_inside;
         gid_t gid_inside;
         bool drop_groups;        /* caller is root: setgroups(0) */
+        bool attach_trees;       /* root: host binds are cloned by the caller */
+        uint32_t idmap_to;       /* root: writable binds idmapped to this host id */
+        int *tree_fds;           /* owned: detached idmapped trees */
+        size_t n_tree_fds;
+        char *notice;            /* for the caller, e.g. an idmap fallback */
         enum corral_net net;
         /* fds the child puts at 0..4, and the ones it only uses */
         int stdin_fd, stdout_fd, stderr_fd, config_fd, status_fd;

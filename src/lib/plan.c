@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "jail-internal.h"
 
@@ -61,9 +62,11 @@ static struct mount_op *add(struct jail_plan *p, enum mount_op_kind kind, const 
         return op;
 }
 
+static int add_host_bind(struct jail_plan *p, const char *real, const char *dst, bool writable, bool is_dir);
+
 /* Bind host path `host` (absolute) read-only at `dst`, or mirror it when it
  * is a symlink (merged-/usr systems link /bin to usr/bin). */
-static int add_system_path(struct jail_plan *p, const char *host, const char *dst)
+static int add_system_path(struct jail_plan *p, const char *host, const char *dst, bool from_user)
 {
         struct stat st;
         if (lstat(host, &st) < 0)
@@ -76,10 +79,79 @@ static int add_system_path(struct jail_plan *p, const char *host, const char *ds
                 target[n] = '\0';
                 return add(p, OP_SYMLINK, fmt(p, "%s", target), dst) ? 0 : -1;
         }
+        if (p->attach_trees && from_user)
+                return add_host_bind(p, host, dst, false, S_ISDIR(st.st_mode));
         struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s", host), dst);
         if (op == NULL)
                 return -1;
         op->src_is_dir = S_ISDIR(st.st_mode);
+        return 0;
+}
+
+static int keep_tree(struct jail_plan *p, int tree)
+{
+        int *fds = realloc(p->tree_fds, (p->n_tree_fds + 1) * sizeof(int));
+        if (fds == NULL) {
+                close(tree);
+                return -1;
+        }
+        p->tree_fds = fds;
+        fds[p->n_tree_fds++] = tree;
+        return 0;
+}
+
+static void set_notice(struct jail_plan *p, const char *real, const corral_error *e)
+{
+        if (p->notice == NULL &&
+            asprintf(&p->notice, "'%s' is bound without an idmapping (%s), so the jail's uid may not be able to write "
+                                 "to it; run corral as an ordinary user or use a filesystem with idmapped-mount support",
+                     real, e ? e->msg : "unsupported") < 0)
+                p->notice = NULL;
+}
+
+/* A host path the caller named (workspace, binds, rootfs).  As root, the
+ * caller clones its mount (the jail's uid may not be able to reach it) and,
+ * for a writable directory, idmaps it so the jail's uid can write there.
+ * Otherwise the child binds it by path from /oldroot.  Returns -2 for a
+ * writable system directory, which is refused. */
+static int add_host_bind(struct jail_plan *p, const char *real, const char *dst, bool writable, bool is_dir)
+{
+        static const char *const system[] = { "/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/boot",
+                                              "/dev", "/proc", "/sys", "/root", "/var", "/run" };
+        if (writable) {
+                /* What the jail writes lands as the directory's owner: never
+                 * hand it the host's own system directories. */
+                for (size_t i = 0; i < ARRAY_SIZE(system); i++)
+                        if (strcmp(real, system[i]) == 0)
+                                return -2;
+        }
+        if (p->attach_trees) {
+                corral_error *e = NULL;
+                bool idmap = writable && is_dir && p->idmap_to != 0;
+                int tree = idmap_open_tree(real, !writable, idmap ? p->idmap_to : 0, writable, &e);
+                if (tree < 0 && idmap) {
+                        set_notice(p, real, e);
+                        corral_error_clear(&e);
+                        tree = idmap_open_tree(real, false, 0, writable, &e);
+                }
+                corral_error_free(e);
+                if (tree >= 0) {
+                        if (keep_tree(p, tree) < 0)
+                                return -1;
+                        struct mount_op *op = add(p, OP_ATTACH, NULL, dst);
+                        if (op == NULL)
+                                return -1;
+                        op->tree_fd = tree;
+                        op->writable = writable;
+                        op->src_is_dir = is_dir;
+                        return 0;
+                }
+        }
+        struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s", real), dst);
+        if (op == NULL)
+                return -1;
+        op->src_is_dir = is_dir;
+        op->writable = writable;
         return 0;
 }
 
@@ -205,7 +277,7 @@ int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_e
         static const char *const system_dirs[] = { "usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32" };
         for (size_t i = 0; i < ARRAY_SIZE(system_dirs); i++) {
                 snprintf(host, sizeof(host), "%s/%s", base, system_dirs[i]);
-                if (add_system_path(p, host, system_dirs[i]) < 0)
+                if (add_system_path(p, host, system_dirs[i], sysroot != NULL) < 0)
                         goto oom;
         }
         if (build_etc(p, base) < 0 || build_dev(p) < 0)
@@ -227,11 +299,12 @@ int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_e
                 struct stat st;
                 if (stat(ws, &st) < 0 || !S_ISDIR(st.st_mode))
                         return corral_usage(ret_err, "workspace '%s' is not a directory", cfg->workspace);
-                op = add(p, OP_BIND, fmt(p, "/oldroot%s", ws), "workspace");
-                if (op == NULL)
+                int r = add_host_bind(p, ws, "workspace", true, true);
+                if (r == -2)
+                        return corral_usage(ret_err, "refusing to give the jail write access to the system "
+                                                     "directory '%s'", ws);
+                if (r < 0)
                         goto oom;
-                op->src_is_dir = true;
-                op->writable = true;
         } else if (add_tmpfs(p, "workspace", cfg->disk_bytes, "0755") < 0) {
                 goto oom;
         }
@@ -249,11 +322,12 @@ int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_e
                 for (const char *s = strchr(dst, '/'); s; s = strchr(s + 1, '/'))
                         if (add(p, OP_DIR, NULL, fmt(p, "%.*s", (int)(s - dst), dst)) == NULL)
                                 goto oom;
-                op = add(p, OP_BIND, fmt(p, "/oldroot%s", real), fmt(p, "%s", dst));
-                if (op == NULL)
+                int r = add_host_bind(p, real, fmt(p, "%s", dst), b->writable, S_ISDIR(st.st_mode));
+                if (r == -2)
+                        return corral_usage(ret_err, "refusing to give the jail write access to the system "
+                                                     "directory '%s'", real);
+                if (r < 0)
                         goto oom;
-                op->src_is_dir = S_ISDIR(st.st_mode);
-                op->writable = b->writable;
         }
 
         if (cfg->script) {
@@ -281,6 +355,13 @@ void jail_plan_release(struct jail_plan *p)
         free(p->strings);
         free(p->ops);
         free(p->root_tmpfs_data);
+        for (size_t i = 0; i < p->n_tree_fds; i++)
+                close(p->tree_fds[i]);
+        free(p->tree_fds);
+        p->tree_fds = NULL;
+        p->n_tree_fds = 0;
+        free(p->notice);
+        p->notice = NULL;
         p->strings = NULL;
         p->ops = NULL;
         p->n_ops = p->n_strings = p->cap_ops = 0;
@@ -313,6 +394,7 @@ const char *jail_plan_step_name(const struct jail_plan *p, int step, char *buf, 
                 static const char *const kinds[] = { [OP_DIR] = "create directory", [OP_TMPFS] = "mount tmpfs at",
                                                      [OP_BIND] = "bind mount", [OP_PROC] = "mount proc at",
                                                      [OP_FILE] = "write", [OP_SYMLINK] = "create symlink",
+                                                     [OP_ATTACH] = "attach an idmapped mount at",
                                                      [OP_READONLY] = "make read-only" };
                 if (op->kind == OP_BIND)
                         snprintf(buf, len, "bind mount '%s' at '/%s'",

@@ -615,8 +615,6 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
         int initfd = jail_init_binary_fd(ret_err);
         if (initfd < 0)
                 return -1;
-        if (jail_plan_build(&j.plan, cfg, ret_err) < 0)
-                goto out;
 
         /* Who the jail is on the host. */
         bool root = geteuid() == 0;
@@ -625,7 +623,13 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
                 if (uidpool_acquire(cfg->uid_base, cfg->uid_count, &j.lease, ret_err) < 0)
                         goto out;
                 host_uid = host_gid = j.lease.uid;
+                j.plan.idmap_to = j.lease.uid;
+                j.plan.attach_trees = true;
         }
+        if (jail_plan_build(&j.plan, cfg, ret_err) < 0)
+                goto out;
+        if (j.plan.notice && io && io->on_notice)
+                io->on_notice(io->userdata, j.plan.notice);
         j.plan.uid_inside = JAIL_UID_INSIDE;
         j.plan.gid_inside = JAIL_UID_INSIDE;
         j.plan.drop_groups = root;

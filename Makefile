@@ -1,0 +1,40 @@
+# The two commands for a fresh machine:
+#   make demo   install what is missing, build, and run corral on an example analysis
+#   make test   install what is missing, build with ASan+UBSan, and run every test suite
+# Also: make (build), make bench, make stress, make install, make clean.
+
+BUILD ?= build
+
+.PHONY: all build deps demo test bench stress install clean
+
+all: build
+
+build:
+	@scripts/install-deps.sh build
+	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD) --buildtype=debugoptimized >/dev/null
+	ninja -C $(BUILD)
+
+demo:
+	@scripts/install-deps.sh demo
+	@$(MAKE) --no-print-directory build
+	examples/analysis/run.sh $(BUILD)/corral
+
+test:
+	@scripts/install-deps.sh test
+	scripts/run-tests.sh
+
+bench:
+	@scripts/install-deps.sh bench
+	@$(MAKE) --no-print-directory build
+	CORRAL=$(CURDIR)/$(BUILD)/corral bench/run-all.sh
+
+stress:
+	@scripts/install-deps.sh test
+	@$(MAKE) --no-print-directory build
+	$(BUILD)/tests/jail-loop 20000
+
+install: build
+	meson install -C $(BUILD)
+
+clean:
+	rm -rf $(BUILD) build-asan bench/out

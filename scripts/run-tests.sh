@@ -1,0 +1,58 @@
+#!/bin/bash
+# run-tests.sh: the whole test run behind `make test`.
+#
+#  1. builds corral with ASan+UBSan and -Werror in build-asan/;
+#  2. runs every suite (unit, stress, e2e, attack) with meson, as the
+#     current user (root in CI: the cgroup path);
+#  3. when root, runs the e2e and attack suites again as an ordinary user
+#     made for the purpose (the rlimit path on hosts where users cannot make
+#     cgroups), from a copy in a temp dir that user can read;
+#  4. prints one summary line: "tests: N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build=${ASAN_BUILD:-build-asan}
+passed=0
+failed=0
+
+note() { printf '\n=== %s\n' "$*"; }
+count() { if [ "$1" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi; }
+
+if [ ! -f "$build/build.ninja" ]; then
+        meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true \
+                --buildtype=debug >/dev/null || exit 1
+fi
+ninja -C "$build" || exit 1
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+for suite in unit stress e2e attack; do
+        note "suite $suite as $(id -un) (uid $(id -u))"
+        meson test -C "$build" --suite "$suite" --print-errorlogs --no-rebuild
+        count $?
+done
+
+if [ "$(id -u)" -eq 0 ]; then
+        user=corraltest
+        id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/sh "$user"
+        tmp=$(mktemp -d /tmp/corral-usertest.XXXXXX)
+        trap 'rm -rf "$tmp"' EXIT
+        mkdir -p "$tmp/bin" "$tmp/src/lib"
+        cp "$build/corral" "$build/corral-init" "$tmp/bin/"
+        cp -r tests "$tmp/tests"
+        cp src/lib/seccomp.c "$tmp/src/lib/"
+        chmod -R a+rX "$tmp"
+        for suite in e2e attack; do
+                note "suite $suite as $user (an ordinary user: no cgroups here, so rlimits)"
+                runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="/home/$user" LANG=C.UTF-8 \
+                        ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" \
+                        CORRAL="$tmp/bin/corral" CORRAL_INIT="$tmp/bin/corral-init" CORRAL_SOURCE_ROOT="$tmp" \
+                        python3 -m pytest -q -p no:cacheprovider "$tmp/tests/$suite"
+                count $?
+        done
+fi
+
+echo
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,141 @@
+"""Workspace, binds, environment, stdin, profiles, network modes, rootfs."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+
+def test_workspace_dir_is_read_write_and_files_come_back(corral, tmp_path):
+    (tmp_path / "in.txt").write_text("data\n")
+    r = corral("exec", "-w", str(tmp_path), "-c",
+               "print(open('in.txt').read(), end=''); open('out.txt', 'w').write('made inside')")
+    assert r.rc == 0, r.err
+    assert r.out == b"data\n"
+    out = tmp_path / "out.txt"
+    assert out.read_text() == "made inside"
+    # What the jail writes belongs to whoever owns the workspace on the host.
+    assert out.stat().st_uid == tmp_path.stat().st_uid
+
+
+def test_default_workspace_is_private_and_capped(jail):
+    r = jail("import os, shutil; open('f', 'w').write('x'); print(os.listdir('.'), shutil.disk_usage('.').total)",
+             "--disk", "1M")
+    assert r["stdout"] == "['f'] 1048576\n"
+    again = jail("import os; print(os.listdir('.'))")
+    assert again["stdout"] == "[]\n"
+
+
+def test_ro_bind_and_bind(corral, tmp_path):
+    ro = tmp_path / "ro"
+    rw = tmp_path / "rw"
+    ro.mkdir()
+    rw.mkdir()
+    (ro / "a").write_text("A")
+    r = corral("exec", "--ro-bind", f"{ro}:/data/ro", "--bind", f"{rw}:/data/rw", "-c",
+               "print(open('/data/ro/a').read())\n"
+               "try:\n    open('/data/ro/b', 'w')\nexcept OSError as e:\n    print(e.errno)\n"
+               "open('/data/rw/c', 'w').write('C')")
+    assert r.rc == 0, r.err
+    assert r.out == b"A\n30\n"  # EROFS
+    assert not (ro / "b").exists() and (rw / "c").read_text() == "C"
+
+
+def test_environment_is_clean_plus_given(corral):
+    env = dict(os.environ, CORRAL_TEST_SECRET="do-not-leak", OPENAI_API_KEY="sk-test")
+    r = corral("exec", "-e", "FOO=bar", "-e", "OMP_NUM_THREADS=2", "--json", "-c",
+               "import os, json; print(json.dumps(dict(os.environ)))", env=env)
+    inside = json.loads(json.loads(r.out)["stdout"])
+    assert inside["FOO"] == "bar" and inside["OMP_NUM_THREADS"] == "2"
+    assert "CORRAL_TEST_SECRET" not in inside and "OPENAI_API_KEY" not in inside
+    assert inside["HOME"] == "/tmp" and inside["MPLBACKEND"] == "Agg" and inside["OPENBLAS_NUM_THREADS"] == "1"
+    assert set(inside) <= {"PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR", "PYTHONUNBUFFERED",
+                           "PYTHONDONTWRITEBYTECODE", "MPLBACKEND", "MPLCONFIGDIR", "XDG_CACHE_HOME",
+                           "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "NUMEXPR_NUM_THREADS", "MKL_NUM_THREADS",
+                           "FOO", "LC_CTYPE"}
+
+
+def test_stdin_is_dev_null_unless_asked(corral):
+    r = corral("exec", "-c", "import sys; print(repr(sys.stdin.read()))", input=b"hello")
+    assert r.out == b"''\n"
+    r = corral("exec", "--stdin", "-c", "import sys; print(sys.stdin.read().upper())", input=b"hello")
+    assert r.out == b"HELLO\n"
+
+
+def test_profile_and_overrides(corral, tmp_path):
+    prof = tmp_path / "p.json"
+    prof.write_text(json.dumps({"timeout": 7, "memory": "300M", "env": {"P": "1"}, "pids": 50}))
+    r = corral("exec", "--profile", str(prof), "--pids", "60", "--print-profile")
+    assert r.rc == 0
+    eff = json.loads(r.out)
+    assert eff["timeout"] == 7 and eff["memory"] == 300 << 20 and eff["pids"] == 60 and eff["env"] == {"P": "1"}
+    r = corral("exec", "--profile", str(prof), "-c", "import os; print(os.environ['P'])")
+    assert r.out == b"1\n"
+
+
+@pytest.mark.parametrize("content,message", [
+    ('{"timeout": 1, "timeout": 2}', "duplicate"),
+    ('{"memroy": "1G"}', "unknown key 'memroy'"),
+    ('{"memory": "12XB"}', "unknown unit"),
+    ('{"timeout": 1', "line"),
+    ('[1]', "expected a JSON object"),
+])
+def test_bad_profile(corral, tmp_path, content, message):
+    prof = tmp_path / "bad.json"
+    prof.write_text(content)
+    r = corral("exec", "--profile", str(prof), "--", "true")
+    assert r.rc == 125 and message in r.err.decode(), r.err
+
+
+def test_network_none_and_loopback(jail):
+    code = ("import socket\n"
+            "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
+            "c = socket.create_connection(s.getsockname(), timeout=1); print('connected')\n")
+    r = jail(code)
+    assert r["status"] == "error" and "OSError" in r["stderr"] or "Cannot assign" in r["stderr"]
+    r = jail(code, "--net", "loopback")
+    assert r["status"] == "ok" and r["stdout"] == "connected\n"
+
+
+def test_net_host_warns(corral):
+    r = corral("exec", "--net", "host", "--", "true")
+    assert r.rc == 0 and b"warning: --net host" in r.err
+
+
+def test_rootfs(corral, tmp_path):
+    cc = shutil.which("gcc")
+    if cc is None:
+        pytest.skip("gcc is not installed")
+    src = tmp_path / "hello.c"
+    src.write_text('#include <stdio.h>\nint main(void) { puts("from the rootfs"); return 0; }\n')
+    root = tmp_path / "rootfs"
+    (root / "usr/bin").mkdir(parents=True)
+    subprocess.run([cc, "-static", "-O2", "-o", str(root / "usr/bin/hello"), str(src)], check=True)
+    os.chmod(tmp_path, 0o755)
+    r = corral("exec", "--rootfs", str(root), "--", "/usr/bin/hello")
+    assert r.rc == 0 and r.out == b"from the rootfs\n", r.err
+    r = corral("exec", "--rootfs", str(root), "--", "/bin/sh", "-c", "true")
+    assert r.rc == 127
+
+
+def test_python_data_stack_and_no_dotfiles(corral, tmp_path):
+    code = ("import numpy as np, pandas as pd, scipy.stats, matplotlib.pyplot as plt\n"
+            "df = pd.DataFrame({'x': np.arange(10), 'y': np.arange(10) ** 2})\n"
+            "print(int(df.y.sum()), round(float(scipy.stats.pearsonr(df.x, df.y)[0]), 3))\n"
+            "df.plot(x='x', y='y'); plt.savefig('plot.png')\n")
+    r = corral("exec", "-w", str(tmp_path), "--timeout", "120", "-c", code, timeout=180)
+    assert r.rc == 0, r.err
+    assert r.out == b"285 0.963\n"
+    assert b"Matplotlib" not in r.err and b"Warning" not in r.err, r.err
+    assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(os.listdir(tmp_path)) == ["plot.png"]
+
+
+def test_hostname_and_filesystem_view(jail):
+    r = jail("import os, socket; print(socket.gethostname(), sorted(os.listdir('/')), sorted(os.listdir('/dev')))")
+    host, *rest = r["stdout"].split(" ", 1)
+    assert host == "corral"
+    assert "'sys'" not in rest[0] and "'root'" not in rest[0] and "'home'" not in rest[0]
+    for node in ["null", "zero", "full", "random", "urandom"]:
+        assert f"'{node}'" in rest[0]
