@@ -30,7 +30,10 @@ struct jail_bpf {
         struct sock_filter *insns;
         size_t len;
 };
+/* The filter every jail loads (built once, or compiled in at build time). */
 CORRAL_HIDDEN int jail_seccomp_program(const struct jail_bpf **ret, corral_error **ret_err);
+/* Build it from the policy with libseccomp; out->insns is malloc'd. */
+CORRAL_HIDDEN int jail_seccomp_build(struct jail_bpf *out, corral_error **ret_err);
 CORRAL_HIDDEN char *jail_seccomp_syscall_name(int nr, uint32_t arch);
 
 /* ---- cgroup.c ---- */

@@ -179,60 +179,80 @@ static size_t build_prefix(struct sock_filter *f, uint32_t native_arch)
         return ARRAY_SIZE(p);
 }
 
-static struct jail_bpf cached;
-static corral_error *cached_err;
-static pthread_once_t cached_once = PTHREAD_ONCE_INIT;
-
-static void build_program(void)
+int jail_seccomp_build(struct jail_bpf *out, corral_error **ret_err)
 {
         scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
-        int memfd = -1;
+        int memfd = -1, rc = -1;
         struct sock_filter *insns = NULL;
         int r;
-        if (ctx == NULL) {
-                corral_fail(&cached_err, ENOMEM, "cannot create the seccomp filter");
-                return;
-        }
+        if (ctx == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot create the seccomp filter");
         /* Foreign ABIs (i386 via int 0x80, x32) are a violation too. */
         r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_NOTIFY);
         if (r == 0)
                 r = add_rules(ctx);
         if (r < 0) {
-                corral_fail(&cached_err, -r, "cannot build the seccomp filter");
+                corral_fail(ret_err, -r, "cannot build the seccomp filter");
                 goto out;
         }
         memfd = memfd_create("corral-bpf", MFD_CLOEXEC);
         if (memfd < 0 || (r = seccomp_export_bpf(ctx, memfd)) < 0) {
-                corral_fail(&cached_err, memfd < 0 ? errno : -r, "cannot export the seccomp filter");
+                corral_fail(ret_err, memfd < 0 ? errno : -r, "cannot export the seccomp filter");
                 goto out;
         }
         off_t size = lseek(memfd, 0, SEEK_END);
         size_t n = (size_t)size / sizeof(struct sock_filter);
         insns = calloc(n + 16, sizeof(struct sock_filter));
         if (insns == NULL) {
-                corral_fail(&cached_err, ENOMEM, "cannot export the seccomp filter");
+                corral_fail(ret_err, ENOMEM, "cannot export the seccomp filter");
                 goto out;
         }
         size_t pre = build_prefix(insns, seccomp_arch_native());
         if (pread(memfd, insns + pre, (size_t)size, 0) != size) {
-                corral_fail(&cached_err, errno, "cannot read back the seccomp filter");
+                corral_fail(ret_err, errno, "cannot read back the seccomp filter");
                 free(insns);
                 goto out;
         }
-        cached.insns = insns;
-        cached.len = pre + n;
+        out->insns = insns;
+        out->len = pre + n;
+        rc = 0;
 out:
         if (memfd >= 0)
                 close(memfd);
         seccomp_release(ctx);
+        return rc;
+}
+
+/* The program compiled at build time (seccomp-bpf.c, made by
+ * tools/gen-seccomp.c from the policy above), so that no jail pays for
+ * libseccomp's compiler; the generator itself is built without it. */
+#ifdef CORRAL_PREBUILT_BPF
+extern const struct sock_filter jail_prebuilt_bpf[];
+extern const size_t jail_prebuilt_bpf_len;
+extern const uint32_t jail_prebuilt_bpf_arch;
+#endif
+
+static struct jail_bpf cached;
+static corral_error *cached_err;
+static pthread_once_t cached_once = PTHREAD_ONCE_INIT;
+
+static void load_program(void)
+{
+#ifdef CORRAL_PREBUILT_BPF
+        if (jail_prebuilt_bpf_arch == seccomp_arch_native()) {
+                cached.insns = (struct sock_filter *)jail_prebuilt_bpf;
+                cached.len = jail_prebuilt_bpf_len;
+                return;
+        }
+#endif
+        jail_seccomp_build(&cached, &cached_err);
 }
 
 int jail_seccomp_program(const struct jail_bpf **ret, corral_error **ret_err)
 {
-        pthread_once(&cached_once, build_program);
+        pthread_once(&cached_once, load_program);
         if (cached.insns == NULL)
-                return corral_fail(ret_err, 0, "%s",
-                                   cached_err ? cached_err->msg : "seccomp filter unavailable");
+                return corral_fail(ret_err, 0, "%s", cached_err ? cached_err->msg : "seccomp filter unavailable");
         *ret = &cached;
         return 0;
 }
