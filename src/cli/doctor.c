@@ -103,6 +103,16 @@ int cmd_doctor(int argc, char **argv)
                  l->v1_pids ? l->v1_pids : "-", l->v1_cpu ? l->v1_cpu : "-");
         printf("%-22s %-4s %s\n", "cgroup v1", v1 ? "ok" : "-", v1 ? buf : "no writable v1 controllers (fine on v2 hosts)");
 
+        if (l->v1_memory || l->v1_pids) {
+                /* v1 controllers need a migration per jail, which costs an RCU
+                 * grace period unless the hierarchy favours dynamic changes. */
+                cleanup_free char *mi = read_file_at(AT_FDCWD, "/proc/self/mountinfo", 1 << 20);
+                bool fav = mi && strstr(mi, "favordynmods") != NULL;
+                printf("%-22s %-4s %s\n", "cgroup migration", fav ? "fast" : "slow",
+                       fav ? "favordynmods is set" :
+                             "each jail start waits for an RCU grace period (~5-10 ms); to avoid it: "
+                             "mount -o remount,favordynmods /sys/fs/cgroup/unified (Linux 6.0+)");
+        }
         const char *backend = l->v2_memory ? "cgroup-v2" : l->v1_memory ? "cgroup-v1" : "rlimit";
         snprintf(buf, sizeof(buf), "%s%s", backend,
                  strcmp(backend, "rlimit") == 0

@@ -91,6 +91,11 @@ CORRAL_HIDDEN void uidpool_release(struct uid_lease *lease);
 CORRAL_HIDDEN int idmap_open_tree(const char *path, bool recursive, uint32_t idmap_to, bool writable,
                                   corral_error **ret_err);
 
+/* ---- fontcache.c ---- */
+/* The host directory holding a pre-built matplotlib font cache for this
+ * jail (built on first use), or NULL when it does not apply or failed. */
+CORRAL_HIDDEN char *fontcache_dir(const corral_jail_config *cfg);
+
 /* ---- plan.c / enter.c ---- */
 enum mount_op_kind {
         OP_DIR,      /* mkdir dst */

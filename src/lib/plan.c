@@ -6,6 +6,7 @@
  * point a bind elsewhere once the child resolves it under /oldroot.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -229,6 +230,30 @@ static int build_etc(struct jail_plan *p, const char *sysroot)
         return 0;
 }
 
+/* matplotlib's font cache, pre-built (fontcache.c), read-only in the
+ * otherwise writable MPLCONFIGDIR. */
+static int add_fontcache(struct jail_plan *p, const corral_jail_config *cfg)
+{
+        cleanup_free char *dir = fontcache_dir(cfg);
+        if (dir == NULL)
+                return 0;
+        DIR *d = opendir(dir);
+        if (d == NULL)
+                return 0;
+        int r = add(p, OP_DIR, NULL, "tmp/matplotlib") ? 0 : -1;
+        struct dirent *e;
+        while (r == 0 && (e = readdir(d)) != NULL) {
+                if (strncmp(e->d_name, "fontlist-", 9) != 0)
+                        continue;
+                struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s/%s", dir, e->d_name),
+                                          fmt(p, "tmp/matplotlib/%s", e->d_name));
+                if (op == NULL)
+                        r = -1;
+        }
+        closedir(d);
+        return r;
+}
+
 static int build_dev(struct jail_plan *p)
 {
         if (add_tmpfs(p, "dev", 65536, "0755") < 0)
@@ -290,6 +315,8 @@ int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_e
                 goto oom;
         op->src_is_dir = true;
         if (add_tmpfs(p, "tmp", cfg->disk_bytes, "1777") < 0)
+                goto oom;
+        if (add_fontcache(p, cfg) < 0)
                 goto oom;
 
         if (cfg->workspace) {

@@ -139,3 +139,46 @@ def test_hostname_and_filesystem_view(jail):
     assert "'sys'" not in rest[0] and "'root'" not in rest[0] and "'home'" not in rest[0]
     for node in ["null", "zero", "full", "random", "urandom"]:
         assert f"'{node}'" in rest[0]
+
+
+def test_matplotlib_font_cache_is_prebuilt_and_read_only(jail):
+    code = ("import os, time\n"
+            "t = time.time(); import matplotlib.font_manager; took = time.time() - t\n"
+            "names = os.listdir('/tmp/matplotlib')\n"
+            "try:\n    open('/tmp/matplotlib/' + names[0], 'w').write('poison')\n    wrote = True\n"
+            "except OSError:\n    wrote = False\n"
+            "print(names[0].startswith('fontlist-'), wrote, took < 5)\n")
+    jail("import matplotlib.font_manager")  # builds the cache on a fresh host
+    r = jail(code)
+    assert r["stdout"] == "True False True\n", r
+    assert "Matplotlib is building the font cache" not in r["stderr"]
+
+
+def test_cpu_share_limits_the_tree(jail):
+    code = ("import time, os\n"
+            "t = time.time(); c = time.process_time()\n"
+            "while time.time() - t < 1.0: pass\n"
+            "print(round((time.process_time() - c) / (time.time() - t), 2))\n")
+    r = jail(code, "--cpus", "0.25")
+    if r["limits_backend"] == "rlimit":
+        return  # documented: no CPU share without a cgroup cpu controller
+    assert r["status"] == "ok"
+    assert float(r["stdout"]) < 0.5, r["stdout"]
+
+
+def test_limits_backend_matches_privileges(jail):
+    r = jail("print(1)")
+    if os.geteuid() != 0:
+        assert r["limits_backend"] in ("rlimit", "cgroup-v2")
+    else:
+        assert r["limits_backend"] in ("cgroup-v1", "cgroup-v2")
+
+
+def test_require_cgroups(corral):
+    r = corral("exec", "--require-cgroups", "--", "true")
+    if os.geteuid() == 0:
+        assert r.rc == 0
+    else:
+        assert r.rc in (0, 125)
+        if r.rc == 125:
+            assert b"no usable cgroup" in r.err
