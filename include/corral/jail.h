@@ -121,6 +121,7 @@ enum corral_limit {
         CORRAL_LIMIT_SECCOMP,
         CORRAL_LIMIT_FILE_SIZE,
         CORRAL_LIMIT_SIGNAL,     /* killed by a signal no limit explains */
+        CORRAL_LIMIT_CANCELLED,  /* the caller cancelled the run (cancel_fd) */
 };
 
 enum corral_limits_backend {
@@ -174,6 +175,9 @@ typedef struct corral_jail_io {
         void (*on_notice)(void *userdata, const char *message);
         void *userdata;
         bool capture;             /* keep output in the result buffers */
+        /* When this fd (> 0) becomes readable, the jail is killed and the run
+         * ends with status killed, limit "cancelled".  0 or -1: none. */
+        int cancel_fd;
 } corral_jail_io;
 
 /* Spawn the jail, supervise it to the end and tear everything down.

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -320,6 +322,33 @@ static int set_program(corral_jail_config *cfg, const struct exec_opts *o, int a
         return r;
 }
 
+/* SIGINT, SIGTERM and SIGHUP cancel the jail through an eventfd, so that
+ * corral tears everything down before it exits with 128+N. */
+static int cancel_fd = -1;
+static volatile sig_atomic_t cancel_signal;
+
+static void on_signal(int sig)
+{
+        uint64_t one = 1;
+        cancel_signal = sig;
+        ssize_t r = write(cancel_fd, &one, sizeof(one));
+        (void)r;
+}
+
+static void catch_signals(void)
+{
+        cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (cancel_fd < 0)
+                return;
+        struct sigaction sa = { .sa_handler = on_signal };
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        /* A closed stdout (| head) must end the run, not corral. */
+        signal(SIGPIPE, SIG_IGN);
+}
+
 static void on_output(void *ud, int stream, const char *data, size_t len)
 {
         (void)ud;
@@ -394,7 +423,8 @@ int cmd_exec(int argc, char **argv)
         if (cfg.net == CORRAL_NET_HOST)
                 fprintf(stderr, "corral exec: warning: --net host gives the program the host's network\n");
 
-        corral_jail_io io = { .stdin_fd = STDIN_FILENO, .capture = o.json, .userdata = &cfg,
+        catch_signals();
+        corral_jail_io io = { .stdin_fd = STDIN_FILENO, .capture = o.json, .userdata = &cfg, .cancel_fd = cancel_fd,
                               .on_output = o.json ? NULL : on_output, .on_truncate = o.json ? NULL : on_truncate,
                               .on_notice = on_notice };
         corral_jail_result res;
@@ -406,6 +436,9 @@ int cmd_exec(int argc, char **argv)
                         puts(j);
                         free(j);
                 }
+        } else if (res.limit == CORRAL_LIMIT_CANCELLED) {
+                fprintf(stderr, "corral exec: interrupted by %s; the jail was stopped\n",
+                        cancel_signal ? strsignal(cancel_signal) : "a signal");
         } else if (res.status != CORRAL_STATUS_OK && res.status != CORRAL_STATUS_ERROR) {
                 fprintf(stderr, "corral exec: %s: %s\n", corral_status_to_string(res.status),
                         res.reason ? res.reason : "");
@@ -414,6 +447,8 @@ int cmd_exec(int argc, char **argv)
         }
         fflush(stdout);
         status = res.exit_code;
+        if (res.limit == CORRAL_LIMIT_CANCELLED && cancel_signal)
+                status = 128 + cancel_signal;
         corral_jail_result_release(&res);
         goto out;
 fail:

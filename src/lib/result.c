@@ -47,6 +47,8 @@ const char *corral_limit_to_string(enum corral_limit l)
                 return "file-size";
         case CORRAL_LIMIT_SIGNAL:
                 return "signal";
+        case CORRAL_LIMIT_CANCELLED:
+                return "cancelled";
         default:
                 break;
         }

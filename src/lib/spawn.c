@@ -217,6 +217,7 @@ struct jail {
         int setup_step, setup_errno, exec_errno, wait_status, violation_nr;
         uint32_t violation_arch;
         bool timed_out;
+        bool cancelled;
         struct rusage ru;
 };
 
@@ -337,12 +338,13 @@ static int supervise(struct jail *j, corral_error **ret_err)
         if (timerfd_settime(tfd, 0, &its, NULL) < 0)
                 return corral_fail(ret_err, errno, "cannot arm the wall-clock timer");
 
-        enum { EV_OUT = 1, EV_ERR, EV_STATUS, EV_PIDFD, EV_TIMER, EV_STDIN };
+        enum { EV_OUT = 1, EV_ERR, EV_STATUS, EV_PIDFD, EV_TIMER, EV_STDIN, EV_CANCEL };
         struct {
                 int fd;
                 int tag;
         } watch[] = { { j->out_r, EV_OUT }, { j->err_r, EV_ERR }, { j->status_r, EV_STATUS },
-                      { j->pidfd, EV_PIDFD }, { tfd, EV_TIMER }, { j->stdin_src, EV_STDIN } };
+                      { j->pidfd, EV_PIDFD }, { tfd, EV_TIMER }, { j->stdin_src, EV_STDIN },
+                      { j->io && j->io->cancel_fd > 0 ? j->io->cancel_fd : -1, EV_CANCEL } };
         for (size_t i = 0; i < ARRAY_SIZE(watch); i++) {
                 if (watch[i].fd < 0)
                         continue;
@@ -382,6 +384,11 @@ static int supervise(struct jail *j, corral_error **ret_err)
                                         kill_tree(j); /* init does too; this also covers a stuck init */
                                 if (evs[i].events & (EPOLLHUP | EPOLLERR) && !(evs[i].events & EPOLLIN))
                                         epoll_ctl(ep, EPOLL_CTL_DEL, j->status_r, NULL);
+                                break;
+                        case EV_CANCEL:
+                                j->cancelled = true;
+                                kill_tree(j);
+                                epoll_ctl(ep, EPOLL_CTL_DEL, j->io->cancel_fd, NULL);
                                 break;
                         case EV_TIMER:
                                 j->timed_out = true;
@@ -485,6 +492,14 @@ static void classify(struct jail *j, const struct cgroup_stats *st, corral_jail_
                 r->seccomp_syscall_name = jail_seccomp_syscall_name(j->violation_nr, j->violation_arch);
                 set_reason(r, "blocked system call '%s': not allowed in the jail",
                            r->seccomp_syscall_name ? r->seccomp_syscall_name : "?");
+                return;
+        }
+        if (j->cancelled) {
+                r->status = CORRAL_STATUS_KILLED;
+                r->limit = CORRAL_LIMIT_CANCELLED;
+                r->signal = SIGKILL;
+                r->exit_code = 128 + SIGKILL;
+                set_reason(r, "cancelled");
                 return;
         }
         if (j->timed_out) {
@@ -779,7 +794,7 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
                 setup_error(&j, ret_err);
                 goto out;
         }
-        if (!j.exited && !j.timed_out && !j.violation) {
+        if (!j.exited && !j.timed_out && !j.violation && !j.cancelled) {
                 if (j.setup_failed || j.init_failed)
                         setup_error(&j, ret_err);
                 else

@@ -6,6 +6,12 @@ import time
 
 
 def corral_cgroups():
+    """Jail cgroups whose supervisor is gone: leftovers (live ones belong to
+    corral processes still running, possibly other tests')."""
+    return [c for c in all_corral_cgroups() if not os.path.exists(f"/proc/{c.rsplit('-', 2)[1]}")]
+
+
+def all_corral_cgroups():
     found = []
     for root, dirs, _ in os.walk("/sys/fs/cgroup"):
         if root.count("/") > 8:
@@ -30,3 +36,43 @@ def test_no_leftovers_after_runs(corral):
     assert corral_cgroups() == before_cg
     assert sorted(os.listdir("/tmp")) == before_tmp
     assert not any("corral" in line and "oldroot" in line for line in open("/proc/self/mountinfo"))
+
+
+def _wait_for(pred, seconds=5.0):
+    end = time.time() + seconds
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+def _running(marker):
+    return marker in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+
+
+def test_sigint_stops_the_jail_and_cleans_up():
+    from conftest import CORRAL
+    marker = f"corral-sigint-{os.getpid()}"
+    before = corral_cgroups()
+    p = subprocess.Popen([CORRAL, "exec", "--", "bash", "-c", f"exec -a {marker} sleep 30"],
+                         stderr=subprocess.PIPE)
+    assert _wait_for(lambda: _running(marker))
+    p.send_signal(2)
+    assert p.wait(timeout=10) == 130
+    assert b"interrupted" in p.stderr.read()
+    assert not _running(marker)
+    assert corral_cgroups() == before
+
+
+def test_killed_supervisor_takes_the_jail_along(corral):
+    from conftest import CORRAL
+    marker = f"corral-sigkill-{os.getpid()}"
+    p = subprocess.Popen([CORRAL, "exec", "--", "bash", "-c", f"(setsid bash -c 'exec -a {marker} sleep 30' &); exec -a {marker} sleep 30"])
+    assert _wait_for(lambda: _running(marker))
+    p.kill()
+    p.wait(timeout=10)
+    assert _wait_for(lambda: not _running(marker)), "jail survived its supervisor"
+    # The next run sweeps the cgroups the killed supervisor could not remove.
+    corral("exec", "--", "true")
+    assert not [c for c in all_corral_cgroups() if f"corral-{p.pid}-" in c]
