@@ -302,10 +302,23 @@ static void host_layout_init(void)
         }
         if (host_layout.v2_dir)
                 v2_enable_controllers(&host_layout);
+}
+
+static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
+
+static void sweep_all(void)
+{
         sweep_stale(&host_layout, host_layout.v2_dir);
         sweep_stale(&host_layout, host_layout.v1_memory);
         sweep_stale(&host_layout, host_layout.v1_pids);
         sweep_stale(&host_layout, host_layout.v1_cpu);
+}
+
+/* Once per process, after a jail has run: off the start path. */
+void cgroup_sweep_stale(void)
+{
+        pthread_once(&host_once, host_layout_init);
+        pthread_once(&sweep_once, sweep_all);
 }
 
 const struct cgroup_layout *cgroup_host_layout(void)

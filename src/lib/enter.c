@@ -210,6 +210,10 @@ void jail_enter(const struct jail_plan *p)
          * a supervisor that died before writing leaves us EOF. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 fail(STEP_PDEATHSIG);
+        /* Made here rather than by clone3(), so that it overlaps with the
+         * supervisor's work; owned by our new user namespace all the same. */
+        if (p->net != CORRAL_NET_HOST && unshare(CLONE_NEWNET) < 0)
+                fail(STEP_NETNS);
         char go;
         if (read(p->sync_fd, &go, 1) != 1)
                 _exit(125);

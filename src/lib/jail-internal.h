@@ -69,6 +69,8 @@ CORRAL_HIDDEN int cgroup_layout_detect(struct cgroup_layout *l);
 CORRAL_HIDDEN int cgroup_layout_detect_from(struct cgroup_layout *l, const char *mountinfo, const char *proc_cgroup);
 CORRAL_HIDDEN void cgroup_layout_release(struct cgroup_layout *l);
 CORRAL_HIDDEN const struct cgroup_layout *cgroup_host_layout(void);
+/* Remove cgroups left by supervisors that were SIGKILLed (once per process). */
+CORRAL_HIDDEN void cgroup_sweep_stale(void);
 CORRAL_HIDDEN int cgroup_create(const struct cgroup_layout *l, const char *name, const struct cgroup_limits *lim,
                                 struct jail_cgroup *cg, corral_error **ret_err);
 CORRAL_HIDDEN int cgroup_attach_v1(struct jail_cgroup *cg, pid_t pid, corral_error **ret_err);
@@ -137,6 +139,7 @@ enum enter_step {
         STEP_FDS = -13,
         STEP_EXEC_INIT = -14,
         STEP_PDEATHSIG = -15,
+        STEP_NETNS = -16,
 };
 
 struct jail_plan {
