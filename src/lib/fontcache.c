@@ -145,8 +145,17 @@ char *fontcache_dir(const corral_jail_config *cfg)
 
         /* Build it once: in a temp dir beside it, renamed into place. */
         cleanup_free char *tmp = NULL;
-        if (mkdir(root, 0755) < 0 && errno != EEXIST)
-                goto fail;
+        for (char *slash = strchr(root + 1, '/');; slash = strchr(slash + 1, '/')) { /* mkdir -p */
+                if (slash)
+                        *slash = '\0';
+                int r = mkdir(root, 0755);
+                if (slash)
+                        *slash = '/';
+                if (r < 0 && errno != EEXIST)
+                        goto fail;
+                if (slash == NULL)
+                        break;
+        }
         if (asprintf(&tmp, "%s/.build-XXXXXX", root) < 0 || mkdtemp(tmp) == NULL || chmod(tmp, 0755) < 0)
                 goto fail;
         if (!build_into(tmp)) {
