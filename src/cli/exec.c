@@ -432,10 +432,13 @@ int cmd_exec(int argc, char **argv)
                 goto fail;
         if (o.json) {
                 char *j = corral_jail_result_to_json(&res);
-                if (j) {
-                        puts(j);
-                        free(j);
+                if (j == NULL) {
+                        corral_jail_result_release(&res);
+                        corral_fail(&err, ENOMEM, "cannot format the JSON result");
+                        goto fail;
                 }
+                puts(j);
+                free(j);
         } else if (res.limit == CORRAL_LIMIT_CANCELLED) {
                 fprintf(stderr, "corral exec: interrupted by %s; the jail was stopped\n",
                         cancel_signal ? strsignal(cancel_signal) : "a signal");

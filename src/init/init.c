@@ -247,6 +247,11 @@ static __attribute__((noreturn)) void run_program(struct orders *o, int sock, co
 int init_main(void);
 int init_main(void)
 {
+        /* Not dumpable: the program runs as our uid, and a dumpable init's
+         * /proc/1/mem, /proc/1/fd (our status pipe and listener) and
+         * /proc/1/maps would be open to it.  Its own exec makes it dumpable
+         * again, which is fine: it is the one under the filter. */
+        SYS2(__NR_prctl, PR_SET_DUMPABLE, 0);
         report(MSG_INIT_START, 0, 0);
         struct orders o;
         memset(&o, 0, sizeof(o));

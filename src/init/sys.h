@@ -16,6 +16,7 @@
 #include <linux/ioctl.h>
 #include <linux/filter.h>
 #include <linux/poll.h>
+#include <linux/prctl.h>
 #include <linux/seccomp.h>
 #include <linux/signalfd.h>
 #include <linux/time_types.h>

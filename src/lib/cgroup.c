@@ -27,6 +27,15 @@
 
 #include "jail-internal.h"
 
+/* Is path at or beneath root (both absolute cgroup paths)? */
+static bool path_under(const char *path, const char *root)
+{
+        size_t n = strlen(root);
+        if (n == 1 && root[0] == '/')
+                return path[0] == '/';
+        return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
 static char *path_join(const char *a, const char *b)
 {
         char *s = NULL;
@@ -138,16 +147,16 @@ int cgroup_layout_detect_from(struct cgroup_layout *l, const char *mountinfo, co
                 char **slots[] = { &l->v1_memory, &l->v1_pids, &l->v1_cpu, &l->v1_cpuacct };
                 if (strcmp(fstype, "cgroup2") == 0 && l->v2_dir == NULL) {
                         char *self = self_path(proc_cgroup, "");
-                        if (self && strncmp(self, root, strlen(root)) == 0)
-                                l->v2_dir = path_join(mnt, self + strlen(root));
+                        if (self && path_under(self, root))
+                                l->v2_dir = path_join(mnt, strcmp(root, "/") == 0 ? self : self + strlen(root));
                         free(self);
                 } else if (strcmp(fstype, "cgroup") == 0 && super != NULL) {
                         for (size_t i = 0; i < ARRAY_SIZE(controllers); i++) {
                                 if (*slots[i] != NULL || !has_word(super, controllers[i], ','))
                                         continue;
                                 char *self = self_path(proc_cgroup, controllers[i]);
-                                if (self && strncmp(self, root, strlen(root)) == 0)
-                                        *slots[i] = path_join(mnt, self + strlen(root));
+                                if (self && path_under(self, root))
+                                        *slots[i] = path_join(mnt, strcmp(root, "/") == 0 ? self : self + strlen(root));
                                 free(self);
                         }
                 }
@@ -273,11 +282,11 @@ static void sweep_stale(const struct cgroup_layout *l, const char *dir)
                         continue;
                 if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
                         continue;
+                /* Only rmdir, which fails on a cgroup with processes: a
+                 * supervisor in another pid namespace may look gone to us. */
                 cleanup_free char *p = path_join(dir, e->d_name);
-                if (p == NULL)
-                        continue;
-                cg_write(l, p, "cgroup.kill", "1");
-                rmdir(p);
+                if (p != NULL)
+                        rmdir(p);
         }
         closedir(d);
 }
@@ -358,8 +367,11 @@ int cgroup_create(const struct cgroup_layout *l, const char *name, const struct 
         /* memory */
         if (l->v2_memory && cg->v2) {
                 snprintf(buf, sizeof(buf), "%" PRIu64, lim->memory_bytes);
-                if (cg_write(l, cg->v2, "memory.max", buf) < 0 || cg_write(l, cg->v2, "memory.swap.max", "0") < 0)
+                if (cg_write(l, cg->v2, "memory.max", buf) < 0)
                         return corral_fail(ret_err, errno, "cannot set memory.max in '%s'", cg->v2);
+                /* memory.swap.max exists only with swap accounting; without it
+                 * there is no swap to forbid (like memsw in v1). */
+                cg_write(l, cg->v2, "memory.swap.max", "0");
                 cg->memory = CG_V2;
         } else if (l->v1_memory) {
                 cg->v1_memory = make_child(l, l->v1_memory, name);

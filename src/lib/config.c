@@ -1,6 +1,7 @@
 /* config.c: defaults, setters and validation for corral_jail_config. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "jail-internal.h"
@@ -88,7 +89,7 @@ int corral_jail_config_set_script(corral_jail_config *cfg, const char *name, con
         return 0;
 }
 
-static bool valid_env_name(const char *s, size_t n)
+bool jail_env_name_valid(const char *s, size_t n)
 {
         if (n == 0 || (s[0] >= '0' && s[0] <= '9'))
                 return false;
@@ -103,7 +104,7 @@ static bool valid_env_name(const char *s, size_t n)
 int corral_jail_config_add_env(corral_jail_config *cfg, const char *assignment, corral_error **ret_err)
 {
         const char *eq = assignment ? strchr(assignment, '=') : NULL;
-        if (eq == NULL || !valid_env_name(assignment, (size_t)(eq - assignment)))
+        if (eq == NULL || !jail_env_name_valid(assignment, (size_t)(eq - assignment)))
                 return corral_usage(ret_err, "invalid environment assignment '%s': expected NAME=VALUE",
                                     assignment ? assignment : "");
         size_t name_len = (size_t)(eq - assignment) + 1, n = 0;
@@ -130,26 +131,25 @@ int corral_jail_config_add_env(corral_jail_config *cfg, const char *assignment, 
 /* Jail paths that a bind may not cover: the jail's own machinery. */
 static bool reserved_target(const char *dst)
 {
-        static const char *const reserved[] = { "/", "/proc", "/dev", "/etc", "/run/corral", "/tmp", "/workspace" };
+        static const char *const reserved[] = { "/", "/proc", "/dev", "/etc", "/run", "/tmp", "/workspace" };
         for (size_t i = 0; i < ARRAY_SIZE(reserved); i++)
                 if (strcmp(dst, reserved[i]) == 0)
                         return true;
-        return strncmp(dst, "/proc/", 6) == 0 || strncmp(dst, "/dev/", 5) == 0;
+        return strncmp(dst, "/proc/", 6) == 0 || strncmp(dst, "/dev/", 5) == 0 || strcmp(dst, "/run/corral") == 0 ||
+               strncmp(dst, "/run/corral/", 12) == 0;
 }
 
-int corral_jail_config_add_bind(corral_jail_config *cfg, const char *spec, bool writable, corral_error **ret_err)
+int jail_config_add_bind_paths(corral_jail_config *cfg, const char *src_in, const char *dst_in, bool writable,
+                               corral_error **ret_err)
 {
-        if (spec == NULL || spec[0] == '\0')
-                return corral_usage(ret_err, "empty bind specification");
-        const char *colon = strchr(spec, ':');
-        cleanup_free char *src = colon ? strndup(spec, (size_t)(colon - spec)) : strdup(spec);
-        cleanup_free char *dst = strdup(colon ? colon + 1 : spec);
+        cleanup_free char *src = strdup(src_in);
+        cleanup_free char *dst = strdup(dst_in);
         if (src == NULL || dst == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot copy the bind");
         if (src[0] == '\0')
-                return corral_usage(ret_err, "bind '%s': empty source", spec);
+                return corral_usage(ret_err, "empty source");
         if (dst[0] != '/')
-                return corral_usage(ret_err, "bind '%s': the destination must be an absolute path", spec);
+                return corral_usage(ret_err, "the destination '%s' must be an absolute path", dst_in);
         /* Normalise: no "..", ".", or empty components; no trailing slash. */
         for (const char *c = dst; *c;) {
                 while (*c == '/')
@@ -157,16 +157,16 @@ int corral_jail_config_add_bind(corral_jail_config *cfg, const char *spec, bool 
                 const char *e = strchrnul(c, '/');
                 size_t n = (size_t)(e - c);
                 if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-                        return corral_usage(ret_err, "bind '%s': the destination may not contain '.' or '..'", spec);
+                        return corral_usage(ret_err, "the destination '%s' may not contain '.' or '..'", dst_in);
                 c = e;
         }
         size_t l = strlen(dst);
         while (l > 1 && dst[l - 1] == '/')
                 dst[--l] = '\0';
         if (strstr(dst, "//"))
-                return corral_usage(ret_err, "bind '%s': malformed destination", spec);
+                return corral_usage(ret_err, "malformed destination '%s'", dst_in);
         if (reserved_target(dst))
-                return corral_usage(ret_err, "bind '%s': '%s' is managed by corral and cannot be replaced", spec, dst);
+                return corral_usage(ret_err, "'%s' is managed by corral and cannot be replaced", dst);
         struct corral_bind *b = realloc(cfg->binds, (cfg->n_binds + 1) * sizeof(*b));
         if (b == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot copy the bind");
@@ -178,14 +178,29 @@ int corral_jail_config_add_bind(corral_jail_config *cfg, const char *spec, bool 
         return 0;
 }
 
+int corral_jail_config_add_bind(corral_jail_config *cfg, const char *spec, bool writable, corral_error **ret_err)
+{
+        if (spec == NULL || spec[0] == '\0')
+                return corral_usage(ret_err, "empty bind specification");
+        const char *colon = strchr(spec, ':');
+        cleanup_free char *src = colon ? strndup(spec, (size_t)(colon - spec)) : strdup(spec);
+        if (src == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot copy the bind");
+        if (src[0] == '\0')
+                return corral_usage(ret_err, "bind '%s': empty source", spec);
+        if (jail_config_add_bind_paths(cfg, src, colon ? colon + 1 : spec, writable, ret_err) < 0)
+                return corral_error_prefix(ret_err, "bind '%s'", spec);
+        return 0;
+}
+
 int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **ret_err)
 {
         if (cfg->argv == NULL || cfg->argv[0] == NULL || cfg->argv[0][0] == '\0')
                 return corral_usage(ret_err, "no program to run");
-        if (!(cfg->timeout_s > 0))
-                return corral_usage(ret_err, "the timeout must be greater than zero");
-        if (cfg->cpu_time_s < 0)
-                return corral_usage(ret_err, "the CPU-time limit must not be negative");
+        if (!(cfg->timeout_s > 0) || !isfinite(cfg->timeout_s) || cfg->timeout_s > 31536000.0)
+                return corral_usage(ret_err, "the timeout must be between 0 and a year");
+        if (!(cfg->cpu_time_s >= 0) || !isfinite(cfg->cpu_time_s) || cfg->cpu_time_s > 31536000.0)
+                return corral_usage(ret_err, "the CPU-time limit must be between 0 and a year");
         if (cfg->memory_bytes < (8u << 20))
                 return corral_usage(ret_err, "the memory limit must be at least 8M");
         if (cfg->pids < 1 || cfg->pids > 1u << 22)
@@ -194,9 +209,9 @@ int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **re
                 return corral_usage(ret_err, "the open-file limit must be between 8 and 1048576");
         if (cfg->disk_bytes < 65536)
                 return corral_usage(ret_err, "the disk limit must be at least 64K");
-        if (cfg->output_limit < 1)
-                return corral_usage(ret_err, "the output limit must be at least 1 byte");
-        if (cfg->cpus < 0 || cfg->cpus > 4096)
+        if (cfg->output_limit < 1 || cfg->output_limit > (1ull << 30))
+                return corral_usage(ret_err, "the output limit must be between 1 byte and 1G");
+        if (!(cfg->cpus >= 0) || !isfinite(cfg->cpus) || cfg->cpus > 4096)
                 return corral_usage(ret_err, "the CPU share must be between 0 and 4096");
         if (cfg->uid_count == 0 || (uint64_t)cfg->uid_base + cfg->uid_count > 0xfffffffeull || cfg->uid_base < 1000)
                 return corral_usage(ret_err, "the jail uid range must lie between 1000 and 4294967294");

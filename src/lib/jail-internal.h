@@ -167,6 +167,12 @@ CORRAL_HIDDEN void jail_plan_release(struct jail_plan *p);
 CORRAL_HIDDEN const char *jail_plan_step_name(const struct jail_plan *p, int step, char *buf, size_t len);
 CORRAL_HIDDEN __attribute__((noreturn)) void jail_enter(const struct jail_plan *p);
 
+/* ---- config.c ---- */
+/* A bind from separate paths (a source may contain ':'). */
+CORRAL_HIDDEN int jail_config_add_bind_paths(corral_jail_config *cfg, const char *src, const char *dst, bool writable,
+                                             corral_error **ret_err);
+CORRAL_HIDDEN bool jail_env_name_valid(const char *name, size_t len);
+
 /* ---- spawn.c helpers used by config.c ---- */
 CORRAL_HIDDEN int jail_init_binary_fd(corral_error **ret_err);
 

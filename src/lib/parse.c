@@ -63,7 +63,7 @@ int corral_parse_size(const char *text, uint64_t *ret_bytes, corral_error **ret_
                 double bytes = v * units[i].mult;
                 if (bytes < 1.0)
                         return corral_usage(ret_err, "invalid size '%s': must be at least 1 byte", text);
-                if (bytes >= 18446744073709551615.0)
+                if (bytes >= 9223372036854775807.0) /* sizes travel as JSON integers */
                         return corral_usage(ret_err, "invalid size '%s': too large", text);
                 *ret_bytes = (uint64_t)bytes;
                 return 0;

@@ -126,6 +126,11 @@ int corral_jail_config_load_profile(corral_jail_config *cfg, const char *path, c
                                                 r = corral_usage(ret_err, "profile env '%s': expected a string", name);
                                                 break;
                                         }
+                                        if (!jail_env_name_valid(name, strlen(name))) {
+                                                r = corral_usage(ret_err, "profile env: invalid variable name '%s'",
+                                                                 name);
+                                                break;
+                                        }
                                         cleanup_free char *a = NULL;
                                         if (asprintf(&a, "%s=%s", name, json_string_value(val)) < 0) {
                                                 r = corral_fail(ret_err, ENOMEM, "cannot read profile");
@@ -152,13 +157,11 @@ int corral_jail_config_load_profile(corral_jail_config *cfg, const char *path, c
                                                                           "\"writable\": BOOL}", i);
                                                 break;
                                         }
-                                        cleanup_free char *spec = NULL;
-                                        if (asprintf(&spec, "%s:%s", src, dst ? dst : src) < 0) {
-                                                r = corral_fail(ret_err, ENOMEM, "cannot read profile");
+                                        if ((r = jail_config_add_bind_paths(cfg, src, dst ? dst : src, json_is_true(w),
+                                                                            ret_err)) < 0) {
+                                                corral_error_prefix(ret_err, "profile binds[%zu]", i);
                                                 break;
                                         }
-                                        if ((r = corral_jail_config_add_bind(cfg, spec, json_is_true(w), ret_err)) < 0)
-                                                break;
                                 }
                         }
                 } else

@@ -97,7 +97,7 @@ char *corral_jail_result_to_json(const corral_jail_result *r)
         json_t *o = json_pack("{s:i, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:I, s:I, s:o, s:o, s:I, s:s, s:o}",
                               "schema", 1, "status", corral_status_to_string(r->status), "exit_code", r->exit_code,
                               "signal", r->signal ? json_integer(r->signal) : json_null(), "reason",
-                              r->reason ? json_string(r->reason) : json_null(), "limit",
+                              r->reason ? text(r->reason, strlen(r->reason)) : json_null(), "limit",
                               limit ? json_string(limit) : json_null(), "stdout", text(r->stdout_buf, r->stdout_len),
                               "stderr", text(r->stderr_buf, r->stderr_len), "stdout_truncated", r->stdout_truncated,
                               "stderr_truncated", r->stderr_truncated, "stdout_bytes", (json_int_t)r->stdout_total,
@@ -107,8 +107,8 @@ char *corral_jail_result_to_json(const corral_jail_result *r)
         if (o == NULL)
                 return NULL;
         if (r->limit == CORRAL_LIMIT_SECCOMP && r->seccomp_syscall_name)
-                json_object_set_new(o, "syscall", json_string(r->seccomp_syscall_name));
-        char *s = json_dumps(o, JSON_COMPACT);
+                json_object_set_new(o, "syscall", text(r->seccomp_syscall_name, strlen(r->seccomp_syscall_name)));
+        char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
         json_decref(o);
         return s;
 }

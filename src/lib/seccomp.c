@@ -26,17 +26,16 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "jail-internal.h"
 
 static const char *const allowed_syscalls[] = {
-        "accept", "accept4", "access", "alarm", "arch_prctl", "bind", "brk", "capget", "chdir", "chmod",
-        "chown", "clock_getres", "clock_gettime", "clock_nanosleep", "close", "close_range", "connect",
-        "copy_file_range", "creat", "dup", "dup2", "dup3", "epoll_create", "epoll_create1", "epoll_ctl",
+        "accept", "accept4", "access", "alarm", "arch_prctl", "bind", "brk", "capget", "chdir", "chown", "clock_getres", "clock_gettime", "clock_nanosleep", "close", "close_range", "connect",
+        "copy_file_range", "dup", "dup2", "dup3", "epoll_create", "epoll_create1", "epoll_ctl",
         "epoll_pwait", "epoll_pwait2", "epoll_wait", "eventfd", "eventfd2", "execve", "execveat", "exit",
-        "exit_group", "faccessat", "faccessat2", "fadvise64", "fallocate", "fchdir", "fchmod", "fchmodat",
-        "fchown", "fchownat", "fcntl", "fdatasync", "fgetxattr", "flistxattr", "flock", "fork",
+        "exit_group", "faccessat", "faccessat2", "fadvise64", "fallocate", "fchdir", "fchown", "fchownat", "fcntl", "fdatasync", "fgetxattr", "flistxattr", "flock", "fork",
         "fremovexattr", "fsetxattr", "fstat", "fstatfs", "fsync", "ftruncate", "futex", "futex_waitv",
         "futimesat", "get_mempolicy", "get_robust_list", "get_thread_area", "getcpu", "getcwd", "getdents",
         "getdents64", "getegid", "geteuid", "getgid", "getgroups", "getitimer", "getpeername", "getpgid",
@@ -46,10 +45,10 @@ static const char *const allowed_syscalls[] = {
         "io_getevents", "io_pgetevents", "io_setup", "io_submit", "ioprio_get", "kill", "lchown",
         "lgetxattr", "link", "linkat", "listen", "listxattr", "llistxattr", "lremovexattr", "lseek",
         "lsetxattr", "lstat", "madvise", "membarrier", "memfd_create", "mincore", "mkdir", "mkdirat",
-        "mknod", "mknodat", "mlock", "mlock2", "mlockall", "mmap", "mprotect", "mq_getsetattr",
+        "mlock", "mlock2", "mlockall", "mmap", "mprotect", "mq_getsetattr",
         "mq_notify", "mq_open", "mq_timedreceive", "mq_timedsend", "mq_unlink", "mremap", "msgctl",
         "msgget", "msgrcv", "msgsnd", "msync", "munlock", "munlockall", "munmap", "nanosleep",
-        "newfstatat", "open", "openat", "openat2", "pause", "pidfd_open", "pidfd_send_signal", "pipe",
+        "newfstatat", "pause", "pidfd_open", "pidfd_send_signal", "pipe",
         "pipe2", "poll", "ppoll", "prctl", "pread64", "preadv", "preadv2", "prlimit64", "pselect6",
         "pwrite64", "pwritev", "pwritev2", "read", "readahead", "readlink", "readlinkat", "readv",
         "recvfrom", "recvmmsg", "recvmsg", "remap_file_pages", "removexattr", "rename", "renameat",
@@ -87,6 +86,7 @@ static const char *const denied_syscalls[] = {
         (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |             \
          CLONE_NEWCGROUP | 0x80 /* CLONE_NEWTIME */)
 
+#define SETID_BITS (S_ISUID | S_ISGID)
 #define TIOCSTI_CMD 0x5412u
 #define TIOCLINUX_CMD 0x541Cu
 #define PERSONALITY_QUERY 0xffffffffu
@@ -136,6 +136,46 @@ static int add_rules(scmp_filter_ctx ctx)
                 if (r < 0)
                         return r;
         }
+        /* No set-user-ID or set-group-ID bits on files: a root caller's
+         * workspace is idmapped so the jail writes as its owner, and a setuid
+         * file made there would be setuid root on the host.  The mode is
+         * checked where it is an argument (openat2 passes it in memory, so it
+         * is not allowed at all); anything with those bits is EPERM. */
+        static const struct {
+                const char *name;
+                unsigned mode_arg;
+        } mode_calls[] = { { "chmod", 1 }, { "fchmod", 1 }, { "fchmodat", 2 }, { "creat", 1 },
+                           { "open", 2 },  { "openat", 3 }, { "mknod", 1 },    { "mknodat", 2 } };
+        for (size_t i = 0; i < ARRAY_SIZE(mode_calls); i++) {
+                int nr = seccomp_syscall_resolve_name(mode_calls[i].name);
+                if (nr == __NR_SCMP_ERROR || nr < 0)
+                        continue;
+                unsigned a = mode_calls[i].mode_arg;
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1,
+                                     (struct scmp_arg_cmp){ a, SCMP_CMP_MASKED_EQ, SETID_BITS, 0 });
+                if (r == 0)
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                             (struct scmp_arg_cmp){ a, SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID });
+                if (r == 0)
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                             (struct scmp_arg_cmp){ a, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID });
+                if (r < 0)
+                        return r;
+        }
+        /* Other socket families: EAFNOSUPPORT, the answer for a family the
+         * kernel lacks.  The allowed ones are matched on all 64 bits above, so
+         * high garbage never passes. */
+        for (int fam = 0; fam < 64; fam++) {
+                if (fam == AF_UNIX || fam == AF_INET || fam == AF_INET6 || fam == AF_NETLINK)
+                        continue;
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+                                     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam));
+                if (r < 0)
+                        return r;
+        }
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GE, 64));
+        if (r < 0)
+                return r;
         /* ioctl and personality are allowed here and narrowed by the hand-
          * written prefix below. */
         if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 0)) < 0)
@@ -263,11 +303,13 @@ char *jail_seccomp_syscall_name(int nr, uint32_t arch)
         if (arch == seccomp_arch_native() && (nr & 0x40000000) == 0)
                 name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
         else {
-                const char *abi = arch == SCMP_ARCH_X86 ? "i386" : "foreign";
-                if (arch == seccomp_arch_native())
-                        abi = "x32";
-                char *inner = seccomp_syscall_resolve_num_arch(arch == SCMP_ARCH_X86 ? SCMP_ARCH_X86 : SCMP_ARCH_X32,
-                                                               arch == SCMP_ARCH_X86 ? nr : nr & ~0x40000000);
+                /* x32 shares the native arch token, with bit 30 set in nr. */
+                bool x32 = arch == seccomp_arch_native();
+                const char *abi = x32 ? "x32" : arch == SCMP_ARCH_X86 ? "i386" : "foreign";
+                char *inner = x32 || arch == SCMP_ARCH_X86
+                                      ? seccomp_syscall_resolve_num_arch(x32 ? SCMP_ARCH_X32 : SCMP_ARCH_X86,
+                                                                         x32 ? nr & ~0x40000000 : nr)
+                                      : NULL;
                 if (asprintf(&name, "%s (%s ABI)", inner ? inner : "unknown", abi) < 0)
                         name = NULL;
                 free(inner);

@@ -445,10 +445,23 @@ static void set_reason(corral_jail_result *r, const char *fmt, ...)
         va_end(ap);
 }
 
+/* Under RLIMIT_AS an allocation past the limit fails instead of being
+ * killed; Python then ends with "MemoryError" as its last line, C++ with
+ * std::bad_alloc.  Only the last line counts, so that a program that merely
+ * mentions the word is not called oom. */
 static bool stderr_says_memory_error(const struct capbuf *b)
 {
-        return b->data && (memmem(b->data, b->len, "MemoryError", 11) || memmem(b->data, b->len, "bad_alloc", 9) ||
-                           memmem(b->data, b->len, "Cannot allocate memory", 22));
+        if (b->data == NULL || b->len == 0 || b->truncated)
+                return false;
+        size_t end = b->len;
+        while (end > 0 && (b->data[end - 1] == '\n' || b->data[end - 1] == '\r'))
+                end--;
+        size_t start = end;
+        while (start > 0 && b->data[start - 1] != '\n')
+                start--;
+        const char *line = b->data + start;
+        size_t n = end - start;
+        return (n >= 11 && memcmp(line, "MemoryError", 11) == 0) || memmem(line, n, "std::bad_alloc", 14) != NULL;
 }
 
 static void classify(struct jail *j, const struct cgroup_stats *st, corral_jail_result *r)

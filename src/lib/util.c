@@ -20,8 +20,9 @@ size_t capbuf_append(struct capbuf *b, const char *data, size_t len)
                 size_t want = b->alloc ? b->alloc : 4096;
                 while (want < b->len + keep + 1)
                         want *= 2;
-                if (want > b->cap + 1)
-                        want = b->cap + 1;
+                size_t most = b->cap < SIZE_MAX ? b->cap + 1 : SIZE_MAX;
+                if (want > most)
+                        want = most;
                 char *p = realloc(b->data, want);
                 if (p == NULL)
                         return (size_t)-1;
