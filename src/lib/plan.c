@@ -117,14 +117,22 @@ static void set_notice(struct jail_plan *p, const char *real, const corral_error
  * writable system directory, which is refused. */
 static int add_host_bind(struct jail_plan *p, const char *real, const char *dst, bool writable, bool is_dir)
 {
-        static const char *const system[] = { "/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/boot",
-                                              "/dev", "/proc", "/sys", "/root", "/var", "/run" };
+        /* What the jail writes lands as the directory's owner: never hand it
+         * the host's system directories, nor anything beneath them (a
+         * writable /usr/local/bin would let it plant programs root runs). */
+        static const char *const system_trees[] = { "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                                                    "/libx32", "/boot", "/proc", "/sys", "/dev" };
+        static const char *const system_dirs[] = { "/", "/var", "/var/lib", "/run", "/root", "/home", "/opt",
+                                                   "/srv" };
         if (writable) {
-                /* What the jail writes lands as the directory's owner: never
-                 * hand it the host's own system directories. */
-                for (size_t i = 0; i < ARRAY_SIZE(system); i++)
-                        if (strcmp(real, system[i]) == 0)
+                for (size_t i = 0; i < ARRAY_SIZE(system_dirs); i++)
+                        if (strcmp(real, system_dirs[i]) == 0)
                                 return -2;
+                for (size_t i = 0; i < ARRAY_SIZE(system_trees); i++) {
+                        size_t n = strlen(system_trees[i]);
+                        if (strncmp(real, system_trees[i], n) == 0 && (real[n] == '\0' || real[n] == '/'))
+                                return -2;
+                }
         }
         if (p->attach_trees) {
                 corral_error *e = NULL;
