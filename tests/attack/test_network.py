@@ -1,0 +1,199 @@
+"""Attacks on the network: reaching the host's listeners, DNS, other socket
+families.  Each host listener counts what reached it; it must stay at 0."""
+import socket
+import time
+
+import pytest
+
+from corral_attack import marker, out_json
+
+CONNECT = r"""
+import errno, json, socket, sys
+port = int(sys.argv[1])
+targets = sys.argv[2:]
+res = {}
+for host in targets:
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(0.5)
+    try:
+        s.connect((host, port))
+        res[host] = "connected"
+    except socket.timeout:
+        res[host] = "timeout"
+    except OSError as e:
+        res[host] = errno.errorcode.get(e.errno, str(e.errno))
+    finally:
+        s.close()
+print(json.dumps(res))
+"""
+
+
+def _host_addresses():
+    """Non-loopback IPv4 addresses of the host, for the jail to try as well."""
+    addrs = set()
+    try:
+        for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+            addrs.add(info[4][0])
+    except OSError:
+        pass
+    try:  # the address of the default route's interface
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.connect(("192.0.2.1", 9))
+        addrs.add(s.getsockname()[0])
+        s.close()
+    except OSError:
+        pass
+    return sorted(a for a in addrs if not a.startswith("127."))
+
+
+def _wait_for(cond, timeout=2.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "the host listener never saw the control connection"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("net, expected", [("none", {"ENETUNREACH"}), ("loopback", {"ECONNREFUSED"})])
+def test_host_tcp_listener_unreachable(run_jail, listener, net, expected):
+    lst = listener()
+    port = lst.address[1]
+    # The host's listener also answers on every host address (bound to 0.0.0.0).
+    wide = listener(address=("0.0.0.0", 0))
+    targets = ["127.0.0.1", "localhost"] + _host_addresses()
+    # Control: the listeners do accept from the host itself.
+    for t in (lst, wide):
+        socket.create_connection(("127.0.0.1", t.address[1]), timeout=2).close()
+    _wait_for(lambda: len(lst.hits) == 1 and len(wide.hits) == 1)
+    lst.hits.clear()
+    wide.hits.clear()
+    r = run_jail(["--net", net], CONNECT, argv=[str(port)] + targets)
+    r2 = run_jail(["--net", net], CONNECT, argv=[str(wide.address[1])] + targets)
+    assert r["status"] == "ok" and r2["status"] == "ok", (r, r2)
+    for res in (out_json(r), out_json(r2)):
+        assert set(res) == set(targets)
+        for host, outcome in res.items():
+            assert outcome != "connected", (host, outcome)
+            if host in ("127.0.0.1", "localhost"):
+                assert outcome in expected, (host, outcome)
+            else:
+                assert outcome in expected | {"ENETUNREACH", "ECONNREFUSED", "timeout"}, (host, outcome)
+    assert lst.hits == [] and wide.hits == []  # host side: nobody came
+
+
+def test_host_udp_listener_unreachable(run_jail, listener):
+    lst = listener(kind=socket.SOCK_DGRAM)
+    m = marker("udp")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:  # control
+        s.sendto(b"control", lst.address)
+    _wait_for(lambda: len(lst.hits) == 1)
+    lst.hits.clear()
+    code = r"""
+import errno, json, socket, sys
+port, m = int(sys.argv[1]), sys.argv[2]
+res = {}
+for host in ("127.0.0.1", "localhost"):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.sendto(m.encode(), (host, port))
+        res[host] = "sent"
+    except OSError as e:
+        res[host] = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps(res))
+"""
+    for net in ("none", "loopback"):
+        r = run_jail(["--net", net], code, argv=[str(lst.address[1]), m])
+        assert r["status"] == "ok", r
+        res = out_json(r)
+        if net == "none":
+            assert set(res.values()) == {"ENETUNREACH"}, res
+    # Sent into the jail's own loopback at best; the host socket saw nothing.
+    assert lst.hits == []
+
+
+def test_host_abstract_unix_socket_unreachable(run_jail, listener):
+    name = "\0" + marker("abstract")
+    lst = listener(family=socket.AF_UNIX, address=name)
+    code = r"""
+import errno, json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect("\0" + sys.argv[1])
+    print(json.dumps("connected"))
+except OSError as e:
+    print(json.dumps(errno.errorcode.get(e.errno, str(e.errno))))
+"""
+    r = run_jail([], code, argv=[name[1:]])
+    assert r["status"] == "ok", r
+    assert out_json(r) == "ECONNREFUSED"
+    assert lst.hits == []
+
+
+@pytest.mark.parametrize("net", ["none", "loopback"])
+def test_dns_fails(run_jail, net):
+    code = r"""
+import json, os, socket
+res = {"resolv.conf": os.path.exists("/etc/resolv.conf")}
+for name in ("example.com", "pypi.org", "github.com", "metadata.google.internal"):
+    try:
+        res[name] = sorted({a[4][0] for a in socket.getaddrinfo(name, 443)})
+    except socket.gaierror as e:
+        res[name] = "gaierror:" + str(e.errno)
+res["localhost"] = sorted({a[4][0] for a in socket.getaddrinfo("localhost", 80, socket.AF_INET)})
+print(json.dumps(res))
+"""
+    r = run_jail(["--net", net], code)
+    res = out_json(r)
+    assert r["status"] == "ok", r
+    assert res.pop("resolv.conf") is False
+    assert res.pop("localhost") == ["127.0.0.1"]  # /etc/hosts still works
+    for name, v in res.items():
+        assert isinstance(v, str) and v.startswith("gaierror:"), (name, v)
+
+
+@pytest.mark.parametrize("net", ["none", "loopback"])
+def test_only_loopback_interface(run_jail, net):
+    code = r"""
+import json, socket
+with open("/proc/net/dev") as f:
+    dev = [l.split(":")[0].strip() for l in f.read().splitlines()[2:]]
+with open("/proc/net/route") as f:
+    routes = f.read().splitlines()[1:]
+print(json.dumps({"ifaces": [n for _, n in socket.if_nameindex()], "dev": dev, "routes": routes}))
+"""
+    r = run_jail(["--net", net], code)
+    res = out_json(r)
+    assert r["status"] == "ok", r
+    assert res["ifaces"] == ["lo"] and res["dev"] == ["lo"], res
+    assert res["routes"] == [], res  # no route anywhere beyond loopback
+    host_ifaces = [n for _, n in socket.if_nameindex() if n != "lo"]
+    for name in host_ifaces:
+        assert name not in res["ifaces"]
+
+
+def test_foreign_socket_families_refused(run_jail):
+    """Families outside unix/inet/inet6/netlink (vsock reaches the hypervisor,
+    packet sockets sniff) are refused by the filter with EAFNOSUPPORT, also
+    when only the low 32 bits name them (the kernel reads an int); raw IP
+    needs a capability the jail lacks."""
+    code = r"""
+import ctypes, errno, json
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+res = {}
+for name, fam, kind in (("AF_PACKET", 17, 3), ("AF_VSOCK", 40, 1), ("AF_ALG", 38, 5), ("AF_KEY", 15, 3),
+                        ("AF_XDP", 44, 3), ("AF_BLUETOOTH", 31, 3), ("AF_CAN", 29, 3), ("AF_TIPC", 30, 5),
+                        ("AF_RDS", 21, 5), ("AF_UNSPEC", 0, 1), ("AF_VSOCK-high-bits", 0x100000028, 1),
+                        ("AF_PACKET-high-bits", 0xFFFFFFFF00000011, 3), ("RAW_INET", 2, 3), ("RAW_INET6", 10, 3)):
+    ctypes.set_errno(0)
+    fd = libc.syscall(ctypes.c_long(41), ctypes.c_ulong(fam), ctypes.c_long(kind),
+                      ctypes.c_long(0 if name.startswith("AF_") else 255))
+    res[name] = "fd" if fd >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+print(json.dumps(res))
+"""
+    r = run_jail([], code)
+    res = out_json(r)
+    assert r["status"] == "ok", r
+    for name, outcome in res.items():
+        if name.startswith("AF_"):
+            assert outcome == "EAFNOSUPPORT", (name, outcome)
+    assert res["RAW_INET"] == res["RAW_INET6"] == "EPERM", res
