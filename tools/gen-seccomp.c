@@ -38,5 +38,6 @@ int main(int argc, char **argv)
                 fprintf(f, "\t{ 0x%04x, %u, %u, 0x%08x },\n", bpf.insns[i].code, bpf.insns[i].jt, bpf.insns[i].jf,
                         bpf.insns[i].k);
         fprintf(f, "};\n");
+        free(bpf.insns);
         return fclose(f) == 0 ? 0 : 1;
 }
