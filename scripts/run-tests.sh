@@ -7,16 +7,37 @@
 #  3. when root, runs the e2e and attack suites again as an ordinary user
 #     made for the purpose (the rlimit path on hosts where users cannot make
 #     cgroups), from a copy in a temp dir that user can read;
-#  4. prints one summary line: "tests: N passed, N failed".
+#  4. prints one summary line counting test cases (TAP subtests and pytest
+#     cases): "tests: N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 build=${ASAN_BUILD:-build-asan}
 passed=0
 failed=0
+skipped=0
+bad_suites=0
+log=$(mktemp /tmp/corral-testlog.XXXXXX)
 
 note() { printf '\n=== %s\n' "$*"; }
-count() { if [ "$1" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi; }
+
+# Add up the cases a suite reported in $log; a suite that failed without a
+# count (a crash, a build error) still counts as one failure.
+count() {
+        local rc=$1 p f s
+        p=$(grep -oE '[0-9]+ (subtests )?passed' "$log" | awk '{n += $1} END {print n + 0}')
+        f=$(grep -oE '[0-9]+ (subtests )?failed|[0-9]+ error' "$log" | awk '{n += $1} END {print n + 0}')
+        s=$(grep -oE '[0-9]+ skipped' "$log" | awk '{n += $1} END {print n + 0}')
+        if [ "$rc" -ne 0 ]; then
+                bad_suites=$((bad_suites + 1))
+                [ "$f" -eq 0 ] && f=1
+        elif [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+                p=1 # a suite that passed without itemising (the stress test)
+        fi
+        passed=$((passed + p))
+        failed=$((failed + f))
+        skipped=$((skipped + s))
+}
 
 if [ ! -f "$build/build.ninja" ]; then
         meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true \
@@ -29,8 +50,12 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 for suite in unit stress e2e attack; do
         note "suite $suite as $(id -un) (uid $(id -u))"
-        meson test -C "$build" --suite "$suite" --print-errorlogs --no-rebuild
-        count $?
+        meson test -C "$build" --suite "$suite" --print-errorlogs --no-rebuild --verbose 2>&1 |
+                tee "$log" | grep -vE '^(ok|not ok) [0-9]+ ' 
+        rc=${PIPESTATUS[0]}
+        # meson prints each TAP line and pytest's summary in verbose mode
+        grep -qE '^not ok [0-9]+ ' "$log" && grep -E '^not ok [0-9]+ ' "$log"
+        count "$rc"
 done
 
 if [ "$(id -u)" -eq 0 ]; then
@@ -48,11 +73,12 @@ if [ "$(id -u)" -eq 0 ]; then
                 runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="/home/$user" LANG=C.UTF-8 \
                         ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" \
                         CORRAL="$tmp/bin/corral" CORRAL_INIT="$tmp/bin/corral-init" CORRAL_SOURCE_ROOT="$tmp" \
-                        python3 -m pytest -q -p no:cacheprovider "$tmp/tests/$suite"
-                count $?
+                        python3 -m pytest -q -p no:cacheprovider "$tmp/tests/$suite" 2>&1 | tee "$log"
+                count "${PIPESTATUS[0]}"
         done
 fi
 
+rm -f "$log"
 echo
-echo "tests: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ] && [ "$bad_suites" -eq 0 ]
