@@ -1,7 +1,7 @@
 # The two commands for a fresh machine:
 #   make demo   install what is missing, build, and run corral on an example analysis
 #   make test   install what is missing, build with ASan+UBSan, and run every test suite
-# Also: make (build), make bench, make stress, make install, make clean.
+# Also: make (build), make bench (bench/run-all.sh; set NSJAIL=path to include nsjail), make stress, make install, make clean.
 
 BUILD ?= build
 

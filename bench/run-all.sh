@@ -98,6 +98,8 @@ EOF
 	cat "$out/timeout.md"
 	echo
 	cat "$out/flood.md"
+	echo
+	cat "$bench/notes.md" # hand-written: what the figures mean
 } >"$root/docs/benchmarks.md"
 
 echo

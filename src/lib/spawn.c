@@ -198,6 +198,18 @@ fail:
 
 /* ---- supervision ---- */
 
+/* --stdin: bytes from the caller's fd copied into the jail's stdin pipe,
+ * never blocking the loop.  A pipe or terminal is read only when epoll says
+ * so (its file description is the caller's: we cannot make it non-blocking);
+ * a regular file, which epoll cannot watch, is read whenever the jail's pipe
+ * has room. */
+struct stdin_pump {
+        int src, dst;
+        bool pollable, eof, src_watched, dst_watched;
+        size_t off, len;
+        char buf[65536];
+};
+
 struct jail {
         const corral_jail_config *cfg;
         const corral_jail_io *io;
@@ -208,8 +220,8 @@ struct jail {
         enum corral_limits_backend backend;
         int pidfd;
         pid_t pid;
-        int out_r, err_r, status_r, in_w, sync_w;
-        int stdin_src;
+        int out_r, err_r, status_r, sync_w;
+        struct stdin_pump in;
         struct capbuf out, err;
         /* what init and the setup child reported */
         double t_start, t_clone, t_child, t_root, t_init, t_seccomp, t_exit_seen;
@@ -223,7 +235,7 @@ struct jail {
 
 static void jail_close_fds(struct jail *j)
 {
-        int *fds[] = { &j->pidfd, &j->out_r, &j->err_r, &j->status_r, &j->in_w, &j->sync_w };
+        int *fds[] = { &j->pidfd, &j->out_r, &j->err_r, &j->status_r, &j->in.dst, &j->sync_w };
         for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
                 if (*fds[i] >= 0)
                         close(*fds[i]);
@@ -324,6 +336,56 @@ static void kill_tree(struct jail *j)
         syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
 }
 
+static void watch_fd(int ep, int fd, uint32_t events, uint32_t tag, bool *watched, bool want)
+{
+        if (want == *watched)
+                return;
+        struct epoll_event ev = { .events = events, .data.u32 = tag };
+        if (epoll_ctl(ep, want ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, want ? &ev : NULL) == 0)
+                *watched = want;
+}
+
+/* Move what can move now; then watch the source only when the buffer is
+ * empty and the jail's pipe only when it is full (or the source is a file). */
+static void pump_stdin(struct stdin_pump *p, int ep, uint32_t src_tag, uint32_t dst_tag, bool src_ready)
+{
+        while (p->dst >= 0) {
+                if (p->len == 0 && !p->eof && (src_ready || !p->pollable)) {
+                        ssize_t r = read(p->src, p->buf, sizeof(p->buf));
+                        src_ready = false;
+                        if (r > 0) {
+                                p->off = 0;
+                                p->len = (size_t)r;
+                        } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+                                p->eof = true;
+                        }
+                }
+                if (p->len > 0) {
+                        ssize_t w = write(p->dst, p->buf + p->off, p->len);
+                        if (w > 0) {
+                                p->off += (size_t)w;
+                                p->len -= (size_t)w;
+                        } else if (errno != EAGAIN && errno != EINTR) {
+                                p->eof = true; /* the jail closed its stdin */
+                                p->len = 0;
+                        }
+                }
+                if (p->len == 0 && p->eof) {
+                        watch_fd(ep, p->src, EPOLLIN, src_tag, &p->src_watched, false);
+                        watch_fd(ep, p->dst, EPOLLOUT, dst_tag, &p->dst_watched, false);
+                        close(p->dst);
+                        p->dst = -1;
+                        return;
+                }
+                if (p->len > 0 || p->pollable)
+                        break; /* the pipe is full, or wait for the source */
+        }
+        if (p->dst < 0)
+                return;
+        watch_fd(ep, p->src, EPOLLIN, src_tag, &p->src_watched, p->pollable && p->len == 0 && !p->eof);
+        watch_fd(ep, p->dst, EPOLLOUT, dst_tag, &p->dst_watched, p->len > 0 || (!p->pollable && !p->eof));
+}
+
 static int supervise(struct jail *j, corral_error **ret_err)
 {
         cleanup_close int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -338,24 +400,27 @@ static int supervise(struct jail *j, corral_error **ret_err)
         if (timerfd_settime(tfd, 0, &its, NULL) < 0)
                 return corral_fail(ret_err, errno, "cannot arm the wall-clock timer");
 
-        enum { EV_OUT = 1, EV_ERR, EV_STATUS, EV_PIDFD, EV_TIMER, EV_STDIN, EV_CANCEL };
+        enum { EV_OUT = 1, EV_ERR, EV_STATUS, EV_PIDFD, EV_TIMER, EV_STDIN, EV_STDIN_OUT, EV_CANCEL };
         struct {
                 int fd;
                 int tag;
         } watch[] = { { j->out_r, EV_OUT }, { j->err_r, EV_ERR }, { j->status_r, EV_STATUS },
-                      { j->pidfd, EV_PIDFD }, { tfd, EV_TIMER }, { j->stdin_src, EV_STDIN },
+                      { j->pidfd, EV_PIDFD }, { tfd, EV_TIMER },
                       { j->io && j->io->cancel_fd > 0 ? j->io->cancel_fd : -1, EV_CANCEL } };
         for (size_t i = 0; i < ARRAY_SIZE(watch); i++) {
                 if (watch[i].fd < 0)
                         continue;
                 struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)watch[i].tag };
-                if (epoll_ctl(ep, EPOLL_CTL_ADD, watch[i].fd, &ev) < 0) {
-                        if (watch[i].tag == EV_STDIN && errno == EPERM) {
-                                /* A regular file: epoll cannot watch it, copy it now. */
-                                continue;
-                        }
+                if (epoll_ctl(ep, EPOLL_CTL_ADD, watch[i].fd, &ev) < 0)
                         return corral_fail(ret_err, errno, "cannot watch the jail");
-                }
+        }
+        if (j->in.dst >= 0) {
+                struct epoll_event ev = { .events = EPOLLIN, .data.u32 = EV_STDIN };
+                j->in.pollable = epoll_ctl(ep, EPOLL_CTL_ADD, j->in.src, &ev) == 0;
+                if (!j->in.pollable && errno != EPERM)
+                        return corral_fail(ret_err, errno, "cannot watch stdin");
+                j->in.src_watched = j->in.pollable;
+                pump_stdin(&j->in, ep, EV_STDIN, EV_STDIN_OUT, false);
         }
         bool out_open = true, err_open = true, running = true;
         while (running || out_open || err_open) {
@@ -395,16 +460,10 @@ static int supervise(struct jail *j, corral_error **ret_err)
                                 kill_tree(j);
                                 epoll_ctl(ep, EPOLL_CTL_DEL, tfd, NULL);
                                 break;
-                        case EV_STDIN: {
-                                char buf[65536];
-                                ssize_t r = read(j->stdin_src, buf, sizeof(buf));
-                                if (r <= 0 || write_all(j->in_w, buf, (size_t)r) < 0) {
-                                        epoll_ctl(ep, EPOLL_CTL_DEL, j->stdin_src, NULL);
-                                        close(j->in_w);
-                                        j->in_w = -1;
-                                }
+                        case EV_STDIN:
+                        case EV_STDIN_OUT:
+                                pump_stdin(&j->in, ep, EV_STDIN, EV_STDIN_OUT, evs[i].data.u32 == EV_STDIN);
                                 break;
-                        }
                         case EV_PIDFD: {
                                 siginfo_t si;
                                 memset(&si, 0, sizeof(si));
@@ -628,8 +687,8 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
                     corral_error **ret_err)
 {
         memset(ret, 0, sizeof(*ret));
-        struct jail j = { .cfg = cfg, .io = io, .pidfd = -1, .out_r = -1, .err_r = -1, .status_r = -1, .in_w = -1,
-                          .sync_w = -1, .stdin_src = -1, .lease = { .fd = -1 } };
+        struct jail j = { .cfg = cfg, .io = io, .pidfd = -1, .out_r = -1, .err_r = -1, .status_r = -1,
+                          .sync_w = -1, .in = { .src = -1, .dst = -1 }, .lease = { .fd = -1 } };
         j.t_start = monotonic_ms();
         j.out.cap = j.err.cap = (size_t)cfg->output_limit;
         int child_fds[6] = { -1, -1, -1, -1, -1, -1 }; /* stdin, stdout, stderr, orders, status, sync */
@@ -724,8 +783,9 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
                 if (pipe2(p_in, O_CLOEXEC) < 0)
                         goto pipe_fail;
                 child_fds[0] = p_in[0];
-                j.in_w = p_in[1];
-                j.stdin_src = io->stdin_fd;
+                j.in.dst = p_in[1];
+                j.in.src = io->stdin_fd;
+                fcntl(j.in.dst, F_SETFL, O_NONBLOCK);
         } else {
                 child_fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
                 if (child_fds[0] < 0)

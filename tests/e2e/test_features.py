@@ -182,3 +182,17 @@ def test_require_cgroups(corral):
         assert r.rc in (0, 125)
         if r.rc == 125:
             assert b"no usable cgroup" in r.err
+
+
+def test_stdin_from_a_regular_file_and_a_jail_that_never_reads(corral, tmp_path):
+    data = tmp_path / "in.txt"
+    data.write_bytes(b"x" * 300000)
+    with open(data, "rb") as f:
+        r = corral("exec", "--stdin", "-c", "import sys; print(len(sys.stdin.buffer.read()))", stdin=f)
+    assert r.out == b"300000\n"
+    # A jail that never reads its stdin must not stall the supervisor: the
+    # wall limit still ends it on time.
+    import time
+    t = time.time()
+    r = corral("exec", "--stdin", "--timeout", "1", "--", "sleep", "10", input=b"y" * 5_000_000)
+    assert r.rc == 124 and time.time() - t < 5
