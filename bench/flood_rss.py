@@ -79,20 +79,22 @@ def main():
         return
 
     argv = [corral, "exec", "--output-limit", "1M", "--"] + FLOOD
-    rss, own, secs, rows = [], [], [], []
+    rss, own, secs, rows = [], {}, [], []
     for mode, extra in (("stream", []), ("--json", ["--json"])):
+        own[mode] = []
         run_argv = argv[:2] + extra + argv[2:]
         for i in range(args.runs):
             elapsed, nbytes, code, maxrss, hwm, killed = run_flood(run_argv, limit_s=120)
             rss.append(maxrss / 1024)
-            own.append(hwm / 1024)
+            own[mode].append(hwm / 1024)
             secs.append(elapsed)
             rows.append([mode, str(i + 1), f"{hwm / 1024:.1f}", f"{maxrss / 1024:.1f}", f"{elapsed:.3f}",
                          str(nbytes), "watchdog" if killed else str(code)])
 
     header = ["mode", "run", "corral VmHWM MiB", "tree ru_maxrss MiB", "elapsed s", "stdout bytes", "exit"]
-    summary = (f"corral's own peak median {bl.pct(own, 50):.1f} MiB, max {max(own):.1f} MiB; "
-               f"with descendants max {max(rss):.1f} MiB; elapsed median {bl.pct(secs, 50):.3f} s")
+    summary = "; ".join(f"corral's own peak, {m}: median {bl.pct(v, 50):.1f} MiB, max {max(v):.1f} MiB"
+                        for m, v in own.items())
+    summary += f"; with descendants max {max(rss):.1f} MiB; elapsed median {bl.pct(secs, 50):.3f} s"
     print(f"== {bl.quote(argv)} ==")
     print(bl.table(header, rows))
     print(summary)
