@@ -72,13 +72,15 @@ static void find_init(void)
                         }
                 }
         }
-#ifdef CORRAL_BUILD_INIT
-        if (init_fd < 0)
-                init_fd = open_init(CORRAL_BUILD_INIT);
-#endif
+        /* The installed copy first; the build tree's only for uninstalled
+         * programs (tests, benchmarks) that do not sit beside it. */
 #ifdef CORRAL_LIBEXEC_INIT
         if (init_fd < 0)
                 init_fd = open_init(CORRAL_LIBEXEC_INIT);
+#endif
+#ifdef CORRAL_BUILD_INIT
+        if (init_fd < 0)
+                init_fd = open_init(CORRAL_BUILD_INIT);
 #endif
         if (init_fd < 0)
                 init_errno = errno ? errno : ENOENT;
