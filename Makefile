@@ -5,7 +5,7 @@
 
 BUILD ?= build
 
-.PHONY: all build deps demo test bench stress install clean
+.PHONY: all build deps demo test bench stress install clean fuzz
 
 all: build
 
@@ -38,3 +38,14 @@ install: build
 
 clean:
 	rm -rf $(BUILD) build-asan bench/out
+
+# make fuzz: build the libFuzzer targets (tests/fuzz/) with clang in build-fuzz/
+# and run each for FUZZ_SECONDS (default 60) from its committed corpus; new
+# inputs and crashes stay in build-fuzz/.  FUZZ_TARGETS=fuzz-profile picks
+# targets, FUZZ_MERGE=1 adds new coverage to the corpus.  See tests/fuzz/README.md.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+
+fuzz:
+	@scripts/install-deps.sh build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)

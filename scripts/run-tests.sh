@@ -2,7 +2,7 @@
 # run-tests.sh: the whole test run behind `make test`.
 #
 #  1. builds corral with ASan+UBSan and -Werror in build-asan/;
-#  2. runs every suite (unit, stress, e2e, attack) with meson, as the
+#  2. runs every suite (unit, fuzz corpus replay, stress, e2e, attack) with meson, as the
 #     current user (root in CI: the cgroup path);
 #  3. when root, runs the e2e and attack suites again as an ordinary user
 #     made for the purpose (the rlimit path on hosts where users cannot make
@@ -48,7 +48,7 @@ ninja -C "$build" || exit 1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
-for suite in unit stress e2e attack; do
+for suite in unit fuzz stress e2e attack; do
         note "suite $suite as $(id -un) (uid $(id -u))"
         meson test -C "$build" --suite "$suite" --print-errorlogs --no-rebuild --verbose 2>&1 |
                 tee "$log" | grep -vE '^(ok|not ok) [0-9]+ ' 

@@ -44,7 +44,8 @@ static char *path_join(const char *a, const char *b)
         size_t la = strlen(a);
         while (la > 1 && a[la - 1] == '/')
                 la--;
-        if (asprintf(&s, "%.*s%s%s", (int)la, a, *b ? "/" : "", b) < 0)
+        bool root = la == 1 && a[0] == '/';
+        if (asprintf(&s, "%.*s%s%s", (int)la, a, *b && !root ? "/" : "", b) < 0)
                 return NULL;
         return s;
 }

@@ -6,6 +6,7 @@
 
 #include "util.h"
 
+static char *vformat(const char *fmt, va_list ap) CORRAL_PRINTF(1, 0);
 static char *vformat(const char *fmt, va_list ap)
 {
         char *s = NULL;

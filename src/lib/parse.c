@@ -60,6 +60,15 @@ int corral_parse_size(const char *text, uint64_t *ret_bytes, corral_error **ret_
         for (size_t i = 0; i < ARRAY_SIZE(units); i++) {
                 if (strcasecmp(text + n, units[i].suffix) != 0)
                         continue;
+                /* Whole numbers exactly (a double holds only 53 bits). */
+                if (strchr(text, '.') == NULL) {
+                        errno = 0;
+                        unsigned long long whole = strtoull(text, NULL, 10), mult = (unsigned long long)units[i].mult;
+                        if (errno == 0 && whole > 0 && whole <= 9223372036854775807ull / mult) {
+                                *ret_bytes = whole * mult;
+                                return 0;
+                        }
+                }
                 double bytes = v * units[i].mult;
                 if (bytes < 1.0)
                         return corral_usage(ret_err, "invalid size '%s': must be at least 1 byte", text);

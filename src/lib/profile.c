@@ -149,9 +149,14 @@ int corral_jail_config_load_profile(corral_jail_config *cfg, const char *path, c
                                 json_array_foreach(v, i, b)
                                 {
                                         const char *src = json_string_value(json_object_get(b, "src"));
-                                        const char *dst = json_string_value(json_object_get(b, "dst"));
+                                        json_t *d = json_object_get(b, "dst");
+                                        const char *dst = json_string_value(d);
                                         json_t *w = json_object_get(b, "writable");
-                                        if (!json_is_object(b) || src == NULL || (w && !json_is_boolean(w))) {
+                                        /* Exactly these keys: a misspelt "writeable" must
+                                         * not silently make a read-only bind. */
+                                        size_t known = 1 + (d != NULL) + (w != NULL);
+                                        if (!json_is_object(b) || src == NULL || (w && !json_is_boolean(w)) ||
+                                            (d && dst == NULL) || json_object_size(b) != known) {
                                                 r = corral_usage(ret_err, "profile binds[%zu]: expected "
                                                                           "{\"src\": PATH, \"dst\": PATH, "
                                                                           "\"writable\": BOOL}", i);

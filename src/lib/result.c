@@ -85,6 +85,8 @@ static json_t *text(const char *data, size_t len)
 
 static json_t *ms(double v)
 {
+        if (!isfinite(v) || v > 1e15 || v < -1e15)
+                return json_null(); /* cannot happen with monotonic times; never fail the object */
         return json_real(round(v * 100.0) / 100.0);
 }
 
