@@ -15,6 +15,7 @@
 #include <linux/capability.h>
 #include <linux/mount.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -206,10 +207,13 @@ void jail_enter(const struct jail_plan *p)
         status_fd = p->status_fd;
         report(MSG_CHILD_START, 0, 0);
 
-        /* Die with the supervisor; checked against the race by the sync read:
-         * a supervisor that died before writing leaves us EOF. */
+        /* Die with the supervisor.  The sync pipe's write end stays open in
+         * the supervisor for the jail's whole life, so a hang-up on it means
+         * the supervisor is gone: checked whenever the signal may have been
+         * missed (before it was set, or while an id change cleared it). */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 fail(STEP_PDEATHSIG);
+        close(p->sync_wfd); /* our inherited copy */
         /* Made here rather than by clone3(), so that it overlaps with the
          * supervisor's work; owned by our new user namespace all the same. */
         if (p->net != CORRAL_NET_HOST && unshare(CLONE_NEWNET) < 0)
@@ -217,7 +221,6 @@ void jail_enter(const struct jail_plan *p)
         char go;
         if (read(p->sync_fd, &go, 1) != 1)
                 _exit(125);
-        close(p->sync_fd);
 
         /* Become the jail user first: files created in the new root must be
          * owned by a mapped id, and root's supplementary groups (host gid 0)
@@ -227,9 +230,14 @@ void jail_enter(const struct jail_plan *p)
         if (setresgid(p->gid_inside, p->gid_inside, p->gid_inside) < 0 ||
             setresuid(p->uid_inside, p->uid_inside, p->uid_inside) < 0)
                 fail(STEP_IDS);
-        /* The id change clears the parent-death signal; set it again. */
+        /* The id change clears the parent-death signal; set it again, then
+         * make sure the supervisor did not die in between. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 fail(STEP_PDEATHSIG);
+        struct pollfd alive = { .fd = p->sync_fd, .events = POLLIN };
+        if (poll(&alive, 1, 0) < 0 || (alive.revents & (POLLHUP | POLLERR)))
+                _exit(125);
+        close(p->sync_fd);
         if (capset_all(true) < 0)
                 fail(STEP_CAPS);
 

@@ -161,6 +161,7 @@ struct jail_plan {
         /* fds the child puts at 0..4, and the ones it only uses */
         int stdin_fd, stdout_fd, stderr_fd, config_fd, status_fd;
         int init_fd, sync_fd;
+        int sync_wfd;            /* the caller's end, held until the jail is gone */
 };
 CORRAL_HIDDEN int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_error **ret_err);
 CORRAL_HIDDEN void jail_plan_release(struct jail_plan *p);

@@ -803,6 +803,7 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
         j.plan.config_fd = child_fds[3];
         j.plan.status_fd = child_fds[4];
         j.plan.sync_fd = child_fds[5];
+        j.plan.sync_wfd = j.sync_w;
         j.plan.init_fd = initfd;
 
         uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
@@ -852,12 +853,12 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
                 syscall(SYS_waitid, P_PIDFD, j.pidfd, &si, WEXITED | __WALL, NULL);
                 goto out;
         }
+        /* The write end stays open until teardown: the child reads its
+         * closing as the supervisor's death (enter.c). */
         if (write_all(j.sync_w, "g", 1) < 0) {
                 corral_fail(ret_err, errno, "cannot start the jail");
                 goto out;
         }
-        close(j.sync_w);
-        j.sync_w = -1;
 
         if (supervise(&j, ret_err) < 0) {
                 kill_tree(&j);
