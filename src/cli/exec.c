@@ -31,7 +31,7 @@ static const char help_text[] =
         "  -w, --workspace DIR     host directory mounted read-write at /workspace, the working\n"
         "                          directory (default: a private tmpfs of --disk, removed afterwards)\n"
         "  -t, --timeout SECONDS   wall-clock limit for the whole process tree (default 30)\n"
-        "      --cpu-time SECONDS  CPU-time limit per process (default: none)\n"
+        "      --cpu-time SECONDS  CPU-time limit for the whole tree (per process without a cgroup)\n"
         "  -m, --memory SIZE       memory limit, e.g. 256M, 1G (default 512M)\n"
         "      --pids N            process and thread limit (default 128)\n"
         "      --cpus N            CPU share, e.g. 0.5 (needs a cgroup cpu controller)\n"

@@ -470,13 +470,21 @@ void cgroup_read_stats(struct jail_cgroup *cg, struct cgroup_stats *st)
                 st->pids_max_hits = v;
         else if (cg->pids == CG_V1 && cg_read_key(cg->v1_pids, "pids.events", "max", &v))
                 st->pids_max_hits = v;
+        st->have_cpu = cgroup_cpu_usage(cg, &st->cpu_usec);
+}
+
+bool cgroup_cpu_usage(struct jail_cgroup *cg, uint64_t *ret_usec)
+{
+        uint64_t v;
         if (cg->v2 && cg_read_key(cg->v2, "cpu.stat", "usage_usec", &v)) {
-                st->cpu_usec = v;
-                st->have_cpu = true;
-        } else if (cg->v1_cpuacct && cg_read_u64(cg->v1_cpuacct, "cpuacct.usage", &v)) {
-                st->cpu_usec = v / 1000;
-                st->have_cpu = true;
+                *ret_usec = v;
+                return true;
         }
+        if (cg->v1_cpuacct && cg_read_u64(cg->v1_cpuacct, "cpuacct.usage", &v)) {
+                *ret_usec = v / 1000;
+                return true;
+        }
+        return false;
 }
 
 /* rmdir can race with the last task's release; retry briefly. */

@@ -76,6 +76,8 @@ CORRAL_HIDDEN int cgroup_create(const struct cgroup_layout *l, const char *name,
 CORRAL_HIDDEN int cgroup_attach_v1(struct jail_cgroup *cg, pid_t pid, corral_error **ret_err);
 CORRAL_HIDDEN void cgroup_kill(struct jail_cgroup *cg);
 CORRAL_HIDDEN void cgroup_read_stats(struct jail_cgroup *cg, struct cgroup_stats *st);
+/* CPU time of the whole tree so far (v2 cpu.stat or v1 cpuacct). */
+CORRAL_HIDDEN bool cgroup_cpu_usage(struct jail_cgroup *cg, uint64_t *ret_usec);
 CORRAL_HIDDEN void cgroup_destroy(struct jail_cgroup *cg);
 
 /* ---- uidpool.c ---- */

@@ -232,6 +232,7 @@ struct jail {
         uint32_t violation_arch;
         bool timed_out;
         bool cancelled;
+        bool cpu_exceeded;       /* the tree's CPU time passed --cpu-time */
         struct rusage ru;
 };
 
@@ -402,13 +403,26 @@ static int supervise(struct jail *j, corral_error **ret_err)
         if (timerfd_settime(tfd, 0, &its, NULL) < 0)
                 return corral_fail(ret_err, errno, "cannot arm the wall-clock timer");
 
-        enum { EV_OUT = 1, EV_ERR, EV_STATUS, EV_PIDFD, EV_TIMER, EV_STDIN, EV_STDIN_OUT, EV_CANCEL };
+        /* --cpu-time over the whole tree: RLIMIT_CPU bounds each process, and
+         * where the cgroup accounts the tree's CPU time it is checked too,
+         * every 20 ms, so that a program cannot split its work across
+         * processes to exceed the limit. */
+        cleanup_close int cpu_tfd = -1;
+        uint64_t usec;
+        if (j->cfg->cpu_time_s > 0 && j->have_cg && cgroup_cpu_usage(&j->cg, &usec)) {
+                cpu_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+                struct itimerspec tick = { .it_interval = { 0, 20000000 }, .it_value = { 0, 20000000 } };
+                if (cpu_tfd < 0 || timerfd_settime(cpu_tfd, 0, &tick, NULL) < 0)
+                        return corral_fail(ret_err, errno, "cannot arm the CPU-time check");
+        }
+
+        enum { EV_OUT = 1, EV_ERR, EV_STATUS, EV_PIDFD, EV_TIMER, EV_STDIN, EV_STDIN_OUT, EV_CANCEL, EV_CPU };
         struct {
                 int fd;
                 int tag;
         } watch[] = { { j->out_r, EV_OUT }, { j->err_r, EV_ERR }, { j->status_r, EV_STATUS },
                       { j->pidfd, EV_PIDFD }, { tfd, EV_TIMER },
-                      { j->io && j->io->cancel_fd > 0 ? j->io->cancel_fd : -1, EV_CANCEL } };
+                      { j->io && j->io->cancel_fd > 0 ? j->io->cancel_fd : -1, EV_CANCEL }, { cpu_tfd, EV_CPU } };
         for (size_t i = 0; i < ARRAY_SIZE(watch); i++) {
                 if (watch[i].fd < 0)
                         continue;
@@ -457,6 +471,18 @@ static int supervise(struct jail *j, corral_error **ret_err)
                                 kill_tree(j);
                                 epoll_ctl(ep, EPOLL_CTL_DEL, j->io->cancel_fd, NULL);
                                 break;
+                        case EV_CPU: {
+                                uint64_t ticks;
+                                ssize_t r = read(cpu_tfd, &ticks, sizeof(ticks));
+                                (void)r;
+                                if (running && cgroup_cpu_usage(&j->cg, &usec) &&
+                                    (double)usec >= j->cfg->cpu_time_s * 1e6) {
+                                        j->cpu_exceeded = true;
+                                        kill_tree(j);
+                                        epoll_ctl(ep, EPOLL_CTL_DEL, cpu_tfd, NULL);
+                                }
+                                break;
+                        }
                         case EV_TIMER:
                                 j->timed_out = true;
                                 kill_tree(j);
@@ -574,6 +600,14 @@ static void classify(struct jail *j, const struct cgroup_stats *st, corral_jail_
                 r->signal = SIGKILL;
                 r->exit_code = 128 + SIGKILL;
                 set_reason(r, "cancelled");
+                return;
+        }
+        if (j->cpu_exceeded) {
+                r->status = CORRAL_STATUS_KILLED;
+                r->limit = CORRAL_LIMIT_CPU_TIME;
+                r->signal = SIGKILL;
+                r->exit_code = 128 + SIGKILL;
+                set_reason(r, "CPU-time limit of %g s reached (whole process tree)", cfg->cpu_time_s);
                 return;
         }
         if (j->timed_out) {
@@ -870,7 +904,7 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
                 setup_error(&j, ret_err);
                 goto out;
         }
-        if (!j.exited && !j.timed_out && !j.violation && !j.cancelled) {
+        if (!j.exited && !j.timed_out && !j.violation && !j.cancelled && !j.cpu_exceeded) {
                 if (j.setup_failed || j.init_failed)
                         setup_error(&j, ret_err);
                 else

@@ -196,3 +196,19 @@ def test_stdin_from_a_regular_file_and_a_jail_that_never_reads(corral, tmp_path)
     t = time.time()
     r = corral("exec", "--stdin", "--timeout", "1", "--", "sleep", "10", input=b"y" * 5_000_000)
     assert r.rc == 124 and time.time() - t < 5
+
+
+def test_cpu_time_limit_covers_the_whole_tree(jail):
+    # Four busy processes: each stays under a 1 s RLIMIT_CPU for a while, but
+    # together they pass it within about half a second on two CPUs.
+    code = ("import os, time\n"
+            "for _ in range(3):\n"
+            "    if os.fork() == 0:\n"
+            "        break\n"
+            "t = time.time()\n"
+            "while time.time() - t < 8: pass\n")
+    r = jail(code, "--cpu-time", "1", "--timeout", "10")
+    assert r["status"] == "killed" and r["limit"] == "cpu-time", r
+    if r["limits_backend"] != "rlimit":
+        assert "whole process tree" in r["reason"]
+        assert r["cpu_ms"] < 2500 and r["wall_ms"] < 5000, r
