@@ -1,5 +1,6 @@
 """corral exec on the command line: programs, exit statuses, bad input."""
 import os
+import subprocess
 import re
 import stat
 
@@ -126,3 +127,24 @@ def test_doctor_reports_mechanisms_and_runs_a_jail(corral):
                  "landlock", "jail"]:
         assert word in text
     assert "corral can run code on this host." in text
+
+
+def test_refuses_to_run_without_user_namespaces(tmp_path):
+    """A host without user namespaces: corral says so and runs nothing.
+    Simulated inside a user namespace whose limit of nested ones is 0."""
+    import shutil
+    from conftest import CORRAL
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare(1) is not installed")
+    marker = tmp_path / "ran"
+    os.chmod(tmp_path, 0o777)
+    script = ("echo 0 > /proc/sys/user/max_user_namespaces || exit 99; "
+              f"'{CORRAL}' exec -w '{tmp_path}' -c \"open('ran', 'w')\"; echo \"rc=$?\"; "
+              f"'{CORRAL}' doctor; echo \"doctor=$?\"")
+    p = subprocess.run(["unshare", "-Ur", "sh", "-c", script], capture_output=True, text=True, timeout=60)
+    if p.returncode == 99 or "unshare failed" in p.stderr:
+        pytest.skip("cannot make a user namespace to simulate the host")
+    assert "rc=125" in p.stdout, (p.stdout, p.stderr)
+    assert "cannot create the jail's namespaces" in p.stderr and "corral doctor" in p.stderr
+    assert "doctor=1" in p.stdout and "MISSING" in p.stdout and "cannot run code" in p.stdout
+    assert not marker.exists()
