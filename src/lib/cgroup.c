@@ -50,8 +50,7 @@ static char *path_join(const char *a, const char *b)
         return s;
 }
 
-/* Unescape mountinfo's octal escapes (\040 for space) in place. */
-static void unescape(char *s)
+void mountinfo_unescape(char *s)
 {
         char *o = s;
         while (*s) {
@@ -96,28 +95,26 @@ void cgroup_layout_release(struct cgroup_layout *l)
         memset(l, 0, sizeof(*l));
 }
 
-/* Our cgroup's path for a v1 controller (or "" for v2) in /proc/self/cgroup. */
-static char *self_path(const char *proc_cgroup, const char *controller)
+/* Our cgroup's path for a v1 controller (or "" for v2), from the text of
+ * /proc/self/cgroup; a copy, or NULL. */
+static char *self_path(const char *proc_cgroup_text, const char *controller)
 {
-        char *text = read_file_at(AT_FDCWD, proc_cgroup, 65536);
-        if (text == NULL)
+        if (proc_cgroup_text == NULL)
                 return NULL;
-        char *result = NULL, *save = NULL;
-        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                char *c1 = strchr(line, ':');
-                char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-                if (c2 == NULL)
-                        continue;
-                *c1 = *c2 = '\0';
-                bool match = controller[0] == '\0' ? strcmp(line, "0") == 0 && c1[1] == '\0'
-                                                   : has_word(c1 + 1, controller, ',');
-                if (match) {
-                        result = strdup(c2 + 1);
-                        break;
+        for (const char *line = proc_cgroup_text; *line;) {
+                const char *end = strchrnul(line, '\n');
+                const char *c1 = memchr(line, ':', (size_t)(end - line));
+                const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+                if (c2 != NULL) {
+                        cleanup_free char *ids = strndup(c1 + 1, (size_t)(c2 - c1 - 1));
+                        bool match = controller[0] == '\0' ? c1 - line == 1 && line[0] == '0' && c2 == c1 + 1
+                                                           : ids && has_word(ids, controller, ',');
+                        if (match)
+                                return strndup(c2 + 1, (size_t)(end - c2 - 1));
                 }
+                line = *end ? end + 1 : end;
         }
-        free(text);
-        return result;
+        return NULL;
 }
 
 int cgroup_layout_detect_from(struct cgroup_layout *l, const char *mountinfo, const char *proc_cgroup)
@@ -126,6 +123,7 @@ int cgroup_layout_detect_from(struct cgroup_layout *l, const char *mountinfo, co
         FILE *f = fopen(mountinfo, "re");
         if (f == NULL)
                 return -1;
+        cleanup_free char *self_text = read_file_at(AT_FDCWD, proc_cgroup, 65536);
         char *line = NULL;
         size_t cap = 0;
         while (getline(&line, &cap, f) > 0) {
@@ -142,12 +140,12 @@ int cgroup_layout_detect_from(struct cgroup_layout *l, const char *mountinfo, co
                 if (fields[4] == NULL || fstype == NULL)
                         continue;
                 char *root = fields[3], *mnt = fields[4];
-                unescape(root);
-                unescape(mnt);
+                mountinfo_unescape(root);
+                mountinfo_unescape(mnt);
                 const char *controllers[] = { "memory", "pids", "cpu", "cpuacct" };
                 char **slots[] = { &l->v1_memory, &l->v1_pids, &l->v1_cpu, &l->v1_cpuacct };
                 if (strcmp(fstype, "cgroup2") == 0 && l->v2_dir == NULL) {
-                        char *self = self_path(proc_cgroup, "");
+                        char *self = self_path(self_text, "");
                         if (self && path_under(self, root))
                                 l->v2_dir = path_join(mnt, strcmp(root, "/") == 0 ? self : self + strlen(root));
                         free(self);
@@ -155,7 +153,7 @@ int cgroup_layout_detect_from(struct cgroup_layout *l, const char *mountinfo, co
                         for (size_t i = 0; i < ARRAY_SIZE(controllers); i++) {
                                 if (*slots[i] != NULL || !has_word(super, controllers[i], ','))
                                         continue;
-                                char *self = self_path(proc_cgroup, controllers[i]);
+                                char *self = self_path(self_text, controllers[i]);
                                 if (self && path_under(self, root))
                                         *slots[i] = path_join(mnt, strcmp(root, "/") == 0 ? self : self + strlen(root));
                                 free(self);

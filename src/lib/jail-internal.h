@@ -65,6 +65,8 @@ struct cgroup_stats {
         uint64_t cpu_usec;
         bool have_cpu;
 };
+/* Undo mountinfo's octal escapes (\040 for a space) in place. */
+CORRAL_HIDDEN void mountinfo_unescape(char *s);
 CORRAL_HIDDEN int cgroup_layout_detect(struct cgroup_layout *l);
 CORRAL_HIDDEN int cgroup_layout_detect_from(struct cgroup_layout *l, const char *mountinfo, const char *proc_cgroup);
 CORRAL_HIDDEN void cgroup_layout_release(struct cgroup_layout *l);

@@ -147,7 +147,8 @@ static int add_host_bind(struct jail_plan *p, const char *real, const char *dst,
                 if (tree >= 0) {
                         if (keep_tree(p, tree) < 0)
                                 return -1;
-                        struct mount_op *op = add(p, OP_ATTACH, NULL, dst);
+                        /* src only names it in messages; the child attaches tree_fd. */
+                        struct mount_op *op = add(p, OP_ATTACH, fmt(p, "%s", real), dst);
                         if (op == NULL)
                                 return -1;
                         op->tree_fd = tree;
@@ -430,9 +431,9 @@ const char *jail_plan_step_name(const struct jail_plan *p, int step, char *buf, 
                 static const char *const kinds[] = { [OP_DIR] = "create directory", [OP_TMPFS] = "mount tmpfs at",
                                                      [OP_BIND] = "bind mount", [OP_PROC] = "mount proc at",
                                                      [OP_FILE] = "write", [OP_SYMLINK] = "create symlink",
-                                                     [OP_ATTACH] = "attach an idmapped mount at",
+                                                     [OP_ATTACH] = "attach a bind at",
                                                      [OP_READONLY] = "make read-only" };
-                if (op->kind == OP_BIND)
+                if (op->kind == OP_BIND || (op->kind == OP_ATTACH && op->src))
                         snprintf(buf, len, "bind mount '%s' at '/%s'",
                                  strncmp(op->src, "/oldroot", 8) == 0 ? op->src + 8 : op->src, op->dst);
                 else

@@ -310,19 +310,9 @@ static bool pump_output(struct jail *j, int fd, struct capbuf *b, int stream)
                 if (n == 0)
                         return false;
                 bool was_truncated = b->truncated;
-                size_t before = b->len;
-                if (j->io == NULL || j->io->capture) {
-                        capbuf_append(b, buf, (size_t)n);
-                } else {
-                        /* Not kept: count against the cap all the same. */
-                        size_t room = b->cap > b->len ? b->cap - b->len : 0;
-                        size_t keep = (size_t)n < room ? (size_t)n : room;
-                        b->len += keep;
-                        b->total += (uint64_t)n;
-                        if (keep < (size_t)n)
-                                b->truncated = true;
-                }
-                size_t kept = b->len - before;
+                size_t kept = capbuf_append(b, buf, (size_t)n);
+                if (kept == (size_t)-1)
+                        kept = 0; /* out of memory: the bytes are dropped, still counted */
                 if (kept && j->io && j->io->on_output)
                         j->io->on_output(j->io->userdata, stream, buf, kept);
                 if (b->truncated && !was_truncated && j->io && j->io->on_truncate)
@@ -387,6 +377,14 @@ static void pump_stdin(struct stdin_pump *p, int ep, uint32_t src_tag, uint32_t 
                 return;
         watch_fd(ep, p->src, EPOLLIN, src_tag, &p->src_watched, p->pollable && p->len == 0 && !p->eof);
         watch_fd(ep, p->dst, EPOLLOUT, dst_tag, &p->dst_watched, p->len > 0 || (!p->pollable && !p->eof));
+}
+
+/* Kill the tree and reap its init: for a jail abandoned before supervision. */
+static void stop_and_reap(struct jail *j)
+{
+        kill_tree(j);
+        siginfo_t si;
+        syscall(SYS_waitid, P_PIDFD, j->pidfd, &si, WEXITED | __WALL, NULL);
 }
 
 static int supervise(struct jail *j, corral_error **ret_err)
@@ -727,6 +725,8 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
                           .sync_w = -1, .in = { .src = -1, .dst = -1 }, .lease = { .fd = -1 } };
         j.t_start = monotonic_ms();
         j.out.cap = j.err.cap = (size_t)cfg->output_limit;
+        /* Streaming callers get the bytes through on_output; keep none. */
+        j.out.count_only = j.err.count_only = io != NULL && !io->capture;
         int child_fds[6] = { -1, -1, -1, -1, -1, -1 }; /* stdin, stdout, stderr, orders, status, sync */
         int rc = -1;
 
@@ -882,9 +882,7 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
 
         if (write_id_maps(j.pid, host_uid, host_gid, root, ret_err) < 0 ||
             (j.have_cg && cgroup_attach_v1(&j.cg, j.pid, ret_err) < 0)) {
-                kill_tree(&j);
-                siginfo_t si;
-                syscall(SYS_waitid, P_PIDFD, j.pidfd, &si, WEXITED | __WALL, NULL);
+                stop_and_reap(&j);
                 goto out;
         }
         /* The write end stays open until teardown: the child reads its
@@ -895,9 +893,7 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
         }
 
         if (supervise(&j, ret_err) < 0) {
-                kill_tree(&j);
-                siginfo_t si;
-                syscall(SYS_waitid, P_PIDFD, j.pidfd, &si, WEXITED | __WALL, NULL);
+                stop_and_reap(&j);
                 goto out;
         }
         if (j.init_failed || j.setup_failed) {

@@ -16,6 +16,10 @@ size_t capbuf_append(struct capbuf *b, const char *data, size_t len)
                 b->truncated = true;
         if (keep == 0)
                 return 0;
+        if (b->count_only) {
+                b->len += keep;
+                return keep;
+        }
         if (b->len + keep + 1 > b->alloc) {
                 size_t want = b->alloc ? b->alloc : 4096;
                 while (want < b->len + keep + 1)

@@ -61,6 +61,7 @@ struct capbuf {
         size_t cap;
         uint64_t total;
         bool truncated;
+        bool count_only; /* keep nothing, only account (len counts what would be kept) */
 };
 /* Append; returns how many bytes were kept, or (size_t)-1 on ENOMEM. */
 CORRAL_HIDDEN size_t capbuf_append(struct capbuf *b, const char *data, size_t len);

@@ -212,3 +212,37 @@ def test_cpu_time_limit_covers_the_whole_tree(jail):
     if r["limits_backend"] != "rlimit":
         assert "whole process tree" in r["reason"]
         assert r["cpu_ms"] < 2500 and r["wall_ms"] < 5000, r
+
+
+def test_open_file_limit(jail):
+    code = ("import os\nfds = []\n"
+            "try:\n    while True:\n        fds.append(os.open('/dev/null', os.O_RDONLY))\n"
+            "except OSError as e:\n    print(e.errno, len(fds) + 3)\n")
+    r = jail(code, "--nofile", "32")
+    assert r["status"] == "ok" and r["stdout"] == "24 32\n", r  # EMFILE at exactly the limit
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid range is used only when corral runs as root")
+def test_uid_range_exhausted(corral):
+    import subprocess, time
+    from conftest import CORRAL
+    rng = "1500000000:1"
+    first = subprocess.Popen([CORRAL, "exec", "--uid-range", rng, "--", "sleep", "3"])
+    try:
+        time.sleep(0.5)
+        r = corral("exec", "--uid-range", rng, "--", "true")
+        assert r.rc == 125 and b"all 1 jail uids from 1500000000 are in use" in r.err, r.err
+    finally:
+        first.kill()
+        first.wait()
+
+
+def test_setup_failure_is_reported_not_run(corral, tmp_path):
+    # A bind whose target cannot be made: /usr is read-only inside.
+    marker = tmp_path / "ran"
+    os.chmod(tmp_path, 0o777)
+    r = corral("exec", "--ro-bind", "/etc/hostname:/usr/corral-test-x", "-w", str(tmp_path),
+               "-c", "open('ran', 'w')")
+    assert r.rc == 125, r.err
+    assert b"cannot set up the jail: bind mount '/etc/hostname' at '/usr/corral-test-x'" in r.err, r.err
+    assert not marker.exists()

@@ -19,22 +19,6 @@
 #include "fuzz.h"
 #include "jail-internal.h"
 
-/* mountinfo's octal escapes, as the kernel writes them. */
-static void unescape_octal(char *s)
-{
-        char *o = s;
-        while (*s) {
-                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
-                    s[3] <= '7') {
-                        *o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-                        s += 4;
-                } else {
-                        *o++ = *s++;
-                }
-        }
-        *o = '\0';
-}
-
 /* The mount points of mountinfo (a NUL-terminated copy), NULL-terminated. */
 static char **mount_points(char *text)
 {
@@ -48,7 +32,7 @@ static char **mount_points(char *text)
                         tok = strtok_r(NULL, " ", &save);
                 if (tok == NULL)
                         continue;
-                unescape_octal(tok);
+                mountinfo_unescape(tok);
                 size_t l = strlen(tok);
                 while (l > 1 && tok[l - 1] == '/')
                         tok[--l] = '\0';
