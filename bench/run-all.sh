@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run corral's three benchmarks and write docs/benchmarks.md with their
+# Run corral's four benchmarks and write docs/benchmarks.md with their
 # figures, the machine, the date and this exact command line.
 #
 #   bench/run-all.sh [--rounds N] [--timeout-runs N] [--flood-runs N]
@@ -37,6 +37,8 @@ echo
 $py "$bench/timeout.py" --runs "$timeout_runs" --md "$out/timeout.md"
 echo
 $py "$bench/flood_rss.py" --runs "$flood_runs" --md "$out/flood.md"
+echo
+$py "$bench/agent_overhead.py" --runs 5 --md "$out/agent.md"
 
 # First line of a tool's --version, or "not found".
 version() {
@@ -98,6 +100,8 @@ EOF
 	cat "$out/timeout.md"
 	echo
 	cat "$out/flood.md"
+	echo
+	cat "$out/agent.md"
 	echo
 	cat "$bench/notes.md" # hand-written: what the figures mean
 } >"$root/docs/benchmarks.md"

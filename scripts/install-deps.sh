@@ -4,10 +4,10 @@
 # retries); otherwise lists what is missing and how to install it.
 set -eu
 
-build="meson ninja-build pkg-config gcc libc6-dev libseccomp-dev libjansson-dev"
+build="meson ninja-build pkg-config gcc libc6-dev libseccomp-dev libjansson-dev libcurl4-openssl-dev"
 # The jail's Python runtime: Debian's python3 with the data libraries.
 runtime="python3 python3-numpy python3-pandas python3-matplotlib python3-scipy"
-test="python3-pytest procps util-linux passwd"
+test="python3-pytest python3-nbformat procps util-linux passwd"
 bench="bubblewrap firejail hyperfine time"
 
 case "${1:-build}" in

@@ -48,7 +48,7 @@ ninja -C "$build" || exit 1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
-for suite in unit fuzz stress e2e attack; do
+for suite in unit fuzz stress model-server e2e attack; do
         note "suite $suite as $(id -un) (uid $(id -u))"
         meson test -C "$build" --suite "$suite" --print-errorlogs --no-rebuild --verbose 2>&1 |
                 tee "$log" | grep -vE '^(ok|not ok) [0-9]+ ' 

@@ -1,6 +1,9 @@
 #!/bin/sh
 # The demo: generate a dataset on the host, analyse it inside the jail with
-# pandas and matplotlib, and bring the artifacts back to ./demo-output/.
+# pandas and matplotlib, and bring the artifacts back to ./demo-output/; then
+# the same task as an agent run: a recorded model's turns replayed offline
+# (examples/agent/self-correction.jsonl), its code run for real in jails,
+# artifacts to ./demo-output/agent/.
 set -eu
 corral=${1:-build/corral}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,3 +25,13 @@ echo "== artifacts in ./demo-output:"
 ls -l demo-output
 echo
 cat demo-output/report.md
+
+echo
+echo "== an agent run: corral run, the model's turns replayed offline from examples/agent/self-correction.jsonl;"
+echo "   every step's code runs for real in a jail, errors go back to the model, artifacts come out"
+rm -rf demo-output/agent
+"$corral" run --model "replay:$here/../agent/self-correction.jsonl" --trace demo-output/agent-trace.jsonl \
+        -i "$ws/sales.csv" -o demo-output/agent \
+        "Find the top 5 products by revenue in sales.csv, plot the monthly trend, flag anomalous days, and write a short report."
+echo "== agent artifacts in ./demo-output/agent (trace: demo-output/agent-trace.jsonl; corral trace show it again)"
+ls -l demo-output/agent

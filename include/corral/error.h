@@ -22,6 +22,14 @@ enum corral_error_kind {
         CORRAL_ERR_INTERNAL = 0, /* a step of corral itself failed */
         CORRAL_ERR_USAGE,        /* the caller passed something invalid */
         CORRAL_ERR_UNSUPPORTED,  /* the host lacks a mechanism corral requires */
+        CORRAL_ERR_CANCELLED,    /* the caller cancelled (Ctrl-C) */
+        /* The model endpoint: */
+        CORRAL_ERR_MODEL_UNREACHABLE, /* connection failed, timed out, retries exhausted */
+        CORRAL_ERR_MODEL_AUTH,        /* 401/403: the API key is missing or wrong */
+        CORRAL_ERR_MODEL_NOT_FOUND,   /* 404: unknown model or wrong base URL */
+        CORRAL_ERR_MODEL_CONTEXT,     /* the conversation is longer than the model's context */
+        CORRAL_ERR_MODEL_NO_TOOLS,    /* the endpoint rejects "tools" (use the text protocol) */
+        CORRAL_ERR_MODEL_REFUSED,     /* any other rejection or a malformed reply */
 };
 
 /* Free an error; accepts NULL. */

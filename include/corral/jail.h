@@ -94,6 +94,11 @@ void corral_jail_config_init(corral_jail_config *cfg);
 /* Free everything the config owns; accepts a zeroed config. */
 void corral_jail_config_release(corral_jail_config *cfg);
 
+/* A deep copy of src into dst (uninitialised); dst is released on failure. */
+int corral_jail_config_copy(corral_jail_config *dst, const corral_jail_config *src, corral_error **ret_err);
+/* "SRC" and "DST" given apart (DST absolute, inside the jail). */
+int corral_jail_config_add_bind_at(corral_jail_config *cfg, const char *src, const char *dst, bool writable,
+                                   corral_error **ret_err);
 int corral_jail_config_set_argv(corral_jail_config *cfg, char *const *argv, corral_error **ret_err);
 int corral_jail_config_set_script(corral_jail_config *cfg, const char *name, const char *text, size_t len,
                                   corral_error **ret_err);

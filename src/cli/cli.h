@@ -8,7 +8,11 @@
 #ifndef CORRAL_CLI_H
 #define CORRAL_CLI_H
 
+#include <getopt.h>
+#include <stdbool.h>
+
 #include <corral/error.h>
+#include <corral/jail.h>
 
 /* The CLI-wide exit statuses (README, `corral --help`). */
 enum {
@@ -21,8 +25,52 @@ enum {
         /* 128+N: killed by signal N (137 also for the memory limit, 159 for a blocked system call) */
 };
 
+/* `corral run` (same table: 2 is its usage status, 125 a jail that could not be set up). */
+enum {
+        EXIT_RUN_GAVE_UP = 1,     /* iterations, token or wall budget used up without an answer */
+        EXIT_RUN_MODEL = 3,       /* the model could not be reached or refused (connection, 401, 404) */
+        EXIT_RUN_INTERRUPTED = 130,
+};
+
+/* The jail options shared by exec and run (jail-options.c).  Option values
+ * 256-299 are theirs; a command's own long options use 300 and up. */
+enum {
+        OPT_CPU_TIME = 256,
+        OPT_PIDS,
+        OPT_CPUS,
+        OPT_NOFILE,
+        OPT_DISK,
+        OPT_OUTPUT_LIMIT,
+        OPT_NET,
+        OPT_RO_BIND,
+        OPT_BIND,
+        OPT_ROOTFS,
+        OPT_PROFILE,
+        OPT_REQUIRE_CGROUPS,
+        OPT_UID_RANGE,
+};
+extern const struct option jail_long_options[];
+/* jail_long_options followed by extra (both end with a zeroed entry); free(). */
+struct option *cli_merge_options(const struct option *extra);
+/* Apply one jail option: 1 when it was one, 0 when not, -1 on error. */
+int jail_option_apply(int c, const char *arg, corral_jail_config *cfg, corral_error **err);
+/* Two getopt_long passes: --profile first, so explicit options override it,
+ * then every option: the jail's onto cfg, the rest through apply.  Returns 1
+ * for -h/--help, 0 when parsed, -1 with a usage error. */
+int jail_options_parse(int argc, char **argv, const char *shortopts, const struct option *longopts, const char *cmd,
+                       corral_jail_config *cfg, int (*apply)(int c, const char *arg, void *userdata, corral_error **err),
+                       void *userdata, corral_error **err);
+
+/* SIGINT, SIGTERM and SIGHUP write to an eventfd (returned) that jails and
+ * model requests watch as their cancel fd; SIGPIPE is ignored.
+ * cli_cancel_signal() is the signal that arrived, or 0. */
+int cli_catch_signals(void);
+int cli_cancel_signal(void);
+
 int cmd_exec(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 
 /* Print "corral <cmd>: <message>" to stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

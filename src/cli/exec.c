@@ -62,45 +62,16 @@ static const char help_text[] =
         "  (137 memory limit, 159 blocked system call).\n";
 
 enum {
-        OPT_CPU_TIME = 256,
-        OPT_PIDS,
-        OPT_CPUS,
-        OPT_NOFILE,
-        OPT_DISK,
-        OPT_OUTPUT_LIMIT,
-        OPT_NET,
-        OPT_RO_BIND,
-        OPT_BIND,
-        OPT_ROOTFS,
-        OPT_STDIN,
-        OPT_PROFILE,
+        OPT_STDIN = 300,
         OPT_PRINT_PROFILE,
         OPT_JSON,
         OPT_LANG,
-        OPT_REQUIRE_CGROUPS,
-        OPT_UID_RANGE,
 };
 
-static const struct option long_options[] = {
+static const struct option exec_options[] = {
         { "workspace", required_argument, NULL, 'w' },
-        { "timeout", required_argument, NULL, 't' },
-        { "cpu-time", required_argument, NULL, OPT_CPU_TIME },
-        { "memory", required_argument, NULL, 'm' },
-        { "pids", required_argument, NULL, OPT_PIDS },
-        { "cpus", required_argument, NULL, OPT_CPUS },
-        { "nofile", required_argument, NULL, OPT_NOFILE },
-        { "disk", required_argument, NULL, OPT_DISK },
-        { "output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT },
-        { "net", required_argument, NULL, OPT_NET },
-        { "ro-bind", required_argument, NULL, OPT_RO_BIND },
-        { "bind", required_argument, NULL, OPT_BIND },
-        { "rootfs", required_argument, NULL, OPT_ROOTFS },
-        { "env", required_argument, NULL, 'e' },
         { "stdin", no_argument, NULL, OPT_STDIN },
-        { "profile", required_argument, NULL, OPT_PROFILE },
         { "print-profile", no_argument, NULL, OPT_PRINT_PROFILE },
-        { "require-cgroups", no_argument, NULL, OPT_REQUIRE_CGROUPS },
-        { "uid-range", required_argument, NULL, OPT_UID_RANGE },
         { "code", required_argument, NULL, 'c' },
         { "lang", required_argument, NULL, OPT_LANG },
         { "json", no_argument, NULL, OPT_JSON },
@@ -109,6 +80,7 @@ static const struct option long_options[] = {
 };
 
 struct exec_opts {
+        corral_jail_config *cfg;
         const char *code;
         const char *lang;
         bool json;
@@ -116,82 +88,20 @@ struct exec_opts {
         bool dashdash;
 };
 
-static int parse_double_positive(const char *text, double *ret, corral_error **err)
+/* One exec option onto cfg and o (the jail's own options are applied by
+ * jail_option_apply first). */
+static int apply_option(int c, const char *arg, void *userdata, corral_error **err)
 {
-        char *end = NULL;
-        errno = 0;
-        double v = strtod(text, &end);
-        if (errno || end == text || *end || !(v > 0) || v > 4096)
-                return corral_usage(err, "invalid number '%s': expected a positive number", text);
-        *ret = v;
-        return 0;
-}
-
-static int parse_uid_range(const char *text, corral_jail_config *cfg, corral_error **err)
-{
-        unsigned long long start, count;
-        char tail;
-        if (sscanf(text, "%llu:%llu%c", &start, &count, &tail) != 2 || count == 0 || start > 0xffffffffull ||
-            count > 0xffffffffull)
-                return corral_usage(err, "invalid uid range '%s': expected START:COUNT", text);
-        cfg->uid_base = (uint32_t)start;
-        cfg->uid_count = (uint32_t)count;
-        return 0;
-}
-
-/* One option onto cfg; profile-affecting options only in the second pass. */
-static int apply_option(int c, const char *arg, corral_jail_config *cfg, struct exec_opts *o, corral_error **err)
-{
+        struct exec_opts *o = userdata;
+        corral_jail_config *cfg = o->cfg;
         switch (c) {
         case 'w':
                 free(cfg->workspace);
                 cfg->workspace = strdup(arg);
                 return 0;
-        case 't':
-                return corral_parse_seconds(arg, &cfg->timeout_s, err) < 0 ? corral_error_prefix(err, "--timeout") : 0;
-        case OPT_CPU_TIME:
-                return corral_parse_seconds(arg, &cfg->cpu_time_s, err) < 0 ? corral_error_prefix(err, "--cpu-time")
-                                                                             : 0;
-        case 'm':
-                return corral_parse_size(arg, &cfg->memory_bytes, err) < 0 ? corral_error_prefix(err, "--memory") : 0;
-        case OPT_PIDS:
-                return corral_parse_count(arg, &cfg->pids, err) < 0 ? corral_error_prefix(err, "--pids") : 0;
-        case OPT_CPUS:
-                return parse_double_positive(arg, &cfg->cpus, err) < 0 ? corral_error_prefix(err, "--cpus") : 0;
-        case OPT_NOFILE:
-                return corral_parse_count(arg, &cfg->nofile, err) < 0 ? corral_error_prefix(err, "--nofile") : 0;
-        case OPT_DISK:
-                return corral_parse_size(arg, &cfg->disk_bytes, err) < 0 ? corral_error_prefix(err, "--disk") : 0;
-        case OPT_OUTPUT_LIMIT:
-                return corral_parse_size(arg, &cfg->output_limit, err) < 0 ? corral_error_prefix(err, "--output-limit")
-                                                                            : 0;
-        case OPT_NET:
-                if (strcmp(arg, "none") == 0)
-                        cfg->net = CORRAL_NET_NONE;
-                else if (strcmp(arg, "loopback") == 0)
-                        cfg->net = CORRAL_NET_LOOPBACK;
-                else if (strcmp(arg, "host") == 0)
-                        cfg->net = CORRAL_NET_HOST;
-                else
-                        return corral_usage(err, "--net: invalid mode '%s': expected none, loopback or host", arg);
-                return 0;
-        case OPT_RO_BIND:
-        case OPT_BIND:
-                return corral_jail_config_add_bind(cfg, arg, c == OPT_BIND, err);
-        case OPT_ROOTFS:
-                free(cfg->rootfs);
-                cfg->rootfs = strdup(arg);
-                return 0;
-        case 'e':
-                return corral_jail_config_add_env(cfg, arg, err);
         case OPT_STDIN:
                 cfg->stdin_mode = CORRAL_STDIN_PIPE;
                 return 0;
-        case OPT_REQUIRE_CGROUPS:
-                cfg->require_cgroups = true;
-                return 0;
-        case OPT_UID_RANGE:
-                return parse_uid_range(arg, cfg, err);
         case 'c':
                 o->code = arg;
                 return 0;
@@ -322,33 +232,6 @@ static int set_program(corral_jail_config *cfg, const struct exec_opts *o, int a
         return r;
 }
 
-/* SIGINT, SIGTERM and SIGHUP cancel the jail through an eventfd, so that
- * corral tears everything down before it exits with 128+N. */
-static int cancel_fd = -1;
-static volatile sig_atomic_t cancel_signal;
-
-static void on_signal(int sig)
-{
-        uint64_t one = 1;
-        cancel_signal = sig;
-        ssize_t r = write(cancel_fd, &one, sizeof(one));
-        (void)r;
-}
-
-static void catch_signals(void)
-{
-        cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (cancel_fd < 0)
-                return;
-        struct sigaction sa = { .sa_handler = on_signal };
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        /* A closed stdout (| head) must end the run, not corral. */
-        signal(SIGPIPE, SIG_IGN);
-}
-
 static void on_output(void *ud, int stream, const char *data, size_t len)
 {
         (void)ud;
@@ -373,38 +256,21 @@ int cmd_exec(int argc, char **argv)
         corral_jail_config cfg;
         corral_jail_config_init(&cfg);
         corral_error *err = NULL;
-        struct exec_opts o = { 0 };
+        struct exec_opts o = { .cfg = &cfg };
+        cleanup_free struct option *longopts = NULL;
         int status = EXIT_CORRAL;
-        static const char shortopts[] = "+w:t:m:e:c:h";
-
-        /* Pass 1: --help and --profile, so explicit options override it. */
-        opterr = 0;
-        optind = 1;
-        int c;
-        while ((c = getopt_long(argc, argv, shortopts, long_options, NULL)) != -1) {
-                if (c == 'h') {
-                        fputs(help_text, stdout);
-                        status = EXIT_OK;
-                        goto out;
-                }
-                if (c == OPT_PROFILE && corral_jail_config_load_profile(&cfg, optarg, &err) < 0)
-                        goto fail;
+        longopts = cli_merge_options(exec_options);
+        if (longopts == NULL) {
+                corral_fail(&err, ENOMEM, "cannot parse options");
+                goto fail;
         }
-        /* Pass 2: everything else, with errors reported. */
-        opterr = 0;
-        optind = 1;
-        while ((c = getopt_long(argc, argv, shortopts, long_options, NULL)) != -1) {
-                if (c == '?' || c == ':') {
-                        if (optopt && optopt < 256)
-                                corral_usage(&err, "unknown option or missing value: '-%c' (see 'corral exec --help')",
-                                             optopt);
-                        else
-                                corral_usage(&err, "unknown option or missing value: '%s' (see 'corral exec --help')",
-                                             argv[optind - 1]);
-                        goto fail;
-                }
-                if (apply_option(c, optarg, &cfg, &o, &err) < 0)
-                        goto fail;
+        int r = jail_options_parse(argc, argv, "+w:t:m:e:c:h", longopts, "exec", &cfg, apply_option, &o, &err);
+        if (r < 0)
+                goto fail;
+        if (r > 0) {
+                fputs(help_text, stdout);
+                status = EXIT_OK;
+                goto out;
         }
         o.dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
         if (o.print_profile) {
@@ -423,7 +289,7 @@ int cmd_exec(int argc, char **argv)
         if (cfg.net == CORRAL_NET_HOST)
                 fprintf(stderr, "corral exec: warning: --net host gives the program the host's network\n");
 
-        catch_signals();
+        int cancel_fd = cli_catch_signals();
         corral_jail_io io = { .stdin_fd = STDIN_FILENO, .capture = o.json, .userdata = &cfg, .cancel_fd = cancel_fd,
                               .on_output = o.json ? NULL : on_output, .on_truncate = o.json ? NULL : on_truncate,
                               .on_notice = on_notice };
@@ -441,7 +307,7 @@ int cmd_exec(int argc, char **argv)
                 free(j);
         } else if (res.limit == CORRAL_LIMIT_CANCELLED) {
                 fprintf(stderr, "corral exec: interrupted by %s; the jail was stopped\n",
-                        cancel_signal ? strsignal(cancel_signal) : "a signal");
+                        cli_cancel_signal() ? strsignal(cli_cancel_signal()) : "a signal");
         } else if (res.status != CORRAL_STATUS_OK && res.status != CORRAL_STATUS_ERROR) {
                 fprintf(stderr, "corral exec: %s: %s\n", corral_status_to_string(res.status),
                         res.reason ? res.reason : "");
@@ -450,8 +316,8 @@ int cmd_exec(int argc, char **argv)
         }
         fflush(stdout);
         status = res.exit_code;
-        if (res.limit == CORRAL_LIMIT_CANCELLED && cancel_signal)
-                status = 128 + cancel_signal;
+        if (res.limit == CORRAL_LIMIT_CANCELLED && cli_cancel_signal())
+                status = 128 + cli_cancel_signal();
         corral_jail_result_release(&res);
         goto out;
 fail:

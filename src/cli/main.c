@@ -16,6 +16,8 @@ static const struct {
         const char *summary;
 } commands[] = {
         { "exec", cmd_exec, "run a file, code or program in a jail" },
+        { "run", cmd_run, "give an agent a task: a model writes code, corral runs it in jails" },
+        { "trace", cmd_trace, "show or export the trace of a run" },
         { "doctor", cmd_doctor, "show which isolation and limit mechanisms this host offers" },
 };
 
@@ -41,15 +43,18 @@ static void usage(FILE *f)
                 fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
         fprintf(f, "\nRun 'corral COMMAND --help' for a command's options.\n\n"
                    "exit statuses (all commands):\n"
-                   "  0        success\n"
+                   "  0        success (corral run: the agent answered)\n"
+                   "  1        corral run: the agent gave up (iterations, token or wall budget)\n"
                    "  1-123    corral exec: the program's own exit status\n"
                    "  2        usage error of a command that does not pass a status through\n"
+                   "  3        corral run: the model could not be reached or refused\n"
                    "  124      the wall-clock limit stopped the program\n"
                    "  125      corral failed: a usage error, or the jail could not be set up\n"
                    "  126      the program is not executable\n"
                    "  127      the program was not found\n"
                    "  128+N    the program was killed by signal N; 137 also when the memory\n"
-                   "           limit stopped it, 159 for a blocked system call\n");
+                   "           limit stopped it, 159 for a blocked system call; corral run: 130\n"
+                   "           interrupted (128+N for signal N)\n");
 }
 
 int main(int argc, char **argv)

@@ -44,6 +44,66 @@ void corral_jail_config_release(corral_jail_config *cfg)
         memset(cfg, 0, sizeof(*cfg));
 }
 
+static char **copy_strv(char *const *v, bool *oom)
+{
+        size_t n = 0;
+        while (v && v[n])
+                n++;
+        if (v == NULL)
+                return NULL;
+        char **c = calloc(n + 1, sizeof(char *));
+        for (size_t i = 0; c && i < n; i++) {
+                if ((c[i] = strdup(v[i])) == NULL) {
+                        free_strv(c);
+                        c = NULL;
+                }
+        }
+        if (c == NULL)
+                *oom = true;
+        return c;
+}
+
+static char *copy_str(const char *s, bool *oom)
+{
+        char *c = s ? strdup(s) : NULL;
+        if (s && c == NULL)
+                *oom = true;
+        return c;
+}
+
+int corral_jail_config_copy(corral_jail_config *dst, const corral_jail_config *src, corral_error **ret_err)
+{
+        bool oom = false;
+        *dst = *src;
+        dst->argv = copy_strv(src->argv, &oom);
+        dst->env = copy_strv(src->env, &oom);
+        dst->script = NULL;
+        if (src->script && (dst->script = malloc(src->script_len + 1)) != NULL) {
+                memcpy(dst->script, src->script, src->script_len);
+                dst->script[src->script_len] = '\0';
+        } else if (src->script) {
+                oom = true;
+        }
+        dst->script_name = copy_str(src->script_name, &oom);
+        dst->workspace = copy_str(src->workspace, &oom);
+        dst->rootfs = copy_str(src->rootfs, &oom);
+        dst->binds = NULL;
+        dst->n_binds = 0;
+        if (src->n_binds && (dst->binds = calloc(src->n_binds, sizeof(*dst->binds))) == NULL)
+                oom = true;
+        for (size_t i = 0; dst->binds && i < src->n_binds; i++) {
+                dst->binds[i].src = copy_str(src->binds[i].src, &oom);
+                dst->binds[i].dst = copy_str(src->binds[i].dst, &oom);
+                dst->binds[i].writable = src->binds[i].writable;
+                dst->n_binds++;
+        }
+        if (oom) {
+                corral_jail_config_release(dst);
+                return corral_fail(ret_err, ENOMEM, "cannot copy the jail configuration");
+        }
+        return 0;
+}
+
 int corral_jail_config_set_argv(corral_jail_config *cfg, char *const *argv, corral_error **ret_err)
 {
         size_t n = 0;
@@ -191,6 +251,12 @@ int corral_jail_config_add_bind(corral_jail_config *cfg, const char *spec, bool 
         if (jail_config_add_bind_paths(cfg, src, colon ? colon + 1 : spec, writable, ret_err) < 0)
                 return corral_error_prefix(ret_err, "bind '%s'", spec);
         return 0;
+}
+
+int corral_jail_config_add_bind_at(corral_jail_config *cfg, const char *src, const char *dst, bool writable,
+                                   corral_error **ret_err)
+{
+        return jail_config_add_bind_paths(cfg, src, dst, writable, ret_err);
 }
 
 int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **ret_err)

@@ -1,0 +1,427 @@
+/* agent.c: the loop (see agent.h).
+ *
+ * Each iteration is one model turn: trim the conversation to the context,
+ * ask the model, then either run the tool calls of its reply in order (one
+ * tool message per call, with its tool_call_id: OpenAI rejects a
+ * conversation that leaves one unanswered) or take its text as the answer.
+ * With the text protocol, a fenced code block in the reply is run and the
+ * observation comes back as a user message.  Budgets are checked before
+ * each turn; an endpoint that rejects "tools" switches the run to the text
+ * protocol once; a context-length error trims harder and retries once.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agent-internal.h"
+
+#define TRIM_KEEP_LAST 4     /* the newest messages are never shortened */
+#define TRIM_MIN_BYTES 600   /* nor are short ones */
+
+void agent_config_init(struct agent_config *c)
+{
+        *c = (struct agent_config){
+                .max_iterations = 10,
+                .context_tokens = 32768,
+                .observation_bytes = 8192,
+                .read_bytes = 65536,
+                .cancel_fd = -1,
+        };
+}
+
+const char *agent_status_to_string(enum agent_status s)
+{
+        switch (s) {
+        case AGENT_ANSWERED:
+                return "answered";
+        case AGENT_GAVE_UP:
+                return "gave_up";
+        case AGENT_MODEL_ERROR:
+                return "model_error";
+        case AGENT_JAIL_ERROR:
+                return "jail_error";
+        case AGENT_CANCELLED:
+                return "cancelled";
+        default:
+                return "unknown";
+        }
+}
+
+void agent_result_release(struct agent_result *r)
+{
+        free(r->answer);
+        free(r->reason);
+        memset(r, 0, sizeof(*r));
+}
+
+static void emit(const struct agent_config *cfg, const char *type, json_t *fields)
+{
+        if (cfg->trace)
+                trace_emit(cfg->trace, type, fields);
+        else
+                json_decref(fields);
+}
+
+static int append_message(json_t *messages, const char *role, const char *content)
+{
+        json_t *m = json_pack("{s:s, s:s}", "role", role, "content", content ? content : "");
+        return m ? json_array_append_new(messages, m) : -1;
+}
+
+static uint64_t estimate_tokens(const json_t *messages, const json_t *tools)
+{
+        cleanup_free char *m = json_dumps(messages, JSON_COMPACT);
+        cleanup_free char *t = tools ? json_dumps(tools, JSON_COMPACT) : NULL;
+        return model_estimate_tokens(NULL, (m ? strlen(m) : 0) + (t ? strlen(t) : 0));
+}
+
+/* Whether message i carries an observation that may be shortened. */
+static bool trimmable(json_t *messages, size_t i)
+{
+        json_t *m = json_array_get(messages, i);
+        const char *role = json_string_value(json_object_get(m, "role"));
+        json_t *content = json_object_get(m, "content");
+        if (i < 2 || i + TRIM_KEEP_LAST >= json_array_size(messages) || !json_is_string(content) ||
+            json_string_length(content) < TRIM_MIN_BYTES)
+                return false;
+        return role && (strcmp(role, "tool") == 0 || strcmp(role, "user") == 0);
+}
+
+/* Shorten old observations, oldest first, until the conversation fits
+ * within target tokens; returns how many were shortened. */
+static unsigned trim_context(json_t *messages, const json_t *tools, uint64_t target)
+{
+        unsigned n = 0;
+        for (size_t i = 0; i < json_array_size(messages) && estimate_tokens(messages, tools) > target; i++) {
+                if (!trimmable(messages, i))
+                        continue;
+                json_t *m = json_array_get(messages, i);
+                const char *text = json_string_value(json_object_get(m, "content"));
+                size_t len = strlen(text);
+                cleanup_free char *cut = agent_cut_middle(text, len, 400);
+                char *note = NULL;
+                if (cut == NULL || asprintf(&note, "[older output, shortened to save context]\n%s", cut) < 0)
+                        break;
+                json_object_set_new(m, "content", json_string(note));
+                free(note);
+                n++;
+        }
+        return n;
+}
+
+struct turn_hooks {
+        const struct agent_config *cfg;
+        unsigned iteration;
+};
+
+static void on_content(void *ud, const char *delta, size_t len)
+{
+        struct turn_hooks *h = ud;
+        if (h->cfg->on_content)
+                h->cfg->on_content(h->cfg->userdata, delta, len);
+}
+
+static void on_retry(void *ud, unsigned attempt, double delay_s, const char *why)
+{
+        struct turn_hooks *h = ud;
+        emit(h->cfg, "model_retry",
+             json_pack("{s:i, s:i, s:f, s:s}", "iteration", h->iteration, "attempt", attempt, "delay_s", delay_s,
+                       "reason", why ? why : ""));
+}
+
+static json_t *reply_event(unsigned iteration, const struct chat_reply *r, double wait_ms)
+{
+        json_t *calls = json_array(), *tc;
+        size_t i;
+        json_array_foreach(json_object_get(r->message, "tool_calls"), i, tc) {
+                json_t *fn = json_object_get(tc, "function");
+                json_array_append_new(calls, json_pack("{s:O, s:O, s:O}", "id", json_object_get(tc, "id"), "name",
+                                                       json_object_get(fn, "name"), "arguments",
+                                                       json_object_get(fn, "arguments")));
+        }
+        return json_pack("{s:i, s:O, s:s?, s:o, s:s?, s:{s:I, s:I, s:b}, s:f}", "iteration", iteration, "content",
+                         json_object_get(r->message, "content") ? json_object_get(r->message, "content")
+                                                                  : json_null(),
+                         "reasoning", r->reasoning, "tool_calls", calls, "finish_reason", r->finish_reason, "usage",
+                         "prompt_tokens", (json_int_t)r->usage.prompt_tokens, "completion_tokens",
+                         (json_int_t)r->usage.completion_tokens, "estimated", !r->usage.reported, "wait_ms", wait_ms);
+}
+
+/* The tool_call event: arguments parsed when they are JSON, and the code
+ * or command pulled out for renderers. */
+static json_t *call_event(unsigned iteration, const char *id, const char *name, const char *arguments)
+{
+        json_t *args = json_loads(arguments ? arguments : "", JSON_REJECT_DUPLICATES, NULL);
+        json_t *ev = json_pack("{s:i, s:s, s:s}", "iteration", iteration, "id", id ? id : "", "name", name);
+        if (ev == NULL) {
+                json_decref(args);
+                return NULL;
+        }
+        json_t *code = json_object_get(args, "code"), *command = json_object_get(args, "command");
+        if (strcmp(name, "run_python") == 0 && json_is_string(code))
+                json_object_set(ev, "code", code);
+        if (strcmp(name, "run_shell") == 0 && json_is_string(command))
+                json_object_set(ev, "command", command);
+        json_object_set_new(ev, "arguments", args ? args : json_string(arguments ? arguments : ""));
+        return ev;
+}
+
+static json_t *result_event(unsigned iteration, const char *id, const struct agent_step *s, double ms)
+{
+        json_t *ev = json_pack("{s:i, s:s, s:s, s:b, s:s, s:f}", "iteration", iteration, "id", id ? id : "", "name",
+                               s->name ? s->name : "", "ok", s->ok, "content", s->content ? s->content : "", "ms", ms);
+        if (ev && s->exec)
+                json_object_set(ev, "exec", s->exec);
+        if (ev && s->artifacts)
+                json_object_set(ev, "artifacts", s->artifacts);
+        return ev;
+}
+
+static void set_outcome(struct agent_result *r, enum agent_status status, int kind, const char *fmt, ...)
+        CORRAL_PRINTF(4, 5);
+static void set_outcome(struct agent_result *r, enum agent_status status, int kind, const char *fmt, ...)
+{
+        r->status = status;
+        r->error_kind = kind;
+        free(r->reason);
+        r->reason = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&r->reason, fmt, ap) < 0)
+                r->reason = NULL;
+        va_end(ap);
+}
+
+/* After a step: end the run on a fatal error or a cancel.  1 = stop. */
+static int step_ends_run(const struct agent_step *s, struct agent_result *ret)
+{
+        if (s->fatal) {
+                set_outcome(ret, AGENT_JAIL_ERROR, s->err ? s->err->kind : 0, "cannot run the code: %s",
+                            s->err ? s->err->msg : "unknown error");
+                return 1;
+        }
+        if (s->cancelled) {
+                set_outcome(ret, AGENT_CANCELLED, CORRAL_ERR_CANCELLED, "interrupted while the code ran");
+                return 1;
+        }
+        return 0;
+}
+
+/* Run the tool calls of one reply in order. 1 = the run ends. */
+static int run_tool_calls(struct agent_state *st, json_t *messages, const struct chat_reply *reply,
+                          struct agent_result *ret, char **ret_answer)
+{
+        const struct agent_config *cfg = st->cfg;
+        json_t *tc;
+        size_t i;
+        json_array_foreach(json_object_get(reply->message, "tool_calls"), i, tc) {
+                const char *id = json_string_value(json_object_get(tc, "id"));
+                json_t *fn = json_object_get(tc, "function");
+                const char *name = json_string_value(json_object_get(fn, "name"));
+                const char *args = json_string_value(json_object_get(fn, "arguments"));
+                name = name ? name : "";
+                emit(cfg, "tool_call", call_event(st->iteration, id, name, args));
+                struct agent_step s = { 0 };
+                double t0 = monotonic_ms();
+                agent_tool_run(st, name, args, &s);
+                emit(cfg, "tool_result", result_event(st->iteration, id, &s, monotonic_ms() - t0));
+                json_array_append_new(messages, json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id",
+                                                          id ? id : "", "content",
+                                                          s.content ? s.content : "error: no result"));
+                if (s.final_answer && *ret_answer == NULL)
+                        *ret_answer = TAKE_PTR(s.final_answer);
+                int stop = step_ends_run(&s, ret);
+                agent_step_release(&s);
+                if (stop)
+                        return 1;
+        }
+        return 0;
+}
+
+/* Text protocol: run the reply's code block, observation as a user message.
+ * Returns 1 when the run ends, 0 to go on, 2 when the reply is the answer. */
+static int run_text_block(struct agent_state *st, json_t *messages, const char *content, struct agent_result *ret)
+{
+        struct text_block b;
+        int found = textproto_find_block(content ? content : "", &b);
+        if (found <= 0)
+                return found < 0 ? (set_outcome(ret, AGENT_MODEL_ERROR, CORRAL_ERR_INTERNAL, "out of memory"), 1) : 2;
+        const char *name = strcmp(b.lang, "python") == 0 ? "run_python" : "run_shell";
+        char id[32];
+        snprintf(id, sizeof(id), "text-%u", st->iteration);
+        json_t *ev = json_pack("{s:i, s:s, s:s, s:s, s:{s:s}}", "iteration", st->iteration, "id", id, "name", name,
+                               strcmp(name, "run_python") == 0 ? "code" : "command", b.code, "arguments",
+                               strcmp(name, "run_python") == 0 ? "code" : "command", b.code);
+        emit(st->cfg, "tool_call", ev);
+        struct agent_step s = { .name = name };
+        double t0 = monotonic_ms();
+        agent_exec_code(st, b.lang, b.code, &s);
+        emit(st->cfg, "tool_result", result_event(st->iteration, id, &s, monotonic_ms() - t0));
+        cleanup_free char *msg = NULL;
+        if (asprintf(&msg, "Result of your %s block:\n%s\nContinue with the next step, or reply without a code block "
+                           "when the task is done.", b.lang, s.content ? s.content : "") < 0)
+                msg = NULL;
+        append_message(messages, "user", msg ? msg : "error: no result");
+        text_block_release(&b);
+        int stop = step_ends_run(&s, ret);
+        agent_step_release(&s);
+        return stop;
+}
+
+static int set_system_prompt(const struct agent_config *cfg, json_t *messages, bool text)
+{
+        cleanup_free char *prompt = agent_system_prompt(cfg, text);
+        if (prompt == NULL)
+                return -1;
+        json_t *m = json_pack("{s:s, s:s}", "role", "system", "content", prompt);
+        return m ? json_array_set_new(messages, 0, m) : -1;
+}
+
+static json_t *limits_json(const corral_jail_config *j)
+{
+        return json_pack("{s:f, s:I, s:I, s:I, s:I, s:s}", "timeout_s", j->timeout_s, "memory_bytes",
+                         (json_int_t)j->memory_bytes, "pids", (json_int_t)j->pids, "disk_bytes",
+                         (json_int_t)j->disk_bytes, "output_limit", (json_int_t)j->output_limit, "net",
+                         j->net == CORRAL_NET_NONE ? "none" : j->net == CORRAL_NET_LOOPBACK ? "loopback" : "host");
+}
+
+int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_error **err)
+{
+        memset(ret, 0, sizeof(*ret));
+        struct agent_state st = { .cfg = cfg };
+        bool text = cfg->text_protocol;
+        json_t *tools = text ? NULL : agent_tool_schemas();
+        json_t *messages = json_array();
+        char *answer = NULL;
+        bool context_retry = false;
+        uint64_t context_target = cfg->context_tokens * 3 / 4;
+
+        if (messages == NULL || (!text && tools == NULL) || json_array_append_new(messages, json_null()) < 0 ||
+            set_system_prompt(cfg, messages, text) < 0 || append_message(messages, "user", cfg->task) < 0) {
+                json_decref(messages);
+                json_decref(tools);
+                return corral_fail(err, ENOMEM, "cannot start the run");
+        }
+        if (cfg->wall_budget_s > 0)
+                st.deadline_ms = monotonic_ms() + cfg->wall_budget_s * 1000;
+
+        json_t *start = json_pack("{s:s, s:s, s:o}", "task", cfg->task, "protocol", text ? "text" : "tools", "limits",
+                                  limits_json(cfg->jail));
+        if (start && cfg->run_info)
+                json_object_update(start, cfg->run_info);
+        emit(cfg, "run_start", start);
+
+        ret->status = AGENT_GAVE_UP;
+        for (unsigned turn = 1;; turn++) {
+                const struct model_usage *u = model_client_usage(cfg->model);
+                if (turn > cfg->max_iterations) {
+                        set_outcome(ret, AGENT_GAVE_UP, 0, "no answer after %u model turns (--max-iterations)",
+                                    cfg->max_iterations);
+                        break;
+                }
+                if (st.deadline_ms > 0 && monotonic_ms() >= st.deadline_ms) {
+                        set_outcome(ret, AGENT_GAVE_UP, 0, "no answer within the %.0f s wall budget (--wall-budget)",
+                                    cfg->wall_budget_s);
+                        break;
+                }
+                if (cfg->token_budget && u->prompt_tokens + u->completion_tokens >= cfg->token_budget) {
+                        set_outcome(ret, AGENT_GAVE_UP, 0, "no answer within the budget of %llu tokens "
+                                    "(--token-budget; %llu used)", (unsigned long long)cfg->token_budget,
+                                    (unsigned long long)(u->prompt_tokens + u->completion_tokens));
+                        break;
+                }
+                st.iteration = turn;
+                unsigned trimmed = trim_context(messages, tools, context_target);
+                emit(cfg, "model_request",
+                     json_pack("{s:i, s:i, s:I, s:i}", "iteration", turn, "messages", (int)json_array_size(messages),
+                               "est_prompt_tokens", (json_int_t)estimate_tokens(messages, tools), "trimmed",
+                               trimmed));
+
+                struct turn_hooks th = { .cfg = cfg, .iteration = turn };
+                struct model_hooks hooks = { .on_content = on_content, .on_retry = on_retry, .userdata = &th };
+                struct chat_reply reply;
+                corral_error *merr = NULL;
+                double t0 = monotonic_ms();
+                if (model_chat(cfg->model, messages, tools, &hooks, &reply, &merr) < 0) {
+                        int kind = merr ? merr->kind : CORRAL_ERR_INTERNAL;
+                        if (kind == CORRAL_ERR_MODEL_NO_TOOLS && !text) {
+                                emit(cfg, "notice", json_pack("{s:s}", "message", "the endpoint does not accept "
+                                                              "tools; switching to the text protocol (code in "
+                                                              "fenced blocks)"));
+                                text = true;
+                                json_decref(tools);
+                                tools = NULL;
+                                corral_error_free(merr);
+                                if (set_system_prompt(cfg, messages, true) < 0) {
+                                        set_outcome(ret, AGENT_MODEL_ERROR, CORRAL_ERR_INTERNAL, "out of memory");
+                                        break;
+                                }
+                                turn--;
+                                continue;
+                        }
+                        if (kind == CORRAL_ERR_MODEL_CONTEXT && !context_retry) {
+                                context_retry = true;
+                                context_target /= 2;
+                                emit(cfg, "notice", json_pack("{s:s}", "message", "the conversation exceeded the "
+                                                              "model's context; shortening older output and "
+                                                              "retrying"));
+                                corral_error_free(merr);
+                                turn--;
+                                continue;
+                        }
+                        set_outcome(ret, kind == CORRAL_ERR_CANCELLED ? AGENT_CANCELLED : AGENT_MODEL_ERROR, kind,
+                                    "%s", merr ? merr->msg : "the model request failed");
+                        corral_error_free(merr);
+                        break;
+                }
+                ret->iterations = turn;
+                emit(cfg, "model_reply", reply_event(turn, &reply, monotonic_ms() - t0));
+                json_array_append(messages, reply.message);
+                json_t *content_v = json_object_get(reply.message, "content");
+                const char *content = json_is_string(content_v) ? json_string_value(content_v) : NULL;
+
+                int stop = 0;
+                if (!text && chat_reply_tool_calls(&reply) > 0) {
+                        stop = run_tool_calls(&st, messages, &reply, ret, &answer);
+                        if (!stop && answer) {
+                                ret->status = AGENT_ANSWERED;
+                                stop = 1;
+                        }
+                } else if (text && content && *content) {
+                        int r = run_text_block(&st, messages, content, ret);
+                        if (r == 2) {
+                                answer = strdup(content);
+                                ret->status = AGENT_ANSWERED;
+                                stop = 1;
+                        } else {
+                                stop = r;
+                        }
+                } else if (content && content[strspn(content, " \t\r\n")]) {
+                        answer = strdup(content);
+                        ret->status = AGENT_ANSWERED;
+                        stop = 1;
+                } else {
+                        emit(cfg, "notice", json_pack("{s:s}", "message", "the model sent an empty reply; asking "
+                                                      "it to go on"));
+                        append_message(messages, "user", text ? "Your reply was empty. Reply with a code block to "
+                                                                "run, or with your final answer."
+                                                              : "Your reply was empty. Call a tool, or reply with "
+                                                                "your final answer.");
+                }
+                chat_reply_release(&reply);
+                if (stop)
+                        break;
+        }
+        if (ret->status == AGENT_ANSWERED) {
+                free(ret->reason);
+                ret->reason = NULL;
+                ret->answer = answer ? answer : strdup("");
+                answer = NULL;
+        }
+        ret->text_protocol = text;
+        free(answer);
+        json_decref(messages);
+        json_decref(tools);
+        return 0;
+}

@@ -1,0 +1,76 @@
+/* agent.h: the agent loop: generate -> execute -> observe -> fix.
+ *
+ * agent_run() gives a model the task, the tools (tools.c) and a system
+ * prompt that says what it has (prompt.c); it runs the code the model
+ * writes in jails over the run's workspace, turns each result into an
+ * observation (observe.c) and goes on until the model answers or a budget
+ * (iterations, tokens, wall time) is used up.  Models without tool calling
+ * get the same loop over a text protocol (textproto.c).  Every step is a
+ * trace event (trace.h); nothing here prints.
+ *
+ * Uses the model, workspace, trace and jail modules through their headers;
+ * knows nothing of how they work inside.
+ */
+#ifndef CORRAL_AGENT_H
+#define CORRAL_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <corral/jail.h>
+#include <jansson.h>
+
+#include "../model/model.h"
+#include "../trace/trace.h"
+#include "../workspace/workspace.h"
+
+struct agent_config {
+        const char *task;
+        model_client *model;
+        struct workspace *ws;
+        /* Limits, binds and environment for every execution; argv, program
+         * text and workspace are set per step.  Borrowed. */
+        const corral_jail_config *jail;
+        trace *trace;                 /* may be NULL */
+        json_t *run_info;             /* merged into the run_start event; borrowed */
+
+        unsigned max_iterations;      /* model turns (default 10) */
+        uint64_t token_budget;        /* prompt + completion tokens, 0: none */
+        double wall_budget_s;         /* whole run, 0: none */
+        uint64_t context_tokens;      /* the model's context, for trimming (default 32768) */
+        bool text_protocol;           /* no tool calling: fenced code blocks */
+        size_t observation_bytes;     /* per stream in an observation (default 8 KiB) */
+        size_t read_bytes;            /* read_file cap (default 64 KiB) */
+        int cancel_fd;                /* readable: stop (status cancelled); -1 none */
+        const char *const *secrets;   /* redacted from observations */
+
+        /* Streamed model text, for a live view; optional. */
+        void (*on_content)(void *userdata, const char *delta, size_t len);
+        void *userdata;
+};
+CORRAL_HIDDEN void agent_config_init(struct agent_config *c);
+
+enum agent_status {
+        AGENT_ANSWERED = 0,
+        AGENT_GAVE_UP,       /* iterations, token or wall budget */
+        AGENT_MODEL_ERROR,   /* the endpoint failed or refused */
+        AGENT_JAIL_ERROR,    /* a jail could not be set up */
+        AGENT_CANCELLED,
+};
+CORRAL_HIDDEN const char *agent_status_to_string(enum agent_status s);
+
+struct agent_result {
+        enum agent_status status;
+        char *answer;            /* AGENT_ANSWERED */
+        char *reason;            /* otherwise: what ended the run */
+        int error_kind;          /* corral_error kind behind a model or jail error */
+        unsigned iterations;     /* model turns made */
+        bool text_protocol;      /* the run used (or fell back to) the text protocol */
+};
+CORRAL_HIDDEN void agent_result_release(struct agent_result *r);
+
+/* Run to the end.  Returns 0 whatever the agent's outcome (see ret); -1
+ * only when the run could not start (ret_err). */
+CORRAL_HIDDEN int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_error **ret_err);
+
+#endif

@@ -1,0 +1,42 @@
+/* cancel.c: signals become a cancel fd (see cli.h), so that a jail or a
+ * model request in flight is torn down before corral exits with 128+N. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static int cancel_fd = -1;
+static volatile sig_atomic_t cancel_signal;
+
+static void on_signal(int sig)
+{
+        uint64_t one = 1;
+        cancel_signal = sig;
+        ssize_t r = write(cancel_fd, &one, sizeof(one));
+        (void)r;
+}
+
+int cli_catch_signals(void)
+{
+        if (cancel_fd >= 0)
+                return cancel_fd;
+        cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (cancel_fd < 0)
+                return -1;
+        struct sigaction sa = { .sa_handler = on_signal };
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        /* A closed stdout (| head) must end the run, not corral. */
+        signal(SIGPIPE, SIG_IGN);
+        return cancel_fd;
+}
+
+int cli_cancel_signal(void)
+{
+        return cancel_signal;
+}

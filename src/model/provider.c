@@ -1,0 +1,283 @@
+/* provider.c: presets, the config file and the environment (see provider.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "provider.h"
+
+#define MAX_CONFIG (1u << 20)
+
+/* Quirks per preset: docs/providers.md has the wire formats behind them. */
+static const struct provider_preset presets[] = {
+        { "openai", "https://api.openai.com/v1", 0, true },
+        { "ollama", "http://localhost:11434/v1", CHAT_QUIRK_NO_TOOL_CHOICE | CHAT_QUIRK_MAX_TOKENS_LEGACY, false },
+        { "llamacpp", "http://localhost:8080/v1", CHAT_QUIRK_NO_TOOL_CHOICE | CHAT_QUIRK_MAX_TOKENS_LEGACY, false },
+        { "vllm", "http://localhost:8000/v1", CHAT_QUIRK_MAX_TOKENS_LEGACY, false },
+};
+
+static const struct {
+        const char *name;
+        unsigned bit;
+} quirk_names[] = {
+        { "no_tool_choice", CHAT_QUIRK_NO_TOOL_CHOICE },
+        { "no_stream_usage", CHAT_QUIRK_NO_STREAM_USAGE },
+        { "max_tokens_legacy", CHAT_QUIRK_MAX_TOKENS_LEGACY },
+};
+
+const struct provider_preset *provider_preset_find(const char *name)
+{
+        for (size_t i = 0; name && i < ARRAY_SIZE(presets); i++)
+                if (strcmp(presets[i].name, name) == 0)
+                        return &presets[i];
+        return NULL;
+}
+
+const char *provider_preset_names(void)
+{
+        return "openai, ollama, llamacpp, vllm";
+}
+
+static const char *env_nonempty(const char *name)
+{
+        const char *v = getenv(name);
+        return v && *v ? v : NULL;
+}
+
+/* $XDG_CONFIG_HOME/corral/config.json, or ~/.config/corral/config.json. */
+static char *default_config_path(void)
+{
+        char *p = NULL;
+        const char *xdg = env_nonempty("XDG_CONFIG_HOME");
+        const char *home = env_nonempty("HOME");
+        if (xdg && xdg[0] == '/') {
+                if (asprintf(&p, "%s/corral/config.json", xdg) < 0)
+                        return NULL;
+        } else if (home) {
+                if (asprintf(&p, "%s/.config/corral/config.json", home) < 0)
+                        return NULL;
+        }
+        return p;
+}
+
+/* Replace "{env:VAR}" in a string value; an unset variable is an error. */
+static int expand_env(const char *path, const char *where, const char *value, char **ret, corral_error **err)
+{
+        const char *open = strstr(value, "{env:");
+        if (open == NULL) {
+                *ret = strdup(value);
+                return *ret ? 0 : corral_fail(err, ENOMEM, "cannot read the config file");
+        }
+        const char *close = strchr(open, '}');
+        if (close == NULL)
+                return corral_usage(err, "config file '%s': %s: unterminated '{env:'", path, where);
+        cleanup_free char *var = strndup(open + 5, (size_t)(close - open - 5));
+        const char *v = var ? getenv(var) : NULL;
+        if (var == NULL)
+                return corral_fail(err, ENOMEM, "cannot read the config file");
+        if (v == NULL)
+                return corral_usage(err, "config file '%s': %s names the environment variable '%s', which is not set",
+                                    path, where, var);
+        cleanup_free char *rest = NULL;
+        if (expand_env(path, where, close + 1, &rest, err) < 0)
+                return -1;
+        if (asprintf(ret, "%.*s%s%s", (int)(open - value), value, v, rest) < 0)
+                return corral_fail(err, ENOMEM, "cannot read the config file");
+        return 0;
+}
+
+static int config_string(const char *path, json_t *obj, const char *key, const char *where, char **ret,
+                         corral_error **err)
+{
+        json_t *v = json_object_get(obj, key);
+        if (v == NULL || json_is_null(v))
+                return 0;
+        if (!json_is_string(v))
+                return corral_usage(err, "config file '%s': %s.%s must be a string", path, where, key);
+        cleanup_free char *w = NULL;
+        if (asprintf(&w, "%s.%s", where, key) < 0)
+                return corral_fail(err, ENOMEM, "cannot read the config file");
+        free(*ret);
+        *ret = NULL;
+        return expand_env(path, w, json_string_value(v), ret, err);
+}
+
+static int load_config(const char *path, bool must_exist, json_t **ret, corral_error **err)
+{
+        *ret = NULL;
+        errno = 0;
+        cleanup_free char *text = read_file_at(AT_FDCWD, path, MAX_CONFIG);
+        if (text == NULL) {
+                if (errno == ENOENT && !must_exist)
+                        return 0;
+                return corral_make_error(err, CORRAL_ERR_USAGE, errno ? errno : EIO, "cannot read the config file '%s'",
+                                         path);
+        }
+        cleanup_free char *what = NULL;
+        if (asprintf(&what, "the config file '%s'", path) < 0)
+                return corral_fail(err, ENOMEM, "cannot read the config file");
+        json_t *doc = NULL;
+        if (chat_json_parse(text, strlen(text), what, &doc, err) < 0) {
+                (*err)->kind = CORRAL_ERR_USAGE; /* the user's file: theirs to fix */
+                return -1;
+        }
+        if (!json_is_object(doc)) {
+                json_decref(doc);
+                return corral_usage(err, "%s must hold a JSON object", what);
+        }
+        json_t *providers = json_object_get(doc, "provider");
+        if (providers && !json_is_object(providers)) {
+                json_decref(doc);
+                return corral_usage(err, "%s: \"provider\" must be an object of providers", what);
+        }
+        *ret = doc;
+        return 0;
+}
+
+/* The provider entry's settings: "baseURL"/"apiKey" directly or under
+ * "options" (as opencode.json writes them), "quirks": [names]. */
+static int apply_entry(const char *path, const char *name, json_t *entry, struct provider_choice *c, char **base_url,
+                       char **api_key, corral_error **err)
+{
+        if (!json_is_object(entry))
+                return corral_usage(err, "config file '%s': provider '%s' must be an object", path, name);
+        cleanup_free char *where = NULL;
+        if (asprintf(&where, "provider.%s", name) < 0)
+                return corral_fail(err, ENOMEM, "cannot read the config file");
+        json_t *options = json_object_get(entry, "options");
+        if (json_is_object(options)) {
+                if (config_string(path, options, "baseURL", where, base_url, err) < 0 ||
+                    config_string(path, options, "apiKey", where, api_key, err) < 0)
+                        return -1;
+        }
+        if (config_string(path, entry, "baseURL", where, base_url, err) < 0 ||
+            config_string(path, entry, "apiKey", where, api_key, err) < 0)
+                return -1;
+        json_t *quirks = json_object_get(entry, "quirks"), *q;
+        size_t i;
+        if (quirks && !json_is_array(quirks))
+                return corral_usage(err, "config file '%s': %s.quirks must be an array of names", path, where);
+        json_array_foreach(quirks, i, q) {
+                size_t k;
+                for (k = 0; k < ARRAY_SIZE(quirk_names); k++)
+                        if (json_is_string(q) && strcmp(json_string_value(q), quirk_names[k].name) == 0)
+                                break;
+                if (k == ARRAY_SIZE(quirk_names))
+                        return corral_usage(err, "config file '%s': %s.quirks: unknown quirk (known: no_tool_choice, "
+                                                 "no_stream_usage, max_tokens_legacy)", path, where);
+                c->quirks |= quirk_names[k].bit;
+        }
+        return 0;
+}
+
+int provider_resolve(const struct provider_request *req, struct provider_choice *c, corral_error **err)
+{
+        memset(c, 0, sizeof(*c));
+        json_t *config = NULL;
+        cleanup_free char *base_url = NULL, *api_key = NULL, *model = NULL;
+        int r = -1;
+
+        if (req->config_path == NULL) {
+                c->config_path = default_config_path();
+                if (c->config_path && load_config(c->config_path, false, &config, err) < 0)
+                        goto out;
+        } else if (*req->config_path) {
+                c->config_path = strdup(req->config_path);
+                if (c->config_path == NULL || load_config(c->config_path, true, &config, err) < 0)
+                        goto out;
+        }
+        if (config == NULL) {
+                free(c->config_path);
+                c->config_path = NULL;
+        }
+        const char *path = c->config_path;
+        json_t *providers = json_object_get(config, "provider");
+
+        /* The model: flag, environment, config. */
+        const char *m = req->model ? req->model : env_nonempty("CORRAL_MODEL");
+        if (m) {
+                model = strdup(m);
+        } else if (config && config_string(path, config, "model", "(top level)", &model, err) < 0) {
+                goto out;
+        }
+        if (model && *model == '\0')
+                goto usage_model;
+
+        /* "PROVIDER/ID" when PROVIDER is configured or a preset. */
+        const char *provider = req->provider;
+        if (provider && provider_preset_find(provider) == NULL && json_object_get(providers, provider) == NULL) {
+                corral_usage(err, "unknown provider '%s': expected one of %s%s", provider, provider_preset_names(),
+                             providers ? ", or a provider of the config file" : "");
+                goto out;
+        }
+        /* A provider named on the command line beats $OPENAI_BASE_URL; one
+         * named only in the config file does not. */
+        bool explicit_provider = provider != NULL;
+        char *slash = model ? strchr(model, '/') : NULL;
+        if (slash && strncmp(model, "replay:", 7) != 0) {
+                cleanup_free char *prefix = strndup(model, (size_t)(slash - model));
+                if (prefix && (provider_preset_find(prefix) || json_object_get(providers, prefix)) &&
+                    (provider == NULL || strcmp(provider, prefix) == 0)) {
+                        c->provider = TAKE_PTR(prefix);
+                        explicit_provider = req->model != NULL;
+                        memmove(model, slash + 1, strlen(slash + 1) + 1);
+                }
+        }
+        if (c->provider == NULL && provider)
+                c->provider = strdup(provider);
+
+        /* Base URL and key: the provider's config entry, then its preset. */
+        const struct provider_preset *preset = provider_preset_find(c->provider);
+        if (preset)
+                c->quirks = preset->quirks;
+        json_t *entry = c->provider ? json_object_get(providers, c->provider) : NULL;
+        if (entry && apply_entry(path, c->provider, entry, c, &base_url, &api_key, err) < 0)
+                goto out;
+        if (base_url == NULL && preset)
+                base_url = strdup(preset->base_url);
+        if (req->base_url) {
+                free(base_url);
+                base_url = strdup(req->base_url);
+        } else if (!explicit_provider && env_nonempty("OPENAI_BASE_URL")) {
+                free(base_url);
+                base_url = strdup(env_nonempty("OPENAI_BASE_URL"));
+        }
+        if (base_url == NULL && c->provider == NULL)
+                base_url = strdup(presets[0].base_url);
+
+        const char *env_key = env_nonempty("OPENAI_API_KEY");
+        if (env_key) {
+                free(api_key);
+                api_key = strdup(env_key);
+        }
+        if (model == NULL)
+                goto usage_model;
+        c->base_url = TAKE_PTR(base_url);
+        c->api_key = TAKE_PTR(api_key);
+        c->model = TAKE_PTR(model);
+        r = 0;
+        goto out;
+usage_model:
+        corral_usage(err, "no model given: use --model NAME (or replay:FILE), set CORRAL_MODEL, or set \"model\" in "
+                          "%s", path ? path : "$XDG_CONFIG_HOME/corral/config.json");
+out:
+        if (api_key)
+                explicit_bzero(api_key, strlen(api_key));
+        json_decref(config);
+        if (r < 0)
+                provider_choice_release(c);
+        return r;
+}
+
+void provider_choice_release(struct provider_choice *c)
+{
+        if (c->api_key)
+                explicit_bzero(c->api_key, strlen(c->api_key));
+        free(c->base_url);
+        free(c->model);
+        free(c->api_key);
+        free(c->provider);
+        free(c->config_path);
+        memset(c, 0, sizeof(*c));
+}

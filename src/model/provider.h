@@ -1,0 +1,54 @@
+/* provider.h: where a model lives: presets, the config file, the environment.
+ *
+ * Resolution, first that names a value wins:
+ *   base URL  --base-url; the provider named by --provider or by a "PROV/ID"
+ *             --model (its config entry, else its preset); $OPENAI_BASE_URL;
+ *             the provider of the config file's "model"; OpenAI
+ *   model     --model, $CORRAL_MODEL, the config file's "model"
+ *   API key   $OPENAI_API_KEY, the config file's provider "apiKey"
+ * A model written "PROVIDER/ID" picks the provider from the config file (or
+ * a preset of that name) and sends ID.  The config file is
+ * $XDG_CONFIG_HOME/corral/config.json (~/.config/corral/config.json), e.g.
+ *   {"provider": {"ollama": {"baseURL": "http://localhost:11434/v1",
+ *                            "models": {"qwen2.5-coder:7b": {}}}},
+ *    "model": "ollama/qwen2.5-coder:7b"}
+ * String values may be "{env:VAR}", replaced by the variable's value.
+ */
+#ifndef CORRAL_MODEL_PROVIDER_H
+#define CORRAL_MODEL_PROVIDER_H
+
+#include "model.h"
+
+struct provider_preset {
+        const char *name;
+        const char *base_url;
+        unsigned quirks;          /* enum chat_quirk */
+        bool needs_key;           /* warn when no key is set */
+};
+/* NULL when unknown. */
+CORRAL_HIDDEN const struct provider_preset *provider_preset_find(const char *name);
+/* "openai, ollama, llamacpp, vllm" */
+CORRAL_HIDDEN const char *provider_preset_names(void);
+
+/* What the command line said; NULL means "not given". */
+struct provider_request {
+        const char *base_url;
+        const char *model;
+        const char *provider;
+        const char *config_path;  /* NULL: the usual place; "" none */
+};
+
+/* The resolved choice; strings are owned. */
+struct provider_choice {
+        char *base_url;
+        char *model;              /* what is sent as "model" */
+        char *api_key;
+        char *provider;           /* preset or config provider name, or NULL */
+        unsigned quirks;
+        char *config_path;        /* the config file read, or NULL */
+};
+CORRAL_HIDDEN int provider_resolve(const struct provider_request *req, struct provider_choice *ret,
+                                   corral_error **ret_err);
+CORRAL_HIDDEN void provider_choice_release(struct provider_choice *c);
+
+#endif

@@ -1,0 +1,68 @@
+/* format.c: how the terminal view and the exports write numbers and read
+ * events (see format.h). */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "format.h"
+
+const char *trace_jstr(const json_t *o, const char *key)
+{
+        return json_string_value(json_object_get(o, key));
+}
+
+bool trace_jnum(const json_t *o, const char *key, double *ret)
+{
+        json_t *v = json_object_get(o, key);
+        if (!json_is_number(v))
+                return false;
+        *ret = json_number_value(v);
+        return true;
+}
+
+bool trace_is_answer_tool(const char *name)
+{
+        return name && (strcmp(name, "final_answer") == 0 || strcmp(name, "answer") == 0);
+}
+
+void trace_fmt_size(char *buf, size_t size, double bytes)
+{
+        static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+        unsigned u = 0;
+        while (bytes >= 1024 && u + 1 < ARRAY_SIZE(units)) {
+                bytes /= 1024;
+                u++;
+        }
+        if (u == 0 || bytes >= 100 || fabs(bytes - round(bytes)) < 0.05)
+                snprintf(buf, size, "%.0f %s", bytes, units[u]);
+        else
+                snprintf(buf, size, "%.1f %s", bytes, units[u]);
+}
+
+void trace_fmt_ms(char *buf, size_t size, double ms)
+{
+        if (ms < 0)
+                ms = 0;
+        if (ms < 1000)
+                snprintf(buf, size, "%.0f ms", ms);
+        else if (ms < 60000)
+                snprintf(buf, size, fmod(ms, 1000) < 0.5 ? "%.0f s" : "%.1f s", ms / 1000);
+        else if (ms < 3600000)
+                snprintf(buf, size, "%d min %02d s", (int)(ms / 60000), (int)fmod(ms / 1000, 60));
+        else
+                snprintf(buf, size, "%d h %02d min", (int)(ms / 3600000), (int)fmod(ms / 60000, 60));
+}
+
+void trace_fmt_count(char *buf, size_t size, unsigned long long n)
+{
+        char digits[32];
+        int len = snprintf(digits, sizeof(digits), "%llu", n);
+        size_t o = 0;
+        for (int i = 0; i < len && o + 2 < size; i++) {
+                if (i > 0 && (len - i) % 3 == 0)
+                        buf[o++] = ',';
+                buf[o++] = digits[i];
+        }
+        buf[o] = '\0';
+}

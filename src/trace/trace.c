@@ -1,0 +1,641 @@
+/* trace.c: the trace writer, secret redaction, subscribers and the reader.
+ *
+ * trace_open() makes the JSONL file safely (no symlinks, no FIFOs, no hard
+ * links, mode 0600 whatever existed before), trace_emit() stamps, redacts,
+ * writes and fans out one event under a mutex, trace_read_file() reads a
+ * trace back strictly.  Knows nothing of what the events mean: the
+ * renderer (render.c) and the exports (export.c) do.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "trace.h"
+
+#define TRACE_MIN_SECRET 4                  /* shorter secrets would redact ordinary text */
+#define TRACE_MAX_LINE ((size_t)64 << 20)   /* trace_read_file: longest line accepted */
+#define REDACTED "[REDACTED]"
+
+/* ---- redaction ------------------------------------------------------------ */
+
+/* The secrets worth redacting, as (pointer, length) pairs, longest first.
+ * Duplicates and strings under TRACE_MIN_SECRET bytes are dropped. */
+struct secret_set {
+        const char **s;
+        size_t *len;
+        size_t n;
+};
+
+static int secret_cmp(const void *a, const void *b)
+{
+        size_t la = strlen(*(const char *const *)a), lb = strlen(*(const char *const *)b);
+        return la < lb ? 1 : la > lb ? -1 : strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Fill set from a NULL-terminated list; the strings stay borrowed.  Returns
+ * -1 on allocation failure (the set is then empty). */
+static int secret_set_init(struct secret_set *set, const char *const *secrets)
+{
+        memset(set, 0, sizeof(*set));
+        size_t n = 0;
+        for (size_t i = 0; secrets && secrets[i]; i++)
+                n++;
+        if (n == 0)
+                return 0;
+        set->s = calloc(n, sizeof(*set->s));
+        set->len = calloc(n, sizeof(*set->len));
+        if (set->s == NULL || set->len == NULL) {
+                free(set->s);
+                free(set->len);
+                memset(set, 0, sizeof(*set));
+                return -1;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (strlen(secrets[i]) >= TRACE_MIN_SECRET)
+                        set->s[set->n++] = secrets[i];
+        qsort(set->s, set->n, sizeof(*set->s), secret_cmp);
+        size_t k = 0;
+        for (size_t i = 0; i < set->n; i++) {
+                if (k > 0 && strcmp(set->s[k - 1], set->s[i]) == 0)
+                        continue;
+                set->s[k] = set->s[i];
+                set->len[k] = strlen(set->s[i]);
+                k++;
+        }
+        set->n = k;
+        return 0;
+}
+
+static void secret_set_release(struct secret_set *set)
+{
+        free(set->s);
+        free(set->len);
+        memset(set, 0, sizeof(*set));
+}
+
+struct subscriber {
+        trace_subscriber_fn fn;
+        void *userdata;
+};
+
+struct trace {
+        pthread_mutex_t lock; /* serialises stamping, writing and subscribers */
+        char *path;           /* NULL: no file */
+        int fd;
+        struct secret_set secrets; /* owned copies, longest first, each >= TRACE_MIN_SECRET bytes */
+        double t0;            /* monotonic_ms() at trace_open */
+        struct subscriber *subs;
+        size_t nsubs;
+        char *write_error;    /* the first write error, then the file is no longer written */
+};
+
+/* Redact text[0..len): every byte covered by an occurrence of any secret is
+ * marked first, then each maximal run of marked bytes becomes one
+ * "[REDACTED]".  Marking the union of all occurrences means overlapping
+ * secrets ("xxabc" and "abcdef" in "xxabcdef") leave nothing of either
+ * behind, and a secret containing another is replaced whole.  Returns NULL
+ * when nothing matched (or on allocation failure: *ret_oom set); otherwise a
+ * malloc'd NUL-terminated string and its length. */
+static char *redact_bytes(const char *text, size_t len, const struct secret_set *set, size_t *ret_len,
+                          bool *ret_oom)
+{
+        *ret_oom = false;
+        unsigned char *mask = NULL;
+        for (size_t i = 0; i < set->n; i++) {
+                const char *p = text, *end = text + len;
+                while ((size_t)(end - p) >= set->len[i]) {
+                        const char *hit = memmem(p, (size_t)(end - p), set->s[i], set->len[i]);
+                        if (hit == NULL)
+                                break;
+                        if (mask == NULL) {
+                                mask = calloc(len, 1);
+                                if (mask == NULL) {
+                                        *ret_oom = true;
+                                        return NULL;
+                                }
+                        }
+                        memset(mask + (hit - text), 1, set->len[i]);
+                        p = hit + 1; /* overlapping occurrences of one secret too */
+                }
+        }
+        if (mask == NULL)
+                return NULL;
+        /* The result is never longer than len + (runs * strlen(REDACTED)) <= len * (1 + 10/4). */
+        size_t cap = len + (len / TRACE_MIN_SECRET + 1) * (sizeof(REDACTED) - 1) + 1;
+        char *out = malloc(cap);
+        if (out == NULL) {
+                free(mask);
+                *ret_oom = true;
+                return NULL;
+        }
+        size_t o = 0;
+        for (size_t i = 0; i < len;) {
+                if (!mask[i]) {
+                        out[o++] = text[i++];
+                        continue;
+                }
+                memcpy(out + o, REDACTED, sizeof(REDACTED) - 1);
+                o += sizeof(REDACTED) - 1;
+                while (i < len && mask[i])
+                        i++;
+        }
+        out[o] = '\0';
+        free(mask);
+        *ret_len = o;
+        return out;
+}
+
+/* A secret that is not valid UTF-8 on its own could, in theory, match part
+ * of a multi-byte character; jansson strings must stay valid UTF-8. */
+static int string_set_redacted(json_t *s, char *text, size_t len)
+{
+        if (utf8_valid(text, len))
+                return json_string_setn(s, text, len);
+        cleanup_free char *clean = utf8_sanitize(text, len, &len);
+        return clean ? json_string_setn(s, clean, len) : -1;
+}
+
+static void redact_json(json_t *value, const struct secret_set *set);
+
+/* Rebuild an object whose keys need redaction, in order.  Two keys that
+ * become equal get " (2)", " (3)"... so no value is lost.  Out of memory,
+ * values are dropped rather than a secret kept. */
+static void redact_object_keys(json_t *obj, const struct secret_set *set)
+{
+        size_t n = json_object_size(obj);
+        bool any = false;
+        const char *key;
+        json_t *v;
+        json_object_foreach (obj, key, v) {
+                bool oom;
+                size_t l;
+                char *r = redact_bytes(key, strlen(key), set, &l, &oom);
+                if (r || oom) {
+                        any = true;
+                        free(r);
+                        break;
+                }
+        }
+        if (!any)
+                return;
+        char **keys = calloc(n, sizeof(*keys));
+        json_t **vals = calloc(n, sizeof(*vals));
+        if (keys == NULL || vals == NULL) {
+                free(keys);
+                free(vals);
+                json_object_clear(obj); /* out of memory: drop the object rather than let a secret through */
+                return;
+        }
+        size_t i = 0;
+        json_object_foreach (obj, key, v) {
+                bool oom;
+                size_t l;
+                char *r = redact_bytes(key, strlen(key), set, &l, &oom);
+                keys[i] = r ? r : strdup(oom ? REDACTED : key); /* a NULL key drops its value */
+                vals[i] = json_incref(v);
+                i++;
+        }
+        json_object_clear(obj);
+        for (i = 0; i < n; i++) {
+                if (keys[i] != NULL) {
+                        const char *k = keys[i];
+                        char *alt = NULL;
+                        for (unsigned d = 2; json_object_get(obj, k) != NULL && d < 1000000; d++) {
+                                free(alt);
+                                alt = NULL;
+                                if (asprintf(&alt, "%s (%u)", keys[i], d) < 0)
+                                        break;
+                                k = alt;
+                        }
+                        if (k != NULL)
+                                json_object_set(obj, k, vals[i]);
+                        free(alt);
+                }
+                json_decref(vals[i]);
+                free(keys[i]);
+        }
+        free(keys);
+        free(vals);
+}
+
+static void redact_json(json_t *value, const struct secret_set *set)
+{
+        if (value == NULL || set->n == 0)
+                return;
+        switch (json_typeof(value)) {
+        case JSON_STRING: {
+                bool oom;
+                size_t l;
+                char *r = redact_bytes(json_string_value(value), json_string_length(value), set, &l, &oom);
+                if (r != NULL) {
+                        if (string_set_redacted(value, r, l) < 0)
+                                json_string_set(value, REDACTED);
+                        free(r);
+                } else if (oom) {
+                        json_string_set(value, REDACTED); /* never let a secret through for lack of memory */
+                }
+                return;
+        }
+        case JSON_ARRAY:
+                for (size_t i = 0; i < json_array_size(value); i++)
+                        redact_json(json_array_get(value, i), set);
+                return;
+        case JSON_OBJECT: {
+                redact_object_keys(value, set);
+                const char *key;
+                json_t *v;
+                json_object_foreach (value, key, v)
+                        redact_json(v, set);
+                return;
+        }
+        default:
+                return;
+        }
+}
+
+void trace_redact_json(json_t *value, const char *const *secrets)
+{
+        struct secret_set set;
+        if (secret_set_init(&set, secrets) < 0) {
+                /* Out of memory: nothing of value may be trusted to be clean. */
+                if (json_is_string(value))
+                        json_string_set(value, REDACTED);
+                else if (json_is_array(value))
+                        json_array_clear(value);
+                else if (json_is_object(value))
+                        json_object_clear(value);
+                return;
+        }
+        redact_json(value, &set);
+        secret_set_release(&set);
+}
+
+char *trace_redact_text(const char *text, const char *const *secrets)
+{
+        if (text == NULL)
+                return NULL;
+        struct secret_set set;
+        if (secret_set_init(&set, secrets) < 0)
+                return NULL;
+        bool oom;
+        size_t l;
+        char *r = redact_bytes(text, strlen(text), &set, &l, &oom);
+        secret_set_release(&set);
+        if (r == NULL && !oom)
+                r = strdup(text);
+        return r;
+}
+
+/* ---- the writer ----------------------------------------------------------- */
+
+/* mkdir -p of path's parent directories, each new one 0700. */
+static int make_parents(const char *path, corral_error **err)
+{
+        cleanup_free char *dir = strdup(path);
+        if (dir == NULL)
+                return corral_fail(err, ENOMEM, "out of memory");
+        char *slash = strrchr(dir, '/');
+        if (slash == NULL || slash == dir)
+                return 0;
+        *slash = '\0';
+        for (char *p = dir + 1;; p++) {
+                if (*p != '/' && *p != '\0')
+                        continue;
+                char c = *p;
+                *p = '\0';
+                if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                        return corral_fail(err, errno, "cannot create directory '%s'", dir);
+                *p = c;
+                if (c == '\0')
+                        break;
+        }
+        return 0;
+}
+
+static const char *file_type_name(mode_t m)
+{
+        return S_ISLNK(m)    ? "a symbolic link"
+               : S_ISDIR(m)  ? "a directory"
+               : S_ISFIFO(m) ? "a FIFO"
+               : S_ISSOCK(m) ? "a socket"
+               : S_ISCHR(m) || S_ISBLK(m) ? "a device"
+                                          : "not a regular file";
+}
+
+/* Open path for writing the trace: an existing entry must be a regular file
+ * with one link (a symlink, FIFO, device or hard link could make corral
+ * write, or chmod, somewhere the user did not mean); O_NOFOLLOW and
+ * O_NONBLOCK close the race between the lstat and the open (a FIFO swapped
+ * in fails with ENXIO instead of blocking), fstat confirms what was opened. */
+static int open_trace_file(const char *path, corral_error **err)
+{
+        if (make_parents(path, err) < 0)
+                return -1;
+        struct stat st;
+        if (lstat(path, &st) == 0) {
+                if (!S_ISREG(st.st_mode))
+                        return corral_usage(err, "refusing to write the trace to '%s': it is %s", path,
+                                            file_type_name(st.st_mode));
+                if (st.st_nlink > 1)
+                        return corral_usage(err, "refusing to write the trace to '%s': it has %lu hard links", path,
+                                            (unsigned long)st.st_nlink);
+        } else if (errno != ENOENT) {
+                return corral_fail(err, errno, "cannot check '%s'", path);
+        }
+        int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_TRUNC | O_NONBLOCK, 0600);
+        if (fd < 0) {
+                if (errno == ELOOP || errno == ENXIO)
+                        return corral_usage(err, "refusing to write the trace to '%s': it is not a regular file",
+                                            path);
+                return corral_fail(err, errno, "cannot create the trace '%s'", path);
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+                close(fd);
+                return corral_usage(err, "refusing to write the trace to '%s': it is not a regular file", path);
+        }
+        if (fchmod(fd, 0600) < 0) {
+                int e = errno;
+                close(fd);
+                return corral_fail(err, e, "cannot set the mode of the trace '%s'", path);
+        }
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0)
+                fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        return fd;
+}
+
+int trace_open(const char *path, const char *const *secrets, trace **ret, corral_error **ret_err)
+{
+        trace *t = calloc(1, sizeof(*t));
+        if (t == NULL)
+                return corral_fail(ret_err, ENOMEM, "out of memory");
+        t->fd = -1;
+        pthread_mutex_init(&t->lock, NULL);
+        t->t0 = monotonic_ms();
+
+        /* Own copies of the secrets, already filtered and sorted. */
+        struct secret_set set;
+        if (secret_set_init(&set, secrets) < 0)
+                goto oom;
+        t->secrets.s = calloc(set.n + 1, sizeof(*t->secrets.s));
+        t->secrets.len = calloc(set.n + 1, sizeof(*t->secrets.len));
+        if (t->secrets.s == NULL || t->secrets.len == NULL) {
+                secret_set_release(&set);
+                goto oom;
+        }
+        for (size_t i = 0; i < set.n; i++) {
+                t->secrets.s[i] = strdup(set.s[i]);
+                if (t->secrets.s[i] == NULL) {
+                        secret_set_release(&set);
+                        goto oom;
+                }
+                t->secrets.len[i] = set.len[i];
+                t->secrets.n++;
+        }
+        secret_set_release(&set);
+
+        if (path != NULL) {
+                t->path = strdup(path);
+                if (t->path == NULL)
+                        goto oom;
+                t->fd = open_trace_file(path, ret_err);
+                if (t->fd < 0) {
+                        trace_close(t);
+                        return -1;
+                }
+        }
+        *ret = t;
+        return 0;
+oom:
+        trace_close(t);
+        return corral_fail(ret_err, ENOMEM, "out of memory");
+}
+
+void trace_close(trace *t)
+{
+        if (t == NULL)
+                return;
+        if (t->fd >= 0)
+                close(t->fd);
+        for (size_t i = 0; i < t->secrets.n; i++)
+                free((char *)t->secrets.s[i]);
+        secret_set_release(&t->secrets);
+        free(t->subs);
+        free(t->path);
+        free(t->write_error);
+        pthread_mutex_destroy(&t->lock);
+        free(t);
+}
+
+int trace_subscribe(trace *t, trace_subscriber_fn fn, void *userdata)
+{
+        if (t == NULL || fn == NULL)
+                return -1;
+        pthread_mutex_lock(&t->lock);
+        struct subscriber *s = realloc(t->subs, (t->nsubs + 1) * sizeof(*s));
+        if (s != NULL) {
+                t->subs = s;
+                t->subs[t->nsubs++] = (struct subscriber){ fn, userdata };
+        }
+        pthread_mutex_unlock(&t->lock);
+        return s ? 0 : -1;
+}
+
+/* "2025-01-31T12:34:56.789Z" */
+static void format_utc(char *buf, size_t size)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(buf + n, size - n, ".%03ldZ", ts.tv_nsec / 1000000);
+}
+
+static void remember_write_error(trace *t, int errnum)
+{
+        if (t->write_error != NULL)
+                return;
+        if (asprintf(&t->write_error, "cannot write the trace '%s': %s", t->path, strerror(errnum)) < 0)
+                t->write_error = NULL;
+        if (t->write_error == NULL)
+                t->write_error = strdup("cannot write the trace: out of memory");
+}
+
+/* Stamp, redact, write and hand out one event.  The stamp is taken under the
+ * lock so that t_ms grows along the file.  Subscribers run under the lock
+ * too (one at a time, in file order); they must not emit. */
+void trace_emit(trace *t, const char *type, json_t *fields)
+{
+        if (t == NULL || type == NULL) {
+                json_decref(fields);
+                return;
+        }
+        pthread_mutex_lock(&t->lock);
+        json_t *ev = json_object();
+        char ts[48];
+        format_utc(ts, sizeof(ts));
+        double t_ms = round((monotonic_ms() - t->t0) * 10.0) / 10.0;
+        if (ev != NULL) {
+                json_object_set_new(ev, "v", json_integer(TRACE_SCHEMA_VERSION));
+                json_object_set_new(ev, "type", json_string(type));
+                json_object_set_new(ev, "t_ms", json_real(t_ms));
+                json_object_set_new(ev, "ts", json_string(ts));
+        }
+        if (ev != NULL && json_is_object(fields)) {
+                const char *key;
+                json_t *v;
+                json_object_foreach (fields, key, v) {
+                        if (strcmp(key, "v") == 0 || strcmp(key, "type") == 0 || strcmp(key, "t_ms") == 0 ||
+                            strcmp(key, "ts") == 0)
+                                continue;
+                        /* Redaction works in place: never on values the caller still holds. */
+                        if (t->secrets.n > 0)
+                                json_object_set_new(ev, key, json_deep_copy(v));
+                        else
+                                json_object_set(ev, key, v);
+                }
+        }
+        json_decref(fields);
+        if (ev == NULL) {
+                if (t->fd >= 0)
+                        remember_write_error(t, ENOMEM);
+                pthread_mutex_unlock(&t->lock);
+                return;
+        }
+        redact_json(ev, &t->secrets);
+        if (t->fd >= 0 && t->write_error == NULL) {
+                char *line = json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+                if (line == NULL) {
+                        remember_write_error(t, ENOMEM);
+                } else {
+                        size_t n = strlen(line);
+                        /* One write for the line and its newline: a reader never sees half an event. */
+                        char *nl = realloc(line, n + 2);
+                        if (nl == NULL) {
+                                free(line);
+                                remember_write_error(t, ENOMEM);
+                        } else {
+                                nl[n] = '\n';
+                                nl[n + 1] = '\0';
+                                if (write_all(t->fd, nl, n + 1) < 0)
+                                        remember_write_error(t, errno);
+                                free(nl);
+                        }
+                }
+        }
+        for (size_t i = 0; i < t->nsubs; i++)
+                t->subs[i].fn(t->subs[i].userdata, ev);
+        pthread_mutex_unlock(&t->lock);
+        json_decref(ev);
+}
+
+const char *trace_write_error(const trace *t)
+{
+        return t ? t->write_error : NULL;
+}
+
+/* ---- the reader ----------------------------------------------------------- */
+
+/* Parse one line (without its newline); blank lines are skipped. */
+static int read_line(const char *path, unsigned long lineno, const char *line, size_t len, trace_subscriber_fn fn,
+                     void *userdata, corral_error **err)
+{
+        size_t i = 0;
+        while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+                i++;
+        if (i == len)
+                return 0;
+        json_error_t jerr;
+        json_t *ev = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+        if (ev == NULL)
+                return corral_usage(err, "trace '%s' line %lu: %s (column %d)", path, lineno, jerr.text,
+                                    jerr.column);
+        if (!json_is_object(ev)) {
+                json_decref(ev);
+                return corral_usage(err, "trace '%s' line %lu: not a JSON object", path, lineno);
+        }
+        if (!json_is_string(json_object_get(ev, "type"))) {
+                json_decref(ev);
+                return corral_usage(err, "trace '%s' line %lu: the event has no \"type\"", path, lineno);
+        }
+        if (fn != NULL)
+                fn(userdata, ev);
+        json_decref(ev);
+        return 0;
+}
+
+int trace_read_file(const char *path, trace_subscriber_fn fn, void *userdata, corral_error **ret_err)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot open the trace '%s'", path);
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+                close(fd);
+                return corral_usage(ret_err, "cannot read the trace '%s': it is a directory", path);
+        }
+        size_t alloc = 1 << 16, len = 0, start = 0;
+        char *buf = malloc(alloc);
+        unsigned long lineno = 0;
+        int r = 0;
+        bool eof = false;
+        if (buf == NULL) {
+                close(fd);
+                return corral_fail(ret_err, ENOMEM, "out of memory");
+        }
+        while (r == 0) {
+                /* Hand out every complete line in buf[start..len). */
+                char *nl;
+                while (r == 0 && (nl = memchr(buf + start, '\n', len - start)) != NULL) {
+                        lineno++;
+                        r = read_line(path, lineno, buf + start, (size_t)(nl - (buf + start)), fn, userdata, ret_err);
+                        start = (size_t)(nl - buf) + 1;
+                }
+                if (r != 0)
+                        break;
+                if (eof) {
+                        if (start < len)
+                                r = read_line(path, ++lineno, buf + start, len - start, fn, userdata, ret_err);
+                        break;
+                }
+                if (len - start > TRACE_MAX_LINE) {
+                        r = corral_usage(ret_err, "trace '%s' line %lu: longer than %zu MiB", path, lineno + 1,
+                                         TRACE_MAX_LINE >> 20);
+                        break;
+                }
+                /* Keep the partial line, make room, read more. */
+                memmove(buf, buf + start, len - start);
+                len -= start;
+                start = 0;
+                if (alloc - len < (1 << 16)) {
+                        char *nb = realloc(buf, alloc * 2);
+                        if (nb == NULL) {
+                                r = corral_fail(ret_err, ENOMEM, "out of memory");
+                                break;
+                        }
+                        buf = nb;
+                        alloc *= 2;
+                }
+                ssize_t n = read(fd, buf + len, alloc - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        r = corral_fail(ret_err, errno, "cannot read the trace '%s'", path);
+                        break;
+                }
+                if (n == 0)
+                        eof = true;
+                len += (size_t)n;
+        }
+        free(buf);
+        close(fd);
+        return r < 0 ? -1 : 0;
+}

@@ -1,0 +1,86 @@
+/* trace.h: the event stream of a run.
+ *
+ * Every step of an agent run is one JSON object ("event"); the trace writes
+ * each as one line of a JSONL file (created 0600, never through a symlink)
+ * and hands it to subscribers (the terminal renderer, later the server).
+ * Before an event leaves, every string in it has the run's secrets (the
+ * API key, the values given with -e) replaced by "[REDACTED]".
+ *
+ * Every event carries: "v":1, "type", "t_ms" (milliseconds since the trace
+ * was opened, one decimal), "ts" (UTC, ISO 8601 with milliseconds).  The
+ * types and their fields are listed in docs/trace.md:
+ *   run_start     run_id, task, model, base_url, provider, protocol
+ *                 ("tools"|"text"), inputs[], limits{}, workspace, version
+ *   model_request iteration, messages, est_prompt_tokens, trimmed
+ *   model_retry   iteration, attempt, delay_s, reason
+ *   model_reply   iteration, content, reasoning, tool_calls[{id,name,
+ *                 arguments}], finish_reason, usage{prompt_tokens,
+ *                 completion_tokens,estimated}, wait_ms
+ *   tool_call     iteration, id, name, arguments (parsed object or the raw
+ *                 text), code (run_python) / command (run_shell)
+ *   tool_result   iteration, id, name, ok, content (what the model is sent),
+ *                 ms, exec{status,exit_code,stdout,stderr,stdout_truncated,
+ *                 stderr_truncated,wall_ms,cpu_ms,memory_peak_bytes,limit,
+ *                 reason} (run_* only), artifacts[] (workspace diff)
+ *   notice        message
+ *   run_end       status ("answered"|"gave_up"|"model_error"|"jail_error"|
+ *                 "cancelled"), answer, reason, iterations, usage{
+ *                 prompt_tokens,completion_tokens,requests,retries,wait_ms,
+ *                 estimated}, artifacts[], output_dir, wall_ms
+ */
+#ifndef CORRAL_TRACE_H
+#define CORRAL_TRACE_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "../lib/util.h"
+
+#define TRACE_SCHEMA_VERSION 1
+
+/* Called for every event after redaction; the event is borrowed.  Called
+ * under the trace's lock, one event at a time in file order: a subscriber
+ * must not emit. */
+typedef void (*trace_subscriber_fn)(void *userdata, const json_t *event);
+
+typedef struct trace trace;
+
+/* path NULL: no file, subscribers only.  The file is created with mode 0600
+ * (an existing regular file is truncated and set to 0600; a symlink, FIFO,
+ * socket, device, directory or a file with several hard links is refused,
+ * CORRAL_ERR_USAGE), parents created 0700.  secrets: NULL-terminated,
+ * copied; empty strings and strings shorter than 4 bytes are ignored (they
+ * would redact ordinary text). */
+CORRAL_HIDDEN int trace_open(const char *path, const char *const *secrets, trace **ret, corral_error **ret_err);
+/* Flush and close; NULL ok. */
+CORRAL_HIDDEN void trace_close(trace *t);
+CORRAL_HIDDEN int trace_subscribe(trace *t, trace_subscriber_fn fn, void *userdata);
+
+/* Emit an event of `type` with `fields` (an object, stolen; NULL for none;
+ * keys v/type/t_ms/ts in it are ignored).  Thread-safe.  t NULL: fields are
+ * freed, nothing else.  Write errors are remembered (trace_write_error)
+ * rather than returned: a full disk must not end the run; after the first
+ * one the file is no longer written, subscribers still are. */
+CORRAL_HIDDEN void trace_emit(trace *t, const char *type, json_t *fields);
+/* The first write error, or NULL. */
+CORRAL_HIDDEN const char *trace_write_error(const trace *t);
+
+/* Replace every secret in every string of `value` (recursively, keys too),
+ * in place: every byte covered by any occurrence of any secret is replaced,
+ * one "[REDACTED]" per contiguous run, so overlapping secrets and a secret
+ * containing another leave nothing behind; keys keep their order (two that
+ * become equal get " (2)", ...).  Same filtering of secrets as trace_open.
+ * Also used for recorded transcripts and error messages. */
+CORRAL_HIDDEN void trace_redact_json(json_t *value, const char *const *secrets);
+/* A malloc'd copy of text with secrets replaced (NULL for NULL text or on
+ * allocation failure). */
+CORRAL_HIDDEN char *trace_redact_text(const char *text, const char *const *secrets);
+
+/* Read a JSONL trace file: calls fn (may be NULL) for each event in order.
+ * Blank lines are skipped; a line that is not a JSON object with a string
+ * "type" (duplicate keys rejected, 64 MiB at most) is an error naming the
+ * file and line: "trace 'FILE' line N: ...". */
+CORRAL_HIDDEN int trace_read_file(const char *path, trace_subscriber_fn fn, void *userdata, corral_error **ret_err);
+
+#endif

@@ -1,0 +1,268 @@
+/* files.c: the model's file tools (read, write, list) over the workspace.
+ *
+ * Paths are normalized (resolve.c) and opened beneath the workspace's fd, so
+ * nothing the model names or a jail planted leads outside it.  Reads take
+ * regular files with a single link only, opened O_NONBLOCK (a FIFO cannot
+ * hang corral) and bounded; writes go to a temporary name in the target's
+ * directory and are renamed over it, never through a symlink; listings
+ * never follow a symlink.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "workspace-internal.h"
+
+int workspace_read_file(struct workspace *ws, const char *path, size_t max_bytes, char **ret_data, size_t *ret_len,
+                        bool *ret_truncated, corral_error **ret_err)
+{
+        cleanup_free char *rel = NULL;
+        if (ws_path_normalize(path, false, &rel, ret_err) < 0)
+                return -1;
+        cleanup_close int fd = ws_open_beneath(ws->root_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, false);
+        if (fd < 0) {
+                int e = errno;
+                if (e == ENXIO || e == EACCES) {
+                        /* A socket (ENXIO), or no permission: say which. */
+                        cleanup_close int pfd = ws_open_beneath(ws->root_fd, rel, O_PATH, 0, false);
+                        struct stat st;
+                        if (pfd >= 0 && fstat(pfd, &st) == 0 && !S_ISREG(st.st_mode))
+                                return corral_usage(ret_err, "cannot read '%s': it is %s, not a regular file", path,
+                                                    ws_type_phrase(st.st_mode));
+                }
+                return ws_resolve_error(ret_err, ws->root_fd, "read", path, rel, e);
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return corral_fail(ret_err, errno, "cannot stat '%s'", path);
+        if (!S_ISREG(st.st_mode))
+                return corral_usage(ret_err, "cannot read '%s': it is %s, not a regular file", path,
+                                    ws_type_phrase(st.st_mode));
+        if (st.st_nlink > 1)
+                return corral_usage(ret_err,
+                                    "cannot read '%s': it has %ju hard links, and corral reads only files with one "
+                                    "(another link could be a file from outside the workspace)",
+                                    path, (uintmax_t)st.st_nlink);
+        /* Read one byte past max_bytes to tell a file of exactly max_bytes
+         * from a longer one; the file may also have grown since fstat. */
+        size_t want = max_bytes < SIZE_MAX ? max_bytes + 1 : max_bytes;
+        size_t alloc = (uint64_t)st.st_size < want ? (size_t)st.st_size + 1 : want;
+        if (alloc < 64)
+                alloc = 64 < want ? 64 : want;
+        char *buf = malloc(alloc + 1);
+        size_t len = 0;
+        while (buf != NULL && len < want) {
+                if (len == alloc) {
+                        size_t next = alloc > want / 2 ? want : alloc * 2;
+                        char *p = realloc(buf, next + 1);
+                        if (p == NULL) {
+                                free(buf);
+                                buf = NULL;
+                                break;
+                        }
+                        buf = p;
+                        alloc = next;
+                }
+                ssize_t n = read(fd, buf + len, alloc - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        int e = errno;
+                        free(buf);
+                        return corral_fail(ret_err, e, "cannot read '%s'", path);
+                }
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        if (buf == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot read '%s'", path);
+        bool truncated = len > max_bytes;
+        if (truncated)
+                len = max_bytes;
+        buf[len] = '\0';
+        *ret_data = buf;
+        if (ret_len)
+                *ret_len = len;
+        if (ret_truncated)
+                *ret_truncated = truncated;
+        return 0;
+}
+
+/* Walk up from dirfd by ".." to the workspace root: is input/ on the way?
+ * (A symlink elsewhere in the tree may lead into input/.) */
+static bool under_input(struct workspace *ws, int dirfd)
+{
+        struct stat root, input, st;
+        if (fstat(ws->root_fd, &root) < 0 || fstatat(ws->root_fd, "input", &input, AT_SYMLINK_NOFOLLOW) < 0)
+                return false;
+        int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+        bool found = false;
+        for (unsigned i = 0; cur >= 0 && i <= PATH_MAX / 2; i++) {
+                if (fstat(cur, &st) < 0 || (st.st_dev == root.st_dev && st.st_ino == root.st_ino))
+                        break;
+                if (st.st_dev == input.st_dev && st.st_ino == input.st_ino) {
+                        found = true;
+                        break;
+                }
+                int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                close(cur);
+                cur = up;
+        }
+        if (cur >= 0)
+                close(cur);
+        return found;
+}
+
+/* Open (creating as needed, like mkdir -p) the directory rel beneath the
+ * workspace.  Each missing component is made with mkdirat in its parent,
+ * itself opened beneath the root, so no step leaves the tree. */
+static int open_parent(struct workspace *ws, const char *rel, const char *path, corral_error **ret_err)
+{
+        int fd = ws_open_beneath(ws->root_fd, rel, O_RDONLY | O_DIRECTORY, 0, false);
+        if (fd >= 0 || errno != ENOENT)
+                return fd >= 0 ? fd : ws_resolve_error(ret_err, ws->root_fd, "write", path, rel, errno);
+        cleanup_free char *prefix = strdup(rel);
+        if (prefix == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot write '%s'", path);
+        cleanup_close int parent = fcntl(ws->root_fd, F_DUPFD_CLOEXEC, 0);
+        for (char *p = prefix;; p++) {
+                if (*p != '/' && *p != '\0')
+                        continue;
+                char saved = *p;
+                *p = '\0';
+                const char *name = strrchr(prefix, '/') ? strrchr(prefix, '/') + 1 : prefix;
+                if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST)
+                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno,
+                                                 "cannot write '%s': cannot create the directory '%s'", path, prefix);
+                fd = ws_open_beneath(ws->root_fd, prefix, O_RDONLY | O_DIRECTORY, 0, false);
+                if (fd < 0)
+                        return ws_resolve_error(ret_err, ws->root_fd, "write", path, prefix, errno);
+                if (saved == '\0')
+                        return fd;
+                close(parent);
+                parent = fd;
+                *p = saved;
+        }
+}
+
+int workspace_write_file(struct workspace *ws, const char *path, const char *data, size_t len, corral_error **ret_err)
+{
+        cleanup_free char *rel = NULL;
+        if (ws_path_normalize(path, false, &rel, ret_err) < 0)
+                return -1;
+        if (strncmp(rel, "input", 5) == 0 && (rel[5] == '/' || rel[5] == '\0'))
+                return corral_usage(ret_err,
+                                    "cannot write '%s': input/ is read-only (write under output/ or elsewhere in "
+                                    "the workspace)",
+                                    path);
+        char *slash = strrchr(rel, '/');
+        const char *base = slash ? slash + 1 : rel;
+        if (slash)
+                *slash = '\0';
+        cleanup_close int dirfd = open_parent(ws, slash ? rel : "", path, ret_err);
+        if (dirfd < 0)
+                return -1;
+        if (under_input(ws, dirfd))
+                return corral_usage(ret_err, "cannot write '%s': it leads into input/, which is read-only", path);
+        /* The final component is never followed: a symlink or anything but
+         * a regular file there is refused, a regular file replaced. */
+        struct stat st;
+        mode_t mode = 0644;
+        if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                if (!S_ISREG(st.st_mode))
+                        return corral_usage(ret_err, "cannot write '%s': it is %s, not a regular file", path,
+                                            ws_type_phrase(st.st_mode));
+                mode = st.st_mode & 0777; /* keep a replaced file's permissions (an executable stays one) */
+        }
+        char tmp[WS_TEMP_NAME_MAX];
+        cleanup_close int fd = ws_temp_create(dirfd, base, 0600, tmp);
+        if (fd < 0)
+                return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot write '%s'", path);
+        int r = write_all(fd, data, len);
+        if (r == 0 && (fchmod(fd, mode) < 0 || close(TAKE_FD(fd)) < 0 || renameat(dirfd, tmp, dirfd, base) < 0))
+                r = -1;
+        if (r < 0) {
+                int e = errno;
+                (void)unlinkat(dirfd, tmp, 0);
+                return corral_make_error(ret_err, CORRAL_ERR_USAGE, e, "cannot write '%s'", path);
+        }
+        return 0;
+}
+
+/* ---- listing ---- */
+
+static json_t *list_entry(int dirfd, const char *name, const char *path, const struct stat *st)
+{
+        json_t *e = json_pack("{s:o, s:s}", "path", ws_json_path(path), "type", ws_type_name(st->st_mode));
+        if (e == NULL)
+                return NULL;
+        if (!S_ISDIR(st->st_mode))
+                json_object_set_new(e, "size", json_integer((json_int_t)st->st_size));
+        if (S_ISLNK(st->st_mode)) {
+                char target[PATH_MAX];
+                ssize_t n = readlinkat(dirfd, name, target, sizeof(target) - 1);
+                if (n >= 0) {
+                        target[n] = '\0';
+                        json_object_set_new(e, "target", ws_json_path(target));
+                }
+        }
+        return e;
+}
+
+static int list_visit(struct ws_walk *w, int dirfd, const char *name, const char *path, const struct stat *st,
+                      unsigned depth)
+{
+        json_t *e = list_entry(dirfd, name, path, st);
+        if (e == NULL || json_array_append_new(w->data, e) < 0)
+                return -1;
+        return 1;
+}
+
+int workspace_list_files(struct workspace *ws, const char *path, unsigned max_depth, size_t max_entries, json_t **ret,
+                         corral_error **ret_err)
+{
+        cleanup_free char *rel = NULL;
+        if (ws_path_normalize(path, true, &rel, ret_err) < 0)
+                return -1;
+        const char *shown = path && path[0] ? path : ".";
+        cleanup_close int fd = ws_open_beneath(ws->root_fd, rel, O_PATH, 0, false);
+        if (fd < 0)
+                return ws_resolve_error(ret_err, ws->root_fd, "list", shown, rel, errno);
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return corral_fail(ret_err, errno, "cannot stat '%s'", shown);
+        json_t *out = json_array();
+        if (out == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot list '%s'", shown);
+        if (!S_ISDIR(st.st_mode)) {
+                /* A single file (O_PATH followed a final symlink: st is
+                 * what it leads to, never a symlink itself). */
+                json_t *e = list_entry(-1, rel, rel, &st);
+                if (e == NULL || json_array_append_new(out, e) < 0) {
+                        json_decref(out);
+                        return corral_fail(ret_err, ENOMEM, "cannot list '%s'", shown);
+                }
+                *ret = out;
+                return 0;
+        }
+        struct ws_walk w = {
+                .max_depth = max_depth,
+                .max_entries = max_entries,
+                .visit = list_visit,
+                .data = out,
+        };
+        if (ws_walk_run(&w, fd, rel) < 0) {
+                json_decref(out);
+                return corral_fail(ret_err, ENOMEM, "cannot list '%s'", shown);
+        }
+        if (w.truncated && json_array_append_new(out, json_pack("{s:b}", "truncated", 1)) < 0) {
+                json_decref(out);
+                return corral_fail(ret_err, ENOMEM, "cannot list '%s'", shown);
+        }
+        *ret = out;
+        return 0;
+}

@@ -1,0 +1,103 @@
+/* workspace.c: making a workspace directory and removing it.
+ *
+ * The directory is held by an fd for the whole run; everything else in this
+ * module works relative to that fd.  Removal walks the tree by fds too (see
+ * walk.c), never following a symlink a jail planted, and restores the
+ * owner's access to directories a jail made unreadable.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "workspace-internal.h"
+
+/* Make dir (input/ or output/) in root_fd unless it is there, and make sure
+ * what is there is a directory, not a symlink or a file. */
+static int ensure_dir(struct workspace *ws, const char *name, corral_error **ret_err)
+{
+        if (mkdirat(ws->root_fd, name, 0755) < 0 && errno != EEXIST)
+                return corral_fail(ret_err, errno, "cannot create '%s/%s'", ws->root, name);
+        struct stat st;
+        if (fstatat(ws->root_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return corral_fail(ret_err, errno, "cannot stat '%s/%s'", ws->root, name);
+        if (!S_ISDIR(st.st_mode))
+                return corral_usage(ret_err, "'%s/%s' is %s, not a directory: the workspace needs %s/ there", ws->root,
+                                    name, ws_type_phrase(st.st_mode), name);
+        return 0;
+}
+
+int workspace_open(const char *dir, struct workspace **ret, corral_error **ret_err)
+{
+        struct workspace *ws = calloc(1, sizeof(*ws));
+        if (ws == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot allocate a workspace");
+        ws->root_fd = -1;
+        if (dir == NULL) {
+                const char *tmp = getenv("TMPDIR");
+                if (tmp == NULL || tmp[0] != '/')
+                        tmp = "/tmp";
+                cleanup_free char *templ = NULL;
+                if (asprintf(&templ, "%s/corral-run-XXXXXX", tmp) < 0) {
+                        free(ws);
+                        return corral_fail(ret_err, ENOMEM, "cannot allocate a workspace");
+                }
+                if (mkdtemp(templ) == NULL) { /* mode 0700 */
+                        int e = errno;
+                        free(ws);
+                        return corral_fail(ret_err, e, "cannot create a workspace directory in '%s'", tmp);
+                }
+                ws->created = true;
+                ws->root = realpath(templ, NULL);
+                if (ws->root == NULL)
+                        ws->root = TAKE_PTR(templ);
+        } else {
+                struct stat st;
+                if (stat(dir, &st) < 0) {
+                        int e = errno;
+                        free(ws);
+                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, e, "cannot use '%s' as the workspace", dir);
+                }
+                if (!S_ISDIR(st.st_mode)) {
+                        free(ws);
+                        return corral_usage(ret_err, "cannot use '%s' as the workspace: it is %s, not a directory", dir,
+                                            ws_type_phrase(st.st_mode));
+                }
+                ws->root = realpath(dir, NULL);
+                if (ws->root == NULL) {
+                        int e = errno;
+                        free(ws);
+                        return corral_fail(ret_err, e, "cannot resolve '%s'", dir);
+                }
+        }
+        ws->root_fd = open(ws->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (ws->root_fd < 0) {
+                int e = errno;
+                workspace_close(ws, false);
+                return corral_fail(ret_err, e, "cannot open the workspace '%s'", dir ? dir : "(new)");
+        }
+        if (ensure_dir(ws, "input", ret_err) < 0 || ensure_dir(ws, "output", ret_err) < 0) {
+                workspace_close(ws, ws->created);
+                return -1;
+        }
+        *ret = ws;
+        return 0;
+}
+
+void workspace_close(struct workspace *ws, bool remove)
+{
+        if (ws == NULL)
+                return;
+        if (remove && ws->root_fd >= 0) {
+                /* Code in a jail may have made /workspace itself 0000. */
+                (void)ws_remove_contents(ws->root_fd);
+                (void)rmdir(ws->root);
+        }
+        if (ws->root_fd >= 0)
+                close(ws->root_fd);
+        free(ws->root);
+        free(ws);
+}

@@ -1,0 +1,125 @@
+/* workspace.h: the host side of /workspace, handled without trusting it.
+ *
+ * A run's workspace is a host directory bound read-write at /workspace in
+ * every jail of the run: input/ holds the staged inputs (bound read-only),
+ * output/ the artifacts the task should leave.  Code in the jail controls
+ * everything in it, so corral treats its contents as hostile whenever it
+ * touches them from the host: every path is resolved beneath the
+ * workspace's directory fd (openat2 RESOLVE_BENEATH, no magic links, no
+ * symlinks on the copy-out path), only regular files with a single link are
+ * read or copied, files are opened O_NONBLOCK (a planted FIFO cannot hang
+ * corral) and every read, walk and copy is bounded.  Knows nothing of jails
+ * or models.
+ */
+#ifndef CORRAL_WORKSPACE_H
+#define CORRAL_WORKSPACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "../lib/util.h"
+
+#define WORKSPACE_MAX_ENTRIES 100000 /* a walk stops (and says so) past this */
+#define WORKSPACE_MAX_DEPTH 64
+
+struct workspace {
+        char *root;      /* absolute host path */
+        int root_fd;     /* O_DIRECTORY fd of root */
+        bool created;    /* made by workspace_open(NULL) (a temporary directory) */
+};
+
+/* dir NULL: create a fresh private directory (0700) under $TMPDIR (or /tmp)
+ * named corral-run-XXXXXX.  Otherwise use the existing directory dir.
+ * Either way input/ and output/ exist afterwards. */
+CORRAL_HIDDEN int workspace_open(const char *dir, struct workspace **ret, corral_error **ret_err);
+/* Close; with remove, delete the directory tree first (never following a
+ * symlink, making unreadable directories readable on the way; also a
+ * directory given to workspace_open). NULL ok. */
+CORRAL_HIDDEN void workspace_close(struct workspace *ws, bool remove);
+
+/* Stage a host file or directory "PATH[:DEST]" at input/DEST (DEST relative,
+ * no "..", default PATH's base name).  When the whole spec names an
+ * existing path it is PATH (so paths may contain ':').  Copies regular files
+ * and directories (reflink or copy_file_range where possible); symlinks,
+ * devices, FIFOs and sockets inside a directory are skipped and listed.
+ * *budget is the bytes still allowed, decremented.  ret_entry (optional):
+ * {"source","dest","type":"file"|"dir","bytes","files","skipped":[{path,reason}]}
+ * ("dest" is "input/DEST"; skipped paths name the source).  Errors: DEST
+ * exists, is absolute or has "", "." or ".." components; PATH is missing or
+ * neither a regular file nor a directory; the budget, WORKSPACE_MAX_ENTRIES
+ * or WORKSPACE_MAX_DEPTH is exceeded.  On error nothing of this input stays
+ * in input/ and *budget is unchanged. */
+CORRAL_HIDDEN int workspace_stage_input(struct workspace *ws, const char *spec, uint64_t *budget, json_t **ret_entry,
+                                        corral_error **ret_err);
+
+/* What the model should know of the inputs: one line per file under input/
+ * (path relative to /workspace, size) and, for text files, the first
+ * head_lines lines (each cut at 200 bytes); at most max_files files.
+ * Text: the first 4 KiB is valid UTF-8 without NUL; other files get
+ * "(SIZE, binary)".  "" when input/ has no files; NULL on allocation
+ * failure. */
+CORRAL_HIDDEN char *workspace_describe_inputs(struct workspace *ws, size_t max_files, unsigned head_lines);
+
+/* Snapshots of the tree (input/ excluded) to tell what a step changed. */
+struct ws_snapshot;
+CORRAL_HIDDEN int workspace_snapshot(struct workspace *ws, struct ws_snapshot **ret, corral_error **ret_err);
+CORRAL_HIDDEN void ws_snapshot_free(struct ws_snapshot *s);
+/* The walk stopped at WORKSPACE_MAX_ENTRIES or WORKSPACE_MAX_DEPTH: entries
+ * past the limit are missing from the snapshot (and from any diff). */
+CORRAL_HIDDEN bool ws_snapshot_truncated(const struct ws_snapshot *s);
+/* Non-directory entries created, modified (size, mtime, inode or type
+ * changed) or deleted between two snapshots, sorted by path:
+ * [{"path":"output/top5.csv","change":"created"|"modified"|"deleted",
+ *   "type":"file"|"symlink"|"fifo"|"socket"|"device","size":N}]
+ * Paths are relative to the workspace; size is the newer entry's (the
+ * deleted one's for "deleted").  A directory replaced by a file is that file
+ * "created", a file replaced by a directory "deleted".  A NULL snapshot is
+ * empty.  NULL on allocation failure. */
+CORRAL_HIDDEN json_t *workspace_diff(const struct ws_snapshot *before, const struct ws_snapshot *after);
+
+/* The model's file tools.  path is relative to /workspace, or absolute
+ * beneath /workspace ("/workspace/output/a.txt"); anything resolving
+ * outside, through a symlink leaving the tree or a magic link, is refused.
+ * Symlinks that stay inside are followed (but see write and list).  Errors
+ * are CORRAL_ERR_USAGE when the path or the file is at fault, and say why
+ * ("it leads outside the workspace ('output/x' is a symbolic link to
+ * '/etc')", "it is a FIFO, not a regular file").
+ *
+ * read: regular files with one link only (a FIFO, socket, device, directory
+ * or hard-linked file is an error naming what it is); at most max_bytes are
+ * returned, NUL-terminated, *ret_truncated set when the file has more
+ * (ret_len and ret_truncated may be NULL). */
+CORRAL_HIDDEN int workspace_read_file(struct workspace *ws, const char *path, size_t max_bytes, char **ret_data,
+                                      size_t *ret_len, bool *ret_truncated, corral_error **ret_err);
+/* Write (create or replace) via a temporary name and rename; parents are
+ * created; input/ is read-only.  Errors for anything but regular targets.
+ * A new file is 0644, a replaced one keeps its permission bits; the last
+ * component is never followed (a symlink there is refused); a path leading
+ * into input/ through a symlink is refused too. */
+CORRAL_HIDDEN int workspace_write_file(struct workspace *ws, const char *path, const char *data, size_t len,
+                                       corral_error **ret_err);
+/* [{"path","type","size"}] beneath path ("" or "." for all), depth-first,
+ * sorted, at most max_entries (then the last element is {"truncated":true}).
+ * path may be a file (then only its entry).  Symlinks are listed, never
+ * followed, with "target"; directories have no "size".  max_depth 1 lists
+ * path's own entries; 0 (or more than WORKSPACE_MAX_DEPTH) means
+ * WORKSPACE_MAX_DEPTH, max_entries 0 (or more) WORKSPACE_MAX_ENTRIES. */
+CORRAL_HIDDEN int workspace_list_files(struct workspace *ws, const char *path, unsigned max_depth, size_t max_entries,
+                                       json_t **ret, corral_error **ret_err);
+
+/* Copy output/ to the host directory dest (created, with parents): regular
+ * single-link files only, never through a symlink on either side, never
+ * outside dest, each file written to a temporary name then renamed; mode
+ * bits: the source's & 0755 | 0644 (no set-id, sticky, group or other write).
+ * An existing regular file in dest is replaced; an existing symlink or other
+ * non-regular entry is left alone and the file skipped.  ret_report
+ * (optional; paths name the source, "output/a.txt"):
+ * {"dest": "...", "copied":[{"path","bytes"}], "skipped":[{"path","reason"}]}.
+ * Copies what it can; fails only when dest cannot be made or written. */
+CORRAL_HIDDEN int workspace_copy_out(struct workspace *ws, const char *dest, json_t **ret_report,
+                                     corral_error **ret_err);
+
+#endif

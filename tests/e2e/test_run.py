@@ -1,0 +1,588 @@
+"""`corral run` end to end: the real binary, real jails (real pandas), and a
+scripted OpenAI-compatible server (tests/model-server) on 127.0.0.1 that
+checks what every request carries and answers as the turn says."""
+import glob
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server"))
+from modelserver import ScriptedServer, text, tool_call  # noqa: E402
+
+from conftest import CORRAL  # noqa: E402
+
+SALES = """Product,Revenue,Date,Region
+Widget,120.5,2024-01-01,North
+Gadget,80.0,2024-01-02,South
+Widget,99.5,2024-01-03,East
+Doohickey,300.0,2024-01-03,West
+Gizmo,45.25,2024-01-04,North
+Thingamajig,12.0,2024-01-05,South
+Gadget,60.0,2024-01-06,East
+Sprocket,150.0,2024-01-07,West
+"""
+
+
+def base_env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "CORRAL_MODEL", "XDG_CONFIG"))}
+    env.update(extra)
+    return env
+
+
+class Result:
+    def __init__(self, proc, cwd):
+        self.rc = proc.returncode
+        self.out = proc.stdout.decode(errors="replace")
+        self.err = proc.stderr.decode(errors="replace")
+        self.cwd = cwd
+
+    @property
+    def json(self):
+        return json.loads(self.out)
+
+    def traces(self):
+        return glob.glob(os.path.join(self.cwd, ".corral", "runs", "*", "trace.jsonl"))
+
+    def events(self):
+        (path,) = self.traces()
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+
+@pytest.fixture
+def run(tmp_path):
+    """run(srv_or_url, *args, env=None, timeout=120) -> Result; cwd is tmp_path."""
+    def go(srv, *args, env=None, timeout=120, model="gpt-test"):
+        url = srv if isinstance(srv, str) else srv.base_url
+        cmd = [CORRAL, "run", "--base-url", url, "--model", model, *args]
+        proc = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=tmp_path,
+                              env=env or base_env(NO_COLOR="1"))
+        return Result(proc, str(tmp_path))
+    return go
+
+
+@pytest.fixture
+def sales(tmp_path):
+    p = tmp_path / "sales.csv"
+    p.write_text(SALES)
+    return str(p)
+
+
+def test_five_turn_self_correction(run, sales, tmp_path):
+    top5 = ("import pandas as pd\n"
+            "df = pd.read_csv('input/sales.csv')\n"
+            "top = df.groupby('Product')['Revenue'].sum().nlargest(5)\n"
+            "top.to_csv('output/top5.csv')\n"
+            "print(top.to_string())\n")
+    turns = [
+        tool_call("run_python", code="df.groupby('product').sum()")
+        | {"expect": {"contains": ["sales.csv", "Product,Revenue,Date,Region", "pandas"],
+                      "tool_names": ["run_python", "run_shell", "read_file", "write_file",
+                                     "list_files", "final_answer"], "stream": True}},
+        tool_call("run_python", code="import pandas as pd\ndf = pd.read_csv('data.csv')\n")
+        | {"expect": {"contains": ["NameError: name 'df' is not defined"], "last_role": "tool"}},
+        tool_call("run_python", code="import pandas as pd\ndf = pd.read_csv('input/sales.csv')\n"
+                                     "print(df['product_name'].head())\n")
+        | {"expect": {"contains": ["FileNotFoundError"]}},
+        tool_call("run_python", code="import pandas as pd\n"
+                                     "print(pd.read_csv('input/sales.csv').columns.tolist())\n")
+        | {"expect": {"contains": ["KeyError: 'product_name'"]}},
+        tool_call("run_python", code=top5)
+        | {"expect": {"contains": ["['Product', 'Revenue', 'Date', 'Region']"]}},
+        text("The top product by revenue is Doohickey (300.0); see output/top5.csv.")
+        | {"expect": {"contains": ["Doohickey", "created output/top5.csv"]}},
+    ]
+    out = tmp_path / "results"
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "-i", sales, "-o", str(out), "--json", "find the top 5 products by revenue")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    res = r.json
+    assert res["status"] == "answered"
+    assert res["iterations"] == 6
+    assert "Doohickey" in res["answer"]
+    assert res["usage"]["prompt_tokens"] > 0 and res["usage"]["completion_tokens"] > 0
+    assert [a["path"] for a in res["artifacts"]] == ["output/top5.csv"]
+    csv = (out / "top5.csv").read_text().splitlines()
+    assert csv[0] == "Product,Revenue"
+    assert csv[1] == "Doohickey,300.0"
+    assert csv[2].startswith("Widget,220")
+    types = [e["type"] for e in r.events()]
+    assert types[0] == "run_start" and types[-1] == "run_end"
+    assert types.count("tool_result") == 5
+
+
+def test_streamed_arguments_in_many_chunks(run):
+    code = "print(sum(range(101)))  # " + "x" * 300
+    turns = [tool_call("run_python", code=code) | {"stream": {"chunk_args": 3}},
+             text("5050") | {"expect": {"contains": ["5050"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "add the numbers")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert r.out.strip() == "5050"
+    # the arguments really came in pieces
+    assert srv.outcomes[0]["stream"]
+
+
+def test_two_parallel_tool_calls_answered_in_order(run):
+    turns = [
+        {"reply": {"content": None, "tool_calls": [
+            {"id": "call_a", "name": "run_python", "arguments": {"code": "print('first')"}},
+            {"id": "call_b", "name": "run_shell", "arguments": {"command": "echo second"}}]}},
+        text("both ran") | {"expect": {"tool_results": ["call_a", "call_b"],
+                                       "contains": ["first", "second"]}},
+    ]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "run two things")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    tool_msgs = [m for m in srv.requests[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["call_a", "call_b"]
+    assert "first" in tool_msgs[0]["content"] and "second" in tool_msgs[1]["content"]
+
+
+@pytest.mark.parametrize("dialect", ["ollama", "llamacpp", "vllm"])
+def test_provider_dialects(run, dialect):
+    turns = [tool_call("run_python", code="print(6*7)"),
+             text("42") | {"expect": {"contains": ["42"]}}]
+    with ScriptedServer(turns, dialect=dialect) as srv:
+        r = run(srv, "--provider", dialect, "compute 6*7")
+    srv.assert_ok()
+    assert r.rc == 0, r.err + r.out
+    assert r.out.strip() == "42"
+    if dialect in ("ollama", "llamacpp"):
+        assert "tool_choice" not in srv.requests[0]
+
+
+def test_ollama_whole_tool_calls_role_every_chunk(run):
+    turns = [tool_call("run_python", code="print('hi')")
+             | {"stream": {"whole_tool_calls": True, "role_every_chunk": True}},
+             text("done") | {"expect": {"contains": ["hi"]}}]
+    with ScriptedServer(turns, dialect="ollama") as srv:
+        r = run(srv, "--provider", "ollama", "say hi")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+
+
+def test_text_protocol_model(run):
+    turns = [text("Let me look.\n```python\nprint(2**10)\n```\n") | {"expect": {"tools": False}},
+             text("The answer is 1024.") | {"expect": {"contains": ["1024"], "tools": False,
+                                                        "last_role": "user"}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--no-tools", "compute 2**10")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert r.out.strip() == "The answer is 1024."
+
+
+def test_falls_back_to_text_protocol_when_tools_rejected(run):
+    turns = [{"status": 400, "body": json.dumps(
+                 {"error": {"message": "registry.ollama.ai/library/tiny does not support tools"}}),
+              "expect": {"tools": True}},
+             text("```bash\necho fallback-ok\n```") | {"expect": {"tools": False}},
+             text("done") | {"expect": {"contains": ["fallback-ok"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--json", "do it")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert r.json["protocol"] == "text"
+
+
+def test_unknown_tool_and_malformed_arguments(run):
+    turns = [
+        {"reply": {"content": None, "tool_calls": [{"name": "frobnicate", "arguments": {}}]}},
+        {"reply": {"content": None, "tool_calls": [{"name": "run_python", "arguments": "{code: nope"}]},
+         "expect": {"contains": ["no tool named 'frobnicate'", "run_python"]}},
+        {"reply": {"content": None, "tool_calls": [{"name": "run_python", "arguments": {"src": "1"}}]},
+         "expect": {"contains": ["not valid JSON"]}},
+        text("") | {"expect": {"contains": ["needs the argument \\\"code\\\""]}},
+        text("ok") | {"expect": {"contains": ["reply was empty"]}},
+    ]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "be difficult")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    # the invalid arguments were sent back as valid JSON
+    sent = srv.requests[2]["messages"]
+    args = [tc["function"]["arguments"] for m in sent for tc in m.get("tool_calls") or []]
+    for a in args:
+        json.loads(a)
+
+
+def test_429_then_success_honours_retry_after(run):
+    turns = [{"status": 429, "headers": {"Retry-After": "1"},
+              "body": json.dumps({"error": {"message": "Rate limit reached"}})},
+             text("fine")]
+    with ScriptedServer(turns) as srv:
+        t0 = time.monotonic()
+        r = run(srv, "--json", "hello")
+        elapsed = time.monotonic() - t0
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert elapsed >= 1.0
+    assert r.json["usage"]["retries"] == 1
+    assert any(e["type"] == "model_retry" for e in r.events())
+
+
+def test_401_is_a_clear_model_error(run):
+    turns = [{"status": 401, "body": json.dumps({"error": {
+        "message": "Incorrect API key provided: sk-wrong***", "code": "invalid_api_key"}})}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "hello", env=base_env(OPENAI_API_KEY="sk-wrong-key-123456", NO_COLOR="1"))
+    srv.assert_ok()
+    assert r.rc == 3
+    assert "rejected the API key" in r.err and "OPENAI_API_KEY" in r.err
+    assert "sk-wrong-key-123456" not in r.err + r.out
+    assert srv.request_headers[0].get("Authorization") == "Bearer sk-wrong-key-123456"
+
+
+def test_404_lists_the_models(run):
+    turns = [{"status": 404, "body": json.dumps({"error": {"message": "model 'nope' not found"}})}]
+    with ScriptedServer(turns, models=["qwen2.5-coder:7b", "llama3.1:8b"]) as srv:
+        r = run(srv, "hello", model="nope")
+    srv.assert_ok()
+    assert r.rc == 3
+    assert "qwen2.5-coder:7b, llama3.1:8b" in r.err
+
+
+def test_endpoint_down(run):
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    r = run(f"http://127.0.0.1:{port}/v1", "--retries", "1", "hello")
+    assert r.rc == 3
+    assert "cannot reach the model" in r.err and str(port) in r.err
+
+
+def test_max_iterations_reached(run):
+    turns = [tool_call("run_python", code=f"print({i})") for i in range(3)]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--max-iterations", "3", "--json", "loop forever")
+    srv.assert_ok()
+    assert r.rc == 1
+    assert r.json["status"] == "gave_up"
+    assert "--max-iterations" in r.json["reason"]
+    assert r.json["iterations"] == 3
+
+
+def test_timeout_in_jail_then_recovery(run):
+    turns = [tool_call("run_python", code="while True:\n    pass\n"),
+             tool_call("run_python", code="print('recovered')")
+             | {"expect": {"contains": ["timeout: the 1 s wall-clock limit"]}},
+             text("ok") | {"expect": {"contains": ["recovered"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--timeout", "1", "spin")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+
+
+def test_repeated_failing_code_is_pointed_out(run):
+    bad = "import nosuchmodule"
+    turns = [tool_call("run_python", code=bad), tool_call("run_python", code=bad),
+             text("giving up") | {"expect": {"contains": ["exactly the code of step 1"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "try")
+    srv.assert_ok()
+    assert r.rc == 0
+
+
+def _corral_children():
+    """Jails still alive: their init, or the step's program."""
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    left = []
+    for line in out.splitlines():
+        args = line.split()[1:]
+        if args and (os.path.basename(args[0]) == "corral-init" or "/run/corral/step1.py" in args):
+            left.append(line)
+    return left
+
+
+def test_ctrl_c_mid_run_stops_everything(tmp_path, sales):
+    out = tmp_path / "res"
+    code = ("open('output/partial.txt', 'w').write('partial')\n"
+            "import time\ntime.sleep(60)\n")
+    turns = [tool_call("run_python", code=code)]
+    with ScriptedServer(turns) as srv:
+        proc = subprocess.Popen([CORRAL, "run", "--base-url", srv.base_url, "--model", "m", "-i", sales,
+                                 "-o", str(out), "--json", "sleep"], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=base_env())
+        deadline = time.monotonic() + 30
+        # wait until the code runs (its file exists in the workspace)
+        while time.monotonic() < deadline:
+            if glob.glob("/tmp/corral-run-*/output/partial.txt") or \
+                    glob.glob(os.path.join(os.environ.get("TMPDIR", "/tmp"), "corral-run-*/output/partial.txt")):
+                break
+            time.sleep(0.05)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 130, stderr
+    res = json.loads(stdout)
+    assert res["status"] == "cancelled"
+    assert (out / "partial.txt").read_text() == "partial"
+    events = [json.loads(x) for x in open(res["trace"] if os.path.isabs(res["trace"])
+                                          else tmp_path / res["trace"])]
+    assert events[-1]["type"] == "run_end" and events[-1]["status"] == "cancelled"
+    time.sleep(0.2)
+    assert _corral_children() == []
+
+
+def test_ctrl_c_while_waiting_for_the_model(tmp_path):
+    turns = [text("late") | {"delay": 30}]
+    with ScriptedServer(turns) as srv:
+        proc = subprocess.Popen([CORRAL, "run", "--base-url", srv.base_url, "--model", "m", "wait"],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=base_env())
+        while not srv.requests and proc.poll() is None:
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
+        assert time.monotonic() - t0 < 5
+    assert proc.returncode == 130
+
+
+def test_hostile_workspace_entries(run, tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "output").mkdir(parents=True)
+    outside = tmp_path / "outside-secret.txt"
+    outside.write_text("host secret\n")
+    os.symlink("/etc/shadow", ws / "output" / "shadow")
+    os.link(outside, ws / "output" / "hard.txt")
+    os.mkfifo(ws / "output" / "fifo")
+    (ws / "output" / "fine.txt").write_text("fine\n")
+    turns = [
+        {"reply": {"content": None, "tool_calls": [
+            {"id": "a", "name": "read_file", "arguments": {"path": "output/shadow"}},
+            {"id": "b", "name": "read_file", "arguments": {"path": "output/hard.txt"}},
+            {"id": "c", "name": "read_file", "arguments": {"path": "output/fifo"}},
+            {"id": "d", "name": "read_file", "arguments": {"path": "../outside-secret.txt"}},
+            {"id": "e", "name": "read_file", "arguments": {"path": "output/fine.txt"}}]}},
+        text("done") | {"expect": {"not_contains": ["host secret", "root:"],
+                                   "contains": ["fine"]}},
+    ]
+    out = tmp_path / "copied"
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "-w", str(ws), "-o", str(out), "read things", timeout=60)
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    tool_msgs = {m["tool_call_id"]: m["content"] for m in srv.requests[1]["messages"] if m["role"] == "tool"}
+    for k in "abcd":
+        assert tool_msgs[k].startswith("error:"), tool_msgs[k]
+    assert tool_msgs["e"] == "fine\n"
+    assert sorted(os.listdir(out)) == ["fine.txt"]
+    assert outside.read_text() == "host secret\n"
+
+
+def test_api_key_and_env_values_never_written(run, tmp_path):
+    key = "sk-test-SECRET-abcdef123456"
+    val = "hunter2-very-secret-value"
+    code = ("import os\n"
+            "print(sorted(os.environ))\n"
+            "print('key' if 'sk-test-SECRET' in repr(dict(os.environ)) else 'no key')\n"
+            "print(os.environ['DB_PASSWORD'])\n"
+            "open('output/env.txt','w').write(repr(dict(os.environ)))\n")
+    turns = [tool_call("run_python", code=code)
+             | {"expect": {"header": {"Authorization": f"Bearer {key}"}}},
+             text(f"done") | {"expect": {"contains": ["no key", "[REDACTED]"], "not_contains": [key, val]}}]
+    out = tmp_path / "out"
+    rec = tmp_path / "transcript.jsonl"
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "-e", f"DB_PASSWORD={val}", "-o", str(out), "--record", str(rec), "--json", "env",
+                env=base_env(OPENAI_API_KEY=key))
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    written = []
+    for root, _, files in os.walk(tmp_path):
+        for f in files:
+            p = os.path.join(root, f)
+            if os.path.isfile(p) and not os.path.islink(p):
+                written.append(p)
+    assert any(p.endswith("trace.jsonl") for p in written)
+    for p in written:
+        data = open(p, "rb").read()
+        assert key.encode() not in data, p
+    # -e values are redacted from the trace and the transcript (the jail itself may see them)
+    for p in r.traces() + [str(rec)]:
+        assert val.encode() not in open(p, "rb").read(), p
+        assert stat.S_IMODE(os.stat(p).st_mode) == 0o600
+    assert key not in r.out + r.err
+
+
+def test_record_then_replay_offline(run, tmp_path):
+    rec = tmp_path / "t.jsonl"
+    turns = [tool_call("run_python", code="print(7*6)"), text("forty-two: 42")]
+    with ScriptedServer(turns) as srv:
+        r1 = run(srv, "--record", str(rec), "multiply")
+    srv.assert_ok()
+    assert r1.rc == 0, r1.err
+    lines = rec.read_text().splitlines()
+    assert len(lines) == 2
+    r2 = run("http://127.0.0.1:9/v1", "--json", "multiply", model=f"replay:{rec}")
+    assert r2.rc == 0, r2.err
+    assert r2.json["answer"] == "forty-two: 42"
+    assert r2.json["iterations"] == 2
+
+
+@pytest.mark.parametrize("args,msg", [
+    ([], "no task given"),
+    (["--max-iterations", "0", "x"], "--max-iterations"),
+    (["-i", "/nonexistent/file.csv", "x"], "/nonexistent/file.csv"),
+    (["--provider", "nosuch", "x"], "unknown provider 'nosuch'"),
+    (["--bogus", "x"], "unknown option"),
+    (["   "], "the task is empty"),
+])
+def test_usage_errors(run, args, msg):
+    r = run("http://127.0.0.1:9/v1", *args)
+    assert r.rc == 2, r.err
+    assert msg in r.err
+    assert r.traces() == []  # nothing was written
+
+
+def test_trace_file_is_private_and_complete(run):
+    turns = [tool_call("list_files"), text("nothing here")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "look")
+    srv.assert_ok()
+    assert r.rc == 0
+    (path,) = r.traces()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    types = [e["type"] for e in r.events()]
+    assert types == ["run_start", "model_request", "model_reply", "tool_call", "tool_result",
+                     "model_request", "model_reply", "run_end"]
+
+
+def test_non_streamed_replies(run):
+    turns = [tool_call("run_shell", command="echo non-streamed") | {"expect": {"stream": False}},
+             text("ok") | {"expect": {"stream": False, "contains": ["non-streamed"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--no-stream", "go")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert not srv.outcomes[0]["stream"]
+
+
+@pytest.mark.parametrize("dialect", ["ollama", "llamacpp"])
+def test_reasoning_fields_are_kept_out_of_the_answer(run, dialect):
+    turns = [{"reply": {"content": "The answer is 4.", "reasoning": "2+2 is 4, obviously"}}]
+    with ScriptedServer(turns, dialect=dialect) as srv:
+        r = run(srv, "--provider", dialect, "2+2?")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert r.out.strip() == "The answer is 4."
+    reply = [e for e in r.events() if e["type"] == "model_reply"][0]
+    assert reply["reasoning"] == "2+2 is 4, obviously"
+
+
+def test_request_timeout_then_gives_up(run):
+    turns = [text("slow") | {"delay": 5}, text("slow") | {"delay": 5}]
+    with ScriptedServer(turns) as srv:
+        t0 = time.monotonic()
+        r = run(srv, "--request-timeout", "0.5", "--retries", "1", "hello")
+        elapsed = time.monotonic() - t0
+    assert r.rc == 3
+    assert "did not answer within 0.5 s" in r.err and "gave up after 2 attempts" in r.err
+    assert elapsed < 10
+
+
+def test_context_length_error_trims_and_retries(run):
+    big = "print('x' * 3000)"
+    turns = [tool_call("run_python", code=big),
+             tool_call("run_python", code="print(1)"),
+             tool_call("run_python", code="print(2)"),
+             tool_call("run_python", code="print(3)"),
+             tool_call("run_python", code="print(4)"),
+             {"status": 400, "body": json.dumps({"error": {
+                 "message": "This model's maximum context length is 8192 tokens.",
+                 "code": "context_length_exceeded"}})},
+             text("short now") | {"expect": {"contains": ["[older output, shortened to save context]"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--json", "--context-tokens", "4096", "long")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert any(e["type"] == "notice" and "context" in e["message"] for e in r.events())
+
+
+def test_context_trimming_keeps_requests_small(run):
+    turns = [tool_call("run_python", code=f"print('{i}' * 6000)") for i in range(6)] + [text("done")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--context-tokens", "4096", "--max-iterations", "10", "--output-limit", "64K", "long")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    # old observations were shortened; the newest kept
+    last = json.dumps(srv.requests[-1]["messages"])
+    assert "[older output, shortened to save context]" in last
+    assert len(srv.raw_requests[-1]) < 8 * 4096
+
+
+def test_long_output_is_cut_in_the_middle(run):
+    turns = [tool_call("run_python", code="for i in range(20000): print('line', i)"),
+             text("ok") | {"expect": {"contains": ["line 0\\n", "line 19999", "cut here"],
+                                      "not_contains": ["line 10000\\n"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "print a lot")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+
+
+def test_write_file_then_run_it(run, tmp_path):
+    turns = [tool_call("write_file", path="output/hello.py", content="print('hello from a file')\n"),
+             tool_call("run_shell", command="python3 output/hello.py")
+             | {"expect": {"contains": ["wrote 27 bytes to output/hello.py"]}},
+             tool_call("write_file", path="input/x.csv", content="no")
+             | {"expect": {"contains": ["hello from a file"]}},
+             text("ok") | {"expect": {"contains": ["read-only"]}}]
+    out = tmp_path / "o"
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "-o", str(out), "write")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert (out / "hello.py").read_text() == "print('hello from a file')\n"
+
+
+def test_token_budget(run):
+    turns = [tool_call("run_python", code="print(1)") | {"reply": {
+        "content": None, "tool_calls": [{"name": "run_python", "arguments": {"code": "print(1)"}}],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 200}}},
+        tool_call("run_python", code="print(2)")]
+    with ScriptedServer(turns[:1]) as srv:
+        r = run(srv, "--token-budget", "1000", "--json", "spend")
+    srv.assert_ok()
+    assert r.rc == 1
+    assert "--token-budget" in r.json["reason"] and r.json["usage"]["prompt_tokens"] == 900
+
+
+def test_wall_budget(run):
+    turns = [tool_call("run_python", code="import time; time.sleep(30)")]
+    with ScriptedServer(turns) as srv:
+        t0 = time.monotonic()
+        r = run(srv, "--wall-budget", "2", "--json", "sleep")
+        elapsed = time.monotonic() - t0
+    srv.assert_ok()
+    assert r.rc == 1, r.err
+    assert "--wall-budget" in r.json["reason"]
+    assert elapsed < 10
+
+
+@pytest.mark.parametrize("cut,says", [({"cut_after": 3}, "partial file"),
+                                      ({"cut_after": 3, "transfer": "close"}, "ended early")])
+def test_stream_cut_off_is_retried(run, cut, says):
+    turns = [tool_call("run_python", code="print('x' * 50)") | {"stream": cut},
+             tool_call("run_python", code="print('again')"),
+             text("ok") | {"expect": {"contains": ["again"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--json", "go")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert r.json["usage"]["retries"] == 1
+    retry = [e for e in r.events() if e["type"] == "model_retry"]
+    assert retry and says in retry[0]["reason"]

@@ -1,0 +1,175 @@
+/* test-provider.c: where a model lives: flags, environment, config file
+ * (src/model/provider.c). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../../src/model/provider.h"
+#include "harness.h"
+
+static char dir[] = "/tmp/corral-test-provider-XXXXXX";
+static char config[256];
+
+static void write_config(const char *text)
+{
+        FILE *f = fopen(config, "w");
+        fputs(text, f);
+        fclose(f);
+}
+
+static void clear_env(void)
+{
+        unsetenv("OPENAI_BASE_URL");
+        unsetenv("OPENAI_API_KEY");
+        unsetenv("CORRAL_MODEL");
+        unsetenv("CORRAL_TEST_KEY");
+}
+
+static int resolve(const char *model, const char *base_url, const char *provider, const char *cfg,
+                   struct provider_choice *c, corral_error **err)
+{
+        struct provider_request req = { .model = model, .base_url = base_url, .provider = provider,
+                                        .config_path = cfg };
+        return provider_resolve(&req, c, err);
+}
+
+TEST(defaults_to_openai)
+{
+        clear_env();
+        struct provider_choice c;
+        corral_error *err = NULL;
+        CHECK_INT(resolve("gpt-4o-mini", NULL, NULL, "", &c, &err), 0);
+        CHECK_STR(c.base_url, "https://api.openai.com/v1");
+        CHECK_STR(c.model, "gpt-4o-mini");
+        CHECK(c.api_key == NULL);
+        provider_choice_release(&c);
+}
+
+TEST(presets_and_prefix)
+{
+        clear_env();
+        struct provider_choice c;
+        corral_error *err = NULL;
+        CHECK_INT(resolve("qwen2.5-coder:7b", NULL, "ollama", "", &c, &err), 0);
+        CHECK_STR(c.base_url, "http://localhost:11434/v1");
+        CHECK(c.quirks & CHAT_QUIRK_NO_TOOL_CHOICE);
+        provider_choice_release(&c);
+        CHECK_INT(resolve("llamacpp/any", NULL, NULL, "", &c, &err), 0);
+        CHECK_STR(c.base_url, "http://localhost:8080/v1");
+        CHECK_STR(c.model, "any");
+        CHECK_STR(c.provider, "llamacpp");
+        provider_choice_release(&c);
+        /* A slash that names no provider is part of the id (vLLM's HF names). */
+        CHECK_INT(resolve("meta-llama/Llama-3.1-8B", NULL, "vllm", "", &c, &err), 0);
+        CHECK_STR(c.model, "meta-llama/Llama-3.1-8B");
+        CHECK_STR(c.base_url, "http://localhost:8000/v1");
+        provider_choice_release(&c);
+        CHECK_INT(resolve("m", NULL, "nosuch", "", &c, &err), -1);
+        CHECK(err && strstr(err->msg, "unknown provider 'nosuch'"));
+        CHECK_INT(err->kind, CORRAL_ERR_USAGE);
+        corral_error_clear(&err);
+}
+
+TEST(precedence)
+{
+        clear_env();
+        struct provider_choice c;
+        corral_error *err = NULL;
+        setenv("OPENAI_BASE_URL", "http://env.example/v1", 1);
+        setenv("OPENAI_API_KEY", "sk-env", 1);
+        setenv("CORRAL_MODEL", "env-model", 1);
+        CHECK_INT(resolve(NULL, NULL, NULL, "", &c, &err), 0);
+        CHECK_STR(c.base_url, "http://env.example/v1");
+        CHECK_STR(c.model, "env-model");
+        CHECK_STR(c.api_key, "sk-env");
+        provider_choice_release(&c);
+        /* flags beat the environment; an explicit provider beats $OPENAI_BASE_URL */
+        CHECK_INT(resolve("flag-model", "http://flag.example/v1", NULL, "", &c, &err), 0);
+        CHECK_STR(c.base_url, "http://flag.example/v1");
+        CHECK_STR(c.model, "flag-model");
+        provider_choice_release(&c);
+        CHECK_INT(resolve(NULL, NULL, "ollama", "", &c, &err), 0);
+        CHECK_STR(c.base_url, "http://localhost:11434/v1");
+        provider_choice_release(&c);
+        clear_env();
+        CHECK_INT(resolve(NULL, NULL, NULL, "", &c, &err), -1);
+        CHECK(err && strstr(err->msg, "no model given"));
+        corral_error_clear(&err);
+}
+
+TEST(config_file)
+{
+        clear_env();
+        struct provider_choice c;
+        corral_error *err = NULL;
+        write_config("{\"provider\": {\"ollama\": {\"baseURL\": \"http://gpu-box:11434/v1\", \"models\": "
+                     "{\"qwen2.5-coder:7b\": {}}},"
+                     " \"lab\": {\"options\": {\"baseURL\": \"https://lab.example/v1\", \"apiKey\": "
+                     "\"{env:CORRAL_TEST_KEY}\"}, \"quirks\": [\"no_stream_usage\"]}},"
+                     " \"model\": \"ollama/qwen2.5-coder:7b\"}");
+        CHECK_INT(resolve(NULL, NULL, NULL, config, &c, &err), 0);
+        CHECK_STR(c.base_url, "http://gpu-box:11434/v1");
+        CHECK_STR(c.model, "qwen2.5-coder:7b");
+        CHECK(c.quirks & CHAT_QUIRK_NO_TOOL_CHOICE); /* the preset of the same name */
+        provider_choice_release(&c);
+        /* {env:VAR}: unset is an error naming it, set is substituted */
+        CHECK_INT(resolve("lab/big", NULL, NULL, config, &c, &err), -1);
+        CHECK(err && strstr(err->msg, "CORRAL_TEST_KEY"));
+        corral_error_clear(&err);
+        setenv("CORRAL_TEST_KEY", "sk-lab", 1);
+        CHECK_INT(resolve("lab/big", NULL, NULL, config, &c, &err), 0);
+        CHECK_STR(c.api_key, "sk-lab");
+        CHECK_STR(c.base_url, "https://lab.example/v1");
+        CHECK(c.quirks & CHAT_QUIRK_NO_STREAM_USAGE);
+        provider_choice_release(&c);
+        /* $OPENAI_API_KEY comes first */
+        setenv("OPENAI_API_KEY", "sk-env", 1);
+        CHECK_INT(resolve("lab/big", NULL, NULL, config, &c, &err), 0);
+        CHECK_STR(c.api_key, "sk-env");
+        provider_choice_release(&c);
+        /* $OPENAI_BASE_URL beats a provider named only in the config file */
+        setenv("OPENAI_BASE_URL", "http://env.example/v1", 1);
+        CHECK_INT(resolve(NULL, NULL, NULL, config, &c, &err), 0);
+        CHECK_STR(c.base_url, "http://env.example/v1");
+        provider_choice_release(&c);
+        clear_env();
+}
+
+TEST(config_errors)
+{
+        clear_env();
+        struct provider_choice c;
+        corral_error *err = NULL;
+        write_config("{\"model\": \"a\", \"model\": \"b\"}");
+        CHECK_INT(resolve(NULL, NULL, NULL, config, &c, &err), -1);
+        CHECK(err && strstr(err->msg, "line 1") && strstr(err->msg, config));
+        CHECK_INT(err->kind, CORRAL_ERR_USAGE);
+        corral_error_clear(&err);
+        write_config("{\"provider\": {\"x\": {\"quirks\": [\"fast\"]}}, \"model\": \"x/m\"}");
+        CHECK_INT(resolve(NULL, NULL, NULL, config, &c, &err), -1);
+        CHECK(err && strstr(err->msg, "unknown quirk"));
+        corral_error_clear(&err);
+        write_config("[1]");
+        CHECK_INT(resolve("m", NULL, NULL, config, &c, &err), -1);
+        CHECK(err && strstr(err->msg, "JSON object"));
+        corral_error_clear(&err);
+        CHECK_INT(resolve("m", NULL, NULL, "/nonexistent/corral.json", &c, &err), -1);
+        CHECK(err && strstr(err->msg, "/nonexistent/corral.json"));
+        corral_error_clear(&err);
+}
+
+int main(void)
+{
+        if (mkdtemp(dir) == NULL)
+                return 1;
+        snprintf(config, sizeof(config), "%s/config.json", dir);
+        RUN(defaults_to_openai);
+        RUN(presets_and_prefix);
+        RUN(precedence);
+        RUN(config_file);
+        RUN(config_errors);
+        unlink(config);
+        rmdir(dir);
+        return DONE();
+}

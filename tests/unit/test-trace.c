@@ -1,0 +1,499 @@
+/* test-trace.c: the trace writer (file safety, stamping, redaction,
+ * subscribers, write errors, threads) and the reader. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../src/trace/trace.h"
+#include "harness.h"
+
+static char tmpdir[256];
+
+static char *path_in(const char *name)
+{
+        char *p = NULL;
+        if (asprintf(&p, "%s/%s", tmpdir, name) < 0)
+                abort();
+        return p;
+}
+
+static char *slurp(const char *path)
+{
+        return read_file_at(AT_FDCWD, path, 1 << 20);
+}
+
+static void spit(const char *path, const char *text, mode_t mode)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        if (fd < 0)
+                abort();
+        if (write_all(fd, text, strlen(text)) < 0)
+                abort();
+        fchmod(fd, mode);
+        close(fd);
+}
+
+static unsigned mode_of(const char *path)
+{
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return 07777;
+        return st.st_mode & 07777;
+}
+
+TEST(new_file_is_0600_and_parents_0700)
+{
+        cleanup_free char *p = path_in("a/b/run.jsonl");
+        cleanup_free char *dir = path_in("a/b");
+        trace *t = NULL;
+        corral_error *err = NULL;
+        mode_t old = umask(0);
+        CHECK(trace_open(p, NULL, &t, &err) == 0);
+        umask(old);
+        CHECK_INT(mode_of(p), 0600);
+        CHECK_INT(mode_of(dir), 0700);
+        trace_close(t);
+        corral_error_free(err);
+}
+
+TEST(existing_0644_file_truncated_and_0600)
+{
+        cleanup_free char *p = path_in("old.jsonl");
+        spit(p, "old content that must go\n", 0644);
+        CHECK_INT(mode_of(p), 0644);
+        trace *t = NULL;
+        CHECK(trace_open(p, NULL, &t, NULL) == 0);
+        CHECK_INT(mode_of(p), 0600);
+        cleanup_free char *text = slurp(p);
+        CHECK_STR(text, "");
+        trace_emit(t, "notice", json_pack("{s:s}", "message", "hi"));
+        trace_close(t);
+        free(text);
+        text = slurp(p);
+        CHECK(text && strstr(text, "\"message\":\"hi\"") != NULL);
+        CHECK(text && strstr(text, "old content") == NULL);
+}
+
+TEST(symlink_refused_target_untouched)
+{
+        cleanup_free char *target = path_in("target.txt");
+        cleanup_free char *link = path_in("link.jsonl");
+        spit(target, "precious\n", 0644);
+        CHECK(symlink(target, link) == 0);
+        trace *t = NULL;
+        corral_error *err = NULL;
+        CHECK(trace_open(link, NULL, &t, &err) < 0);
+        CHECK(t == NULL);
+        CHECK(err && strstr(err->msg, "symbolic link") != NULL);
+        CHECK(err && strstr(err->msg, link) != NULL);
+        cleanup_free char *text = slurp(target);
+        CHECK_STR(text, "precious\n");
+        CHECK_INT(mode_of(target), 0644);
+        corral_error_free(err);
+
+        /* A dangling symlink must not be followed to create its target either. */
+        cleanup_free char *nowhere = path_in("nowhere.txt");
+        cleanup_free char *dangling = path_in("dangling.jsonl");
+        CHECK(symlink(nowhere, dangling) == 0);
+        err = NULL;
+        CHECK(trace_open(dangling, NULL, &t, &err) < 0);
+        CHECK(access(nowhere, F_OK) < 0);
+        corral_error_free(err);
+}
+
+TEST(fifo_directory_and_hard_link_refused)
+{
+        cleanup_free char *fifo = path_in("fifo.jsonl");
+        CHECK(mkfifo(fifo, 0600) == 0);
+        trace *t = NULL;
+        corral_error *err = NULL;
+        CHECK(trace_open(fifo, NULL, &t, &err) < 0); /* and does not block */
+        CHECK(err && strstr(err->msg, "FIFO") != NULL);
+        corral_error_free(err);
+
+        err = NULL;
+        CHECK(trace_open(tmpdir, NULL, &t, &err) < 0);
+        CHECK(err && strstr(err->msg, "directory") != NULL);
+        corral_error_free(err);
+
+        cleanup_free char *orig = path_in("orig.txt");
+        cleanup_free char *hard = path_in("hard.jsonl");
+        spit(orig, "keep\n", 0644);
+        CHECK(link(orig, hard) == 0);
+        err = NULL;
+        CHECK(trace_open(hard, NULL, &t, &err) < 0);
+        CHECK(err && strstr(err->msg, "hard link") != NULL);
+        cleanup_free char *text = slurp(orig);
+        CHECK_STR(text, "keep\n");
+        CHECK_INT(mode_of(orig), 0644);
+        corral_error_free(err);
+}
+
+TEST(redact_values_keys_nested)
+{
+        const char *secrets[] = { "sk-SECRET123", "hunter2!", NULL };
+        json_t *v = json_pack("{s:s, s:[s, {s:s}], s:i, s:s}", "key", "Bearer sk-SECRET123 here", "list",
+                              "a hunter2! b", "sk-SECRET123", "nested sk-SECRET123sk-SECRET123", "n", 5, "plain",
+                              "nothing to see");
+        trace_redact_json(v, secrets);
+        CHECK_STR(json_string_value(json_object_get(v, "key")), "Bearer [REDACTED] here");
+        json_t *list = json_object_get(v, "list");
+        CHECK_STR(json_string_value(json_array_get(list, 0)), "a [REDACTED] b");
+        json_t *inner = json_array_get(list, 1);
+        CHECK(json_object_get(inner, "sk-SECRET123") == NULL);
+        CHECK_STR(json_string_value(json_object_get(inner, "[REDACTED]")), "nested [REDACTED]");
+        CHECK_INT(json_integer_value(json_object_get(v, "n")), 5);
+        CHECK_STR(json_string_value(json_object_get(v, "plain")), "nothing to see");
+        char *dump = json_dumps(v, JSON_COMPACT);
+        CHECK(dump && strstr(dump, "SECRET") == NULL && strstr(dump, "hunter2") == NULL);
+        free(dump);
+        json_decref(v);
+}
+
+TEST(redact_key_order_and_collisions)
+{
+        const char *secrets[] = { "tokenAAAA", "tokenBBBB", NULL };
+        json_t *v = json_pack("{s:i, s:i, s:i, s:i}", "first", 1, "tokenAAAA", 2, "tokenBBBB", 3, "last", 4);
+        trace_redact_json(v, secrets);
+        CHECK_INT(json_object_size(v), 4); /* nothing lost */
+        const char *order[4];
+        size_t i = 0;
+        const char *key;
+        json_t *val;
+        json_object_foreach (v, key, val)
+                if (i < 4)
+                        order[i++] = key;
+        CHECK_STR(order[0], "first");
+        CHECK_STR(order[1], "[REDACTED]");
+        CHECK_STR(order[2], "[REDACTED] (2)");
+        CHECK_STR(order[3], "last");
+        CHECK_INT(json_integer_value(json_object_get(v, "[REDACTED] (2)")), 3);
+        json_decref(v);
+}
+
+TEST(redact_overlapping_and_contained_secrets)
+{
+        /* One secret inside another: the longer is replaced whole. */
+        const char *a[] = { "abcd", "xxabcdyy", NULL };
+        cleanup_free char *r1 = trace_redact_text("key=xxabcdyy; and abcd", a);
+        CHECK_STR(r1, "key=[REDACTED]; and [REDACTED]");
+        /* Overlapping occurrences: nothing of either is left. */
+        const char *b[] = { "xxabc", "abcdef", NULL };
+        cleanup_free char *r2 = trace_redact_text("<xxabcdef>", b);
+        CHECK_STR(r2, "<[REDACTED]>");
+        /* A secret overlapping itself. */
+        const char *c[] = { "aaaa", NULL };
+        cleanup_free char *r3 = trace_redact_text("aaaaaa.", c);
+        CHECK_STR(r3, "[REDACTED].");
+}
+
+TEST(short_and_empty_secrets_ignored)
+{
+        const char *s[] = { "", "a", "abc", NULL };
+        cleanup_free char *r = trace_redact_text("a abc abcd", s);
+        CHECK_STR(r, "a abc abcd");
+        cleanup_free char *r2 = trace_redact_text("same", NULL);
+        CHECK_STR(r2, "same");
+        json_t *v = json_pack("{s:s}", "abc", "abc");
+        trace_redact_json(v, s);
+        CHECK_STR(json_string_value(json_object_get(v, "abc")), "abc");
+        json_decref(v);
+}
+
+struct seen {
+        int n;
+        char *last;
+        json_t *events;
+};
+
+static void subscriber(void *userdata, const json_t *ev)
+{
+        struct seen *s = userdata;
+        s->n++;
+        free(s->last);
+        s->last = json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (s->events)
+                json_array_append(s->events, (json_t *)ev);
+}
+
+TEST(event_fields_order_and_subscribers_redacted)
+{
+        cleanup_free char *p = path_in("order.jsonl");
+        const char *secrets[] = { "topsecretvalue", NULL };
+        trace *t = NULL;
+        CHECK(trace_open(p, secrets, &t, NULL) == 0);
+        struct seen s = { .events = json_array() };
+        CHECK(trace_subscribe(t, subscriber, &s) == 0);
+        trace_emit(t, "tool_result",
+                   json_pack("{s:i, s:s, s:s}", "iteration", 2, "content", "leak topsecretvalue?", "type", "spoof"));
+        trace_emit(t, "notice", NULL);
+        CHECK_INT(s.n, 2);
+        CHECK(s.last && strncmp(s.last, "{\"v\":1,\"type\":\"notice\",\"t_ms\":", 30) == 0);
+        trace_close(t);
+
+        cleanup_free char *text = slurp(p);
+        CHECK(text != NULL);
+        CHECK(text && strncmp(text, "{\"v\":1,\"type\":\"tool_result\",\"t_ms\":", 35) == 0);
+        CHECK(text && strstr(text, "topsecretvalue") == NULL);
+        CHECK(text && strstr(text, "leak [REDACTED]?") != NULL);
+        CHECK(text && strstr(text, "spoof") == NULL); /* fields cannot override the stamp */
+        /* t_ms has one decimal: "t_ms":12.3, never 12.300000000000001. */
+        const char *tm = text ? strstr(text, "\"t_ms\":") : NULL;
+        size_t tlen = tm ? strcspn(tm + 7, ",") : 0;
+        const char *dot = tm ? memchr(tm + 7, '.', tlen) : NULL;
+        CHECK(tm && dot && (size_t)(tm + 7 + tlen - dot) == 2);
+        /* Keys in order: v, type, t_ms, ts, then the fields as given. */
+        json_t *ev = json_loadb(text, strcspn(text, "\n"), 0, NULL);
+        const char *want[] = { "v", "type", "t_ms", "ts", "iteration", "content" };
+        size_t i = 0;
+        bool in_order = true;
+        const char *key;
+        json_t *val;
+        json_object_foreach (ev, key, val) {
+                if (i < ARRAY_SIZE(want) && strcmp(key, want[i]) != 0)
+                        in_order = false;
+                i++;
+        }
+        CHECK(in_order);
+        CHECK_INT(i, 6);
+        CHECK(json_is_real(json_object_get(ev, "t_ms")));
+        const char *ts = json_string_value(json_object_get(ev, "ts"));
+        CHECK(ts && strlen(ts) == 24 && ts[4] == '-' && ts[10] == 'T' && ts[19] == '.' && ts[23] == 'Z');
+        json_decref(ev);
+        /* One line per event, each ending in a newline. */
+        size_t lines = 0;
+        for (const char *c = text; c && *c; c++)
+                lines += *c == '\n';
+        CHECK_INT(lines, 2);
+        CHECK(text && text[strlen(text) - 1] == '\n');
+        /* The subscriber saw the redacted event too. */
+        CHECK_STR(json_string_value(json_object_get(json_array_get(s.events, 0), "content")), "leak [REDACTED]?");
+        json_decref(s.events);
+        free(s.last);
+}
+
+TEST(caller_values_not_redacted_in_place)
+{
+        const char *secrets[] = { "sekrit-value", NULL };
+        trace *t = NULL;
+        CHECK(trace_open(NULL, secrets, &t, NULL) == 0);
+        struct seen s = { .events = json_array() };
+        trace_subscribe(t, subscriber, &s);
+        json_t *exec = json_pack("{s:s}", "stdout", "x sekrit-value y");
+        trace_emit(t, "tool_result", json_pack("{s:O}", "exec", exec));
+        CHECK_STR(json_string_value(json_object_get(exec, "stdout")), "x sekrit-value y");
+        json_t *seen_exec = json_object_get(json_array_get(s.events, 0), "exec");
+        CHECK_STR(json_string_value(json_object_get(seen_exec, "stdout")), "x [REDACTED] y");
+        json_decref(exec);
+        json_decref(s.events);
+        free(s.last);
+        trace_close(t);
+}
+
+TEST(no_file_subscribers_only)
+{
+        trace *t = NULL;
+        CHECK(trace_open(NULL, NULL, &t, NULL) == 0);
+        struct seen s = { 0 };
+        trace_subscribe(t, subscriber, &s);
+        trace_emit(t, "notice", json_pack("{s:s}", "message", "x"));
+        CHECK_INT(s.n, 1);
+        CHECK(trace_write_error(t) == NULL);
+        trace_close(t);
+        free(s.last);
+        trace_emit(NULL, "notice", json_object()); /* no trace: fields freed, nothing happens */
+        trace_close(NULL);
+}
+
+TEST(read_back_round_trip)
+{
+        cleanup_free char *p = path_in("round.jsonl");
+        trace *t = NULL;
+        CHECK(trace_open(p, NULL, &t, NULL) == 0);
+        trace_emit(t, "run_start", json_pack("{s:s, s:s}", "task", "ünïcode ✓ task\nwith lines", "model", "m"));
+        trace_emit(t, "tool_result", json_pack("{s:{s:s, s:f}}", "exec", "stdout", "a\001b\"c", "wall_ms", 12.5));
+        trace_emit(t, "run_end", json_pack("{s:s}", "status", "answered"));
+        trace_close(t);
+        struct seen s = { .events = json_array() };
+        corral_error *err = NULL;
+        CHECK(trace_read_file(p, subscriber, &s, &err) == 0);
+        CHECK_INT(json_array_size(s.events), 3);
+        CHECK_STR(json_string_value(json_object_get(json_array_get(s.events, 0), "task")),
+                  "ünïcode ✓ task\nwith lines");
+        json_t *exec = json_object_get(json_array_get(s.events, 1), "exec");
+        CHECK_STR(json_string_value(json_object_get(exec, "stdout")), "a\001b\"c");
+        CHECK(json_real_value(json_object_get(exec, "wall_ms")) == 12.5);
+        CHECK_STR(json_string_value(json_object_get(json_array_get(s.events, 2), "type")), "run_end");
+        json_decref(s.events);
+        free(s.last);
+        corral_error_free(err);
+}
+
+TEST(read_errors_name_the_line)
+{
+        cleanup_free char *p = path_in("bad.jsonl");
+        spit(p, "{\"v\":1,\"type\":\"notice\",\"message\":\"ok\"}\n\n   \n{\"v\":1,\"type\":\"notice\",\n", 0600);
+        struct seen s = { 0 };
+        corral_error *err = NULL;
+        CHECK(trace_read_file(p, subscriber, &s, &err) < 0);
+        CHECK_INT(s.n, 1);
+        CHECK(err && strstr(err->msg, "line 4") != NULL);
+        CHECK(err && strstr(err->msg, p) != NULL);
+        corral_error_free(err);
+
+        spit(p, "{\"type\":\"a\"}\n[1,2]\n", 0600);
+        err = NULL;
+        CHECK(trace_read_file(p, NULL, NULL, &err) < 0);
+        CHECK(err && strstr(err->msg, "line 2: not a JSON object") != NULL);
+        corral_error_free(err);
+
+        spit(p, "{\"type\":\"a\",\"type\":\"b\"}\n", 0600);
+        err = NULL;
+        CHECK(trace_read_file(p, NULL, NULL, &err) < 0);
+        CHECK(err && strstr(err->msg, "line 1") != NULL && strstr(err->msg, "duplicate") != NULL);
+        corral_error_free(err);
+
+        /* A last line without its newline still counts; CRLF is accepted. */
+        spit(p, "{\"type\":\"a\"}\r\n{\"type\":\"b\"}", 0600);
+        s.n = 0;
+        err = NULL;
+        CHECK(trace_read_file(p, subscriber, &s, &err) == 0);
+        CHECK_INT(s.n, 2);
+        corral_error_free(err);
+
+        cleanup_free char *missing = path_in("missing.jsonl");
+        err = NULL;
+        CHECK(trace_read_file(missing, NULL, NULL, &err) < 0);
+        CHECK(err && strstr(err->msg, "cannot open the trace") != NULL && strstr(err->msg, "No such file") != NULL);
+        corral_error_free(err);
+        free(s.last);
+}
+
+TEST(long_lines_across_reads)
+{
+        /* Lines longer than the reader's first buffer are reassembled. */
+        cleanup_free char *p = path_in("long.jsonl");
+        trace *t = NULL;
+        CHECK(trace_open(p, NULL, &t, NULL) == 0);
+        char *big = malloc(300000);
+        memset(big, 'x', 299999);
+        big[299999] = '\0';
+        for (int i = 0; i < 3; i++)
+                trace_emit(t, "tool_result", json_pack("{s:s}", "content", big));
+        trace_close(t);
+        struct seen s = { .events = json_array() };
+        CHECK(trace_read_file(p, subscriber, &s, NULL) == 0);
+        CHECK_INT(json_array_size(s.events), 3);
+        CHECK_INT(json_string_length(json_object_get(json_array_get(s.events, 2), "content")), 299999);
+        json_decref(s.events);
+        free(s.last);
+        free(big);
+}
+
+TEST(write_error_remembered)
+{
+        cleanup_free char *p = path_in("full.jsonl");
+        trace *t = NULL;
+        CHECK(trace_open(p, NULL, &t, NULL) == 0);
+        struct seen s = { 0 };
+        trace_subscribe(t, subscriber, &s);
+        struct rlimit old, small = { 64, 64 };
+        getrlimit(RLIMIT_FSIZE, &old);
+        signal(SIGXFSZ, SIG_IGN);
+        small.rlim_max = old.rlim_max;
+        setrlimit(RLIMIT_FSIZE, &small);
+        trace_emit(t, "notice", json_pack("{s:s}", "message", "this line is longer than sixty-four bytes, surely"));
+        trace_emit(t, "notice", json_pack("{s:s}", "message", "second"));
+        setrlimit(RLIMIT_FSIZE, &old);
+        const char *e = trace_write_error(t);
+        CHECK(e && strstr(e, "cannot write the trace") != NULL && strstr(e, p) != NULL);
+        CHECK_INT(s.n, 2); /* subscribers still see everything */
+        trace_close(t);
+        free(s.last);
+}
+
+struct emitter {
+        trace *t;
+        int id;
+};
+
+static void *emit_many(void *arg)
+{
+        struct emitter *e = arg;
+        for (int i = 0; i < 200; i++)
+                trace_emit(e->t, "notice", json_pack("{s:i, s:i}", "thread", e->id, "i", i));
+        return NULL;
+}
+
+static void check_order(void *userdata, const json_t *ev)
+{
+        double *last = userdata;
+        double t = json_real_value(json_object_get(ev, "t_ms"));
+        if (t < last[0])
+                last[1] = 1;
+        last[0] = t;
+        last[2]++;
+}
+
+TEST(threads_emit_whole_lines)
+{
+        cleanup_free char *p = path_in("threads.jsonl");
+        trace *t = NULL;
+        CHECK(trace_open(p, NULL, &t, NULL) == 0);
+        pthread_t th[4];
+        struct emitter em[4];
+        for (int i = 0; i < 4; i++) {
+                em[i] = (struct emitter){ t, i };
+                pthread_create(&th[i], NULL, emit_many, &em[i]);
+        }
+        for (int i = 0; i < 4; i++)
+                pthread_join(th[i], NULL);
+        trace_close(t);
+        double state[3] = { 0, 0, 0 };
+        CHECK(trace_read_file(p, check_order, state, NULL) == 0);
+        CHECK_INT(state[2], 800);
+        CHECK(state[1] == 0); /* t_ms never goes back along the file */
+}
+
+static int rm_rf(const char *path)
+{
+        char *cmd = NULL;
+        if (asprintf(&cmd, "rm -rf '%s'", path) < 0)
+                return -1;
+        int r = system(cmd);
+        free(cmd);
+        return r;
+}
+
+int main(void)
+{
+        snprintf(tmpdir, sizeof(tmpdir), "%s/corral-test-trace-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (mkdtemp(tmpdir) == NULL)
+                return 1;
+        RUN(new_file_is_0600_and_parents_0700);
+        RUN(existing_0644_file_truncated_and_0600);
+        RUN(symlink_refused_target_untouched);
+        RUN(fifo_directory_and_hard_link_refused);
+        RUN(redact_values_keys_nested);
+        RUN(redact_key_order_and_collisions);
+        RUN(redact_overlapping_and_contained_secrets);
+        RUN(short_and_empty_secrets_ignored);
+        RUN(event_fields_order_and_subscribers_redacted);
+        RUN(caller_values_not_redacted_in_place);
+        RUN(no_file_subscribers_only);
+        RUN(read_back_round_trip);
+        RUN(read_errors_name_the_line);
+        RUN(long_lines_across_reads);
+        RUN(write_error_remembered);
+        RUN(threads_emit_whole_lines);
+        rm_rf(tmpdir);
+        return DONE();
+}
