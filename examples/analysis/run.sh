@@ -33,5 +33,7 @@ rm -rf demo-output/agent
 "$corral" run --model "replay:$here/../agent/self-correction.jsonl" --trace demo-output/agent-trace.jsonl \
         -i "$ws/sales.csv" -o demo-output/agent \
         "Find the top 5 products by revenue in sales.csv, plot the monthly trend, flag anomalous days, and write a short report."
-echo "== agent artifacts in ./demo-output/agent (trace: demo-output/agent-trace.jsonl; corral trace show it again)"
+"$corral" trace export --html demo-output/agent-trace.jsonl
+echo "== agent artifacts in ./demo-output/agent; the run as a page: demo-output/agent-trace.html"
+echo "   (corral trace show demo-output/agent-trace.jsonl replays it in the terminal)"
 ls -l demo-output/agent

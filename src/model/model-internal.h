@@ -26,6 +26,7 @@ struct model_client {
         void *backend;           /* the backend's own state */
         struct model_usage usage;
         int record_fd;           /* -1: not recording */
+        bool answered_once;      /* the endpoint has sent an HTTP response */
 };
 
 CORRAL_HIDDEN extern const struct model_backend_ops openai_backend_ops;

@@ -291,6 +291,15 @@ static bool classify_failure(model_client *c, struct exchange *x, CURLcode rc, b
                                   "%g s (--request-timeout)", c->base_url, c->s.request_timeout_s);
                 return true;
         }
+        /* An endpoint never reached is most likely not running: say so at
+         * once instead of backing off for a minute.  One that answered
+         * before is having a hiccup: retry. */
+        if ((rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) && !c->answered_once) {
+                corral_make_error(err, CORRAL_ERR_MODEL_UNREACHABLE, 0, "cannot reach the model at %s: %s (is the "
+                                  "server running? for Ollama: 'ollama serve'; check --base-url)", c->base_url,
+                                  x->api->easy_strerror(rc));
+                return false;
+        }
         if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && x->stream_err)) {
                 corral_make_error(err, CORRAL_ERR_MODEL_UNREACHABLE, 0, "cannot reach the model at %s: %s",
                                   c->base_url, x->api->easy_strerror(rc));
@@ -367,6 +376,8 @@ static int attempt(model_client *c, const struct curl_api *api, const char *url,
         c->usage.wait_ms += monotonic_ms() - t0;
         c->usage.requests++;
         decide(&x);
+        if (x.status > 0)
+                c->answered_once = true;
 
         if (rc == CURLE_OK && x.status == 200 && x.streaming) {
                 /* Neither [DONE] nor a finish_reason: cut off (older llama.cpp

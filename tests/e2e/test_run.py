@@ -259,9 +259,28 @@ def test_endpoint_down(run):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()  # nothing listens there now
-    r = run(f"http://127.0.0.1:{port}/v1", "--retries", "1", "hello")
+    t0 = time.monotonic()
+    r = run(f"http://127.0.0.1:{port}/v1", "hello")
     assert r.rc == 3
-    assert "cannot reach the model" in r.err and str(port) in r.err
+    assert "cannot reach the model" in r.err and str(port) in r.err and "is the server running?" in r.err
+    assert time.monotonic() - t0 < 5  # never reached: no minute of backoff
+
+
+def test_endpoint_going_down_mid_run_is_retried(run):
+    turns = [tool_call("run_python", code="print(1)")]
+    srv = ScriptedServer(turns).start()
+    url = srv.base_url
+    import threading
+
+    def stop_after_first():
+        srv.wait_for_requests(1, timeout=30)
+        time.sleep(0.3)
+        srv.stop()
+    threading.Thread(target=stop_after_first, daemon=True).start()
+    r = run(url, "--retries", "2", "--json", "hello")
+    assert r.rc == 3
+    assert r.json["usage"]["retries"] == 2
+    assert "gave up after 3 attempts" in r.err
 
 
 def test_max_iterations_reached(run):
@@ -586,3 +605,27 @@ def test_stream_cut_off_is_retried(run, cut, says):
     assert r.json["usage"]["retries"] == 1
     retry = [e for e in r.events() if e["type"] == "model_retry"]
     assert retry and says in retry[0]["reason"]
+
+
+def test_inputs_are_staged_read_only(run, tmp_path, sales):
+    d = tmp_path / "data"
+    (d / "sub").mkdir(parents=True)
+    (d / "sub" / "a.txt").write_text("alpha\n")
+    os.symlink("/etc/passwd", d / "link")
+    code = ("import os\n"
+            "print(sorted(os.listdir('input')), sorted(os.listdir('input/d')))\n"
+            "print(open('input/d/sub/a.txt').read().strip(), open('input/s.csv').readline().strip())\n"
+            "try:\n    open('input/new.txt', 'w')\nexcept OSError as e:\n    print('write refused:', e.errno)\n"
+            "try:\n    open('input/s.csv', 'a')\nexcept OSError as e:\n    print('append refused')\n")
+    turns = [tool_call("run_python", code=code)
+             | {"expect": {"contains": ["input/d/sub/a.txt", "input/s.csv (", "Product,Revenue"]}},
+             text("ok") | {"expect": {"contains": ["['d', 's.csv'] ['sub']", "alpha Product,Revenue",
+                                                   "write refused: 30", "append refused"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "-i", f"{d}:d", "-i", f"{sales}:s.csv", "look")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert (d / "sub" / "a.txt").read_text() == "alpha\n"
+    staged = [e for e in r.events() if e["type"] == "run_start"][0]["inputs"]
+    assert {s["dest"] for s in staged} == {"input/d", "input/s.csv"}
+    assert any(k["path"].endswith("link") for s in staged for k in s.get("skipped", []))
