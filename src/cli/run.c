@@ -70,7 +70,7 @@ static const char help_text[] =
         "\n"
         "output:\n"
         "      --json              print one JSON result object (docs/run-json.md), no live view\n"
-        "  -q, --quiet             no live view; only the answer and errors\n"
+        "  -q, --quiet             no live view: the answer on stdout, notices and errors on stderr\n"
         "      --trace FILE        JSONL trace (default .corral/runs/ID/trace.jsonl; mode 0600)\n"
         "      --no-trace          write no trace file\n"
         "  -h, --help              show this help\n"
@@ -293,6 +293,18 @@ static void on_content(void *ud, const char *delta, size_t len)
                 render_content_delta(l->view, delta, len);
 }
 
+/* --quiet: notices (a fallback, a file not copied) still reach stderr. */
+static void print_notice(void *ud, const json_t *event)
+{
+        (void)ud;
+        const char *type = json_string_value(json_object_get(event, "type"));
+        const char *msg = json_string_value(json_object_get(event, "message"));
+        if (type && strcmp(type, "notice") == 0 && msg) {
+                cleanup_free char *clean = render_sanitize(msg, strlen(msg), NULL);
+                cli_error("run", "note: %s", clean ? clean : "");
+        }
+}
+
 /* The files under output/ when the run ended: [{"path","bytes"}]. */
 static json_t *list_artifacts(struct workspace *ws)
 {
@@ -442,13 +454,7 @@ int cmd_run(int argc, char **argv)
                 if (view)
                         trace_subscribe(tr, render_event, view);
         } else if (o.quiet) {
-                struct render_options ro;
-                render_options_default(&ro, stderr, true);
-                ro.quiet = true;
-                ro.spinner = false;
-                view = render_new(&ro);
-                if (view)
-                        trace_subscribe(tr, render_event, view);
+                trace_subscribe(tr, print_notice, NULL);
         }
 
         run_info = json_pack("{s:s, s:s, s:s?, s:s?, s:O, s:s, s:s?, s:s}", "run_id", run_id, "model", choice.model,
@@ -480,23 +486,34 @@ int cmd_run(int argc, char **argv)
                         res.reason = strdup("the output could not be copied");
                 }
         }
+        /* What could not be copied is said, not silently dropped. */
+        json_t *skipped = json_object_get(copy_report, "skipped"), *sk;
+        size_t si;
+        json_array_foreach(skipped, si, sk) {
+                cleanup_free char *msg = NULL;
+                if (asprintf(&msg, "not copied to '%s': %s (%s)", o.out,
+                             json_string_value(json_object_get(sk, "path")),
+                             json_string_value(json_object_get(sk, "reason"))) >= 0)
+                        trace_emit(tr, "notice", json_pack("{s:s}", "message", msg));
+        }
         json_t *artifacts = list_artifacts(ws);
         const struct model_usage *u = model_client_usage(model);
         double wall_ms = monotonic_ms() - t_start;
         trace_emit(tr, "run_end",
-                   json_pack("{s:s, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:f}", "status",
+                   json_pack("{s:s, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f}", "status",
                              agent_status_to_string(res.status), "answer", res.answer, "reason", res.reason,
                              "iterations", res.iterations, "usage", usage_json(u), "artifacts", artifacts,
-                             "output_dir", o.out, "wall_ms", wall_ms));
+                             "output_dir", o.out, "not_copied", skipped, "wall_ms", wall_ms));
         status = exit_status_for(&res);
 
         if (o.json) {
-                json_t *j = json_pack("{s:i, s:s, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:s, s:s, s:s, s:s?, s:f}",
+                json_t *j = json_pack("{s:i, s:s, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:s, s:s, s:s, s:s?, s:o, s:f}",
                                       "schema", 1, "status", agent_status_to_string(res.status), "answer",
                                       res.answer, "reason", res.reason, "iterations", res.iterations, "usage",
                                       usage_json(u), "artifacts", artifacts, "trace", trace_path, "run_id", run_id,
                                       "model", choice.model, "protocol", res.text_protocol ? "text" : "tools",
-                                      "output_dir", o.out, "wall_ms", wall_ms);
+                                      "output_dir", o.out, "not_copied", skipped ? json_incref(skipped) : json_array(),
+                                      "wall_ms", wall_ms);
                 if (j) {
                         trace_redact_json(j, secrets);
                         char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

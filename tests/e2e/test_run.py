@@ -400,6 +400,9 @@ def test_hostile_workspace_entries(run, tmp_path):
     assert tool_msgs["e"] == "fine\n"
     assert sorted(os.listdir(out)) == ["fine.txt"]
     assert outside.read_text() == "host secret\n"
+    end = r.events()[-1]
+    assert sorted(x["path"] for x in end["not_copied"]) == ["output/fifo", "output/hard.txt", "output/shadow"]
+    assert "not copied to" in r.err and "output/fifo" in r.err
 
 
 def test_api_key_and_env_values_never_written(run, tmp_path):
@@ -629,3 +632,63 @@ def test_inputs_are_staged_read_only(run, tmp_path, sales):
     staged = [e for e in r.events() if e["type"] == "run_start"][0]["inputs"]
     assert {s["dest"] for s in staged} == {"input/d", "input/s.csv"}
     assert any(k["path"].endswith("link") for s in staged for k in s.get("skipped", []))
+
+
+def test_quiet_prints_only_the_answer(run):
+    turns = [tool_call("run_python", code="print('noise')"), text("the answer")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "-q", "go")
+    srv.assert_ok()
+    assert r.rc == 0
+    assert r.out == "the answer\n"
+    assert r.err == ""
+
+
+def test_live_view_shows_steps_on_stderr(run):
+    turns = [tool_call("run_python", code="print('visible output')"), text("done")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "go")
+    srv.assert_ok()
+    assert r.out == "done\n"
+    assert "step 1 · run_python" in r.err and "visible output" in r.err and "answered" in r.err
+    assert "\x1b[" not in r.err  # NO_COLOR (and not a terminal)
+
+
+@pytest.mark.parametrize("no_color", [False, True])
+def test_live_view_colours_on_a_terminal(tmp_path, no_color):
+    import pty
+    import select
+    turns = [tool_call("run_python", code="import os\nprint('hi')  # comment"), text("done")]
+    env = base_env(TERM="xterm")
+    if no_color:
+        env["NO_COLOR"] = "1"
+    else:
+        env.pop("NO_COLOR", None)
+    master, slave = pty.openpty()
+    with ScriptedServer(turns) as srv:
+        proc = subprocess.Popen([CORRAL, "run", "--base-url", srv.base_url, "--model", "m", "go"], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=slave, env=env)
+        os.close(slave)
+        seen = b""
+        while True:
+            ready, _, _ = select.select([master], [], [], 30)
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        proc.wait(timeout=30)
+        os.close(master)
+    assert proc.returncode == 0
+    text_seen = seen.decode(errors="replace")
+    assert "import" in text_seen and "step 1" in text_seen
+    if no_color:
+        assert "\x1b[3" not in text_seen and "\x1b[1" not in text_seen
+    else:
+        assert "\x1b[" in text_seen
+        # the keyword is highlighted: an escape right before "import"
+        assert "m import" not in text_seen and "\x1b[" in text_seen.split("import")[0][-12:]
