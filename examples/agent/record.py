@@ -10,6 +10,7 @@ KeyError, a look at the columns, a missing optional dependency, success.
 
     examples/agent/record.py build/corral
 """
+import json
 import os
 import subprocess
 import sys
@@ -22,6 +23,9 @@ from modelserver import ScriptedServer, text, tool_call  # noqa: E402
 
 TASK = ("Find the top 5 products by revenue in sales.csv, plot the monthly trend, "
         "flag anomalous days, and write a short report.")
+COMMENT = ("Scripted for the demo, not recorded from a model: no model is reachable on the machine it was "
+           "made on. The model's turns were written by hand (examples/agent/record.py); the code in them ran "
+           "for real in corral's jails, and the observations are what it printed.")
 ANSWER = """\
 Top 5 products by revenue (2025): Whatsit 703,296.00; Gizmo 437,400.00; Gadget 248,744.00;
 Thingamajig 158,264.70; Widget 100,450.00.
@@ -70,6 +74,11 @@ def main():
     srv.assert_ok()
     if r.returncode != 0:
         raise SystemExit(f"corral run exited {r.returncode}")
+    with open(out) as f:
+        recorded = f.read()
+    with open(out, "w") as f:
+        f.write(json.dumps({"comment": COMMENT}) + "\n" + recorded)
+    os.chmod(out, 0o644)
     print(f"wrote {out}")
 
 

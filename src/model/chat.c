@@ -560,7 +560,7 @@ static int add_fragment(struct chat_stream *s, const json_t *frag, corral_error 
         const char *id = json_string_value(json_object_get(frag, "id"));
         if (id != NULL && id[0] == '\0')
                 id = NULL;
-        size_t slot;
+        size_t slot = 0;
         if (fragment_slot(s, frag, id, &slot, ret_err) < 0)
                 return -1;
         if (slot >= s->n_calls)

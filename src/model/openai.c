@@ -308,7 +308,7 @@ static bool classify_failure(model_client *c, struct exchange *x, CURLcode rc, b
         if (x->stream_err) {
                 corral_error *e = TAKE_PTR(x->stream_err);
                 corral_make_error(err, e->kind ? e->kind : CORRAL_ERR_MODEL_REFUSED, 0, "the model's streamed reply "
-                                  "was malformed: %s", e->msg);
+                                  "failed: %s", e->msg);
                 corral_error_free(e);
                 return false;
         }

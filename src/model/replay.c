@@ -4,7 +4,9 @@
  * network: for offline demos and tests.  A transcript is what --record
  * writes: JSONL, one exchange per line, {"request": {...}, "reply":
  * {"message": {...}, "finish_reason", "usage"}}; hand-written lines may
- * carry only "reply" (or only "reply":{"message":...}).  The recorded
+ * carry only "reply" (or only "reply":{"message":...}); a line that is
+ * only {"comment": "..."} says where the transcript came from and is
+ * skipped.  The recorded
  * requests are not compared with the new ones: a replay answers whatever is
  * asked, so a transcript replays also after the prompt changed.
  */
@@ -56,6 +58,10 @@ int replay_backend_open(model_client *c, corral_error **err)
                 if (chat_json_parse(line, strlen(line), what, &doc, err) < 0) {
                         (*err)->kind = CORRAL_ERR_USAGE; /* the user's file: theirs to fix */
                         return -1;
+                }
+                if (json_object_size(doc) == 1 && json_is_string(json_object_get(doc, "comment"))) {
+                        json_decref(doc);
+                        continue;
                 }
                 json_t *reply = json_object_get(doc, "reply");
                 json_t *msg = json_object_get(reply, "message");

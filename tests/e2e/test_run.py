@@ -449,10 +449,38 @@ def test_record_then_replay_offline(run, tmp_path):
     assert r1.rc == 0, r1.err
     lines = rec.read_text().splitlines()
     assert len(lines) == 2
-    r2 = run("http://127.0.0.1:9/v1", "--json", "multiply", model=f"replay:{rec}")
+    rec.write_text(json.dumps({"comment": "recorded by the test"}) + "\n" + rec.read_text())
+    trace2 = tmp_path / "replay-trace.jsonl"
+    r2 = run("http://127.0.0.1:9/v1", "--json", "--trace", str(trace2), "multiply", model=f"replay:{rec}")
     assert r2.rc == 0, r2.err
     assert r2.json["answer"] == "forty-two: 42"
     assert r2.json["iterations"] == 2
+    # the code ran again, for real
+    events = [json.loads(line) for line in trace2.read_text().splitlines()]
+    out = [e for e in events if e["type"] == "tool_result"][0]["exec"]["stdout"]
+    assert out == "42\n"
+
+
+@pytest.mark.parametrize("content,msg", [
+    ("", "holds no replies"),
+    ('{"reply": {"message": {"role": "assistant", "content": "a"}}}\n{oops\n', "line 2"),
+    ('{"reply": {}}\n', "expected {\"reply\""),
+])
+def test_bad_transcripts(run, tmp_path, content, msg):
+    t = tmp_path / "bad.jsonl"
+    t.write_text(content)
+    r = run("http://127.0.0.1:9/v1", "x", model=f"replay:{t}")
+    assert r.rc == 2, r.err
+    assert msg in r.err and str(t) in r.err
+
+
+def test_replay_runs_out_of_replies(run, tmp_path):
+    t = tmp_path / "short.jsonl"
+    t.write_text(json.dumps({"reply": {"message": {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}]}}}) + "\n")
+    r = run("http://127.0.0.1:9/v1", "x", model=f"replay:{t}")
+    assert r.rc == 3
+    assert "has no reply left (it holds 1)" in r.err
 
 
 @pytest.mark.parametrize("args,msg", [
@@ -692,3 +720,23 @@ def test_live_view_colours_on_a_terminal(tmp_path, no_color):
         assert "\x1b[" in text_seen
         # the keyword is highlighted: an escape right before "import"
         assert "m import" not in text_seen and "\x1b[" in text_seen.split("import")[0][-12:]
+
+
+def test_error_inside_a_stream(run):
+    turns = [{"reply": {"content": "x"},
+              "stream": {"raw": ['data: {"error": {"message": "the model is overloaded"}}\n\n']}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "go")
+    srv.assert_ok()
+    assert r.rc == 3
+    assert "the model is overloaded" in r.err
+
+
+@pytest.mark.parametrize("dialect", ["openai", "vllm", "llamacpp", "ollama"])
+def test_refusal_message_in_each_dialect(run, dialect):
+    turns = [{"status": 400, "error": "temperature must be at most 2"}]
+    with ScriptedServer(turns, dialect=dialect) as srv:
+        r = run(srv, "go")
+    srv.assert_ok()
+    assert r.rc == 3
+    assert "refused the request (HTTP 400: temperature must be at most 2)" in r.err
