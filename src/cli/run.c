@@ -59,7 +59,7 @@ static const char help_text[] =
         "      --token-budget N    prompt + completion tokens for the whole run (default: none)\n"
         "      --wall-budget SECONDS  wall time for the whole run (default: none)\n"
         "      --context-tokens N  the model's context size; older output is shortened to fit\n"
-        "                          (default 32768)\n"
+        "                          (default: the config file's limit.context for the model, else 32768)\n"
         "\n"
         "each execution (as for corral exec):\n"
         "  -t, --timeout SECONDS, -m, --memory SIZE, --cpu-time, --pids, --cpus, --nofile, --disk,\n"
@@ -137,6 +137,7 @@ struct run_opts {
         const char *trace_path;
         uint64_t input_limit;
         bool no_trace;
+        bool context_given;
         bool json;
         bool quiet;
 };
@@ -219,6 +220,7 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 o->agent.wall_budget_s = s;
                 return 0;
         case OPT_CONTEXT_TOKENS:
+                o->context_given = true;
                 return parse_count_max(arg, "--context-tokens", 1024, 100000000, &o->agent.context_tokens, err);
         case OPT_JSON:
                 o->json = true;
@@ -415,6 +417,8 @@ int cmd_run(int argc, char **argv)
         o.model.api_key = choice.api_key;
         o.model.provider = choice.provider;
         o.model.quirks = choice.quirks;
+        if (!o.context_given && choice.context_tokens)
+                o.agent.context_tokens = choice.context_tokens;
         o.model.cancel_fd = cancel_fd;
         o.model.secrets = secrets;
         if (model_client_open(&o.model, &model, &err) < 0)

@@ -246,6 +246,17 @@ int provider_resolve(const struct provider_request *req, struct provider_choice 
         if (base_url == NULL && c->provider == NULL)
                 base_url = strdup(presets[0].base_url);
 
+        /* The model's own entry: its context size. */
+        json_t *limit = json_object_get(json_object_get(json_object_get(entry, "models"), model ? model : ""),
+                                        "limit");
+        json_t *context = json_object_get(limit, "context");
+        if (context && (!json_is_integer(context) || json_integer_value(context) < 1024)) {
+                corral_usage(err, "config file '%s': provider.%s.models.%s.limit.context must be a number of tokens "
+                                  "(at least 1024)", path, c->provider, model);
+                goto out;
+        }
+        c->context_tokens = context ? (uint64_t)json_integer_value(context) : 0;
+
         const char *env_key = env_nonempty("OPENAI_API_KEY");
         if (env_key) {
                 free(api_key);

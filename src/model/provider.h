@@ -12,7 +12,9 @@
  *   {"provider": {"ollama": {"baseURL": "http://localhost:11434/v1",
  *                            "models": {"qwen2.5-coder:7b": {}}}},
  *    "model": "ollama/qwen2.5-coder:7b"}
- * String values may be "{env:VAR}", replaced by the variable's value.
+ * String values may be "{env:VAR}", replaced by the variable's value.  A
+ * model's entry may give its context size as opencode.json does:
+ * "models": {"qwen2.5-coder:7b": {"limit": {"context": 32768}}}.
  */
 #ifndef CORRAL_MODEL_PROVIDER_H
 #define CORRAL_MODEL_PROVIDER_H
@@ -46,6 +48,7 @@ struct provider_choice {
         char *provider;           /* preset or config provider name, or NULL */
         unsigned quirks;
         char *config_path;        /* the config file read, or NULL */
+        uint64_t context_tokens;  /* the model's "limit.context", 0 when not given */
 };
 CORRAL_HIDDEN int provider_resolve(const struct provider_request *req, struct provider_choice *ret,
                                    corral_error **ret_err);

@@ -26,7 +26,7 @@
  *   run_end       status ("answered"|"gave_up"|"model_error"|"jail_error"|
  *                 "cancelled"), answer, reason, iterations, usage{
  *                 prompt_tokens,completion_tokens,requests,retries,wait_ms,
- *                 estimated}, artifacts[], output_dir, wall_ms
+ *                 estimated}, artifacts[], output_dir, not_copied[], wall_ms
  */
 #ifndef CORRAL_TRACE_H
 #define CORRAL_TRACE_H

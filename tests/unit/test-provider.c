@@ -104,7 +104,7 @@ TEST(config_file)
         struct provider_choice c;
         corral_error *err = NULL;
         write_config("{\"provider\": {\"ollama\": {\"baseURL\": \"http://gpu-box:11434/v1\", \"models\": "
-                     "{\"qwen2.5-coder:7b\": {}}},"
+                     "{\"qwen2.5-coder:7b\": {\"limit\": {\"context\": 65536}}}},"
                      " \"lab\": {\"options\": {\"baseURL\": \"https://lab.example/v1\", \"apiKey\": "
                      "\"{env:CORRAL_TEST_KEY}\"}, \"quirks\": [\"no_stream_usage\"]}},"
                      " \"model\": \"ollama/qwen2.5-coder:7b\"}");
@@ -112,6 +112,7 @@ TEST(config_file)
         CHECK_STR(c.base_url, "http://gpu-box:11434/v1");
         CHECK_STR(c.model, "qwen2.5-coder:7b");
         CHECK(c.quirks & CHAT_QUIRK_NO_TOOL_CHOICE); /* the preset of the same name */
+        CHECK_INT(c.context_tokens, 65536);
         provider_choice_release(&c);
         /* {env:VAR}: unset is an error naming it, set is substituted */
         CHECK_INT(resolve("lab/big", NULL, NULL, config, &c, &err), -1);
@@ -149,6 +150,11 @@ TEST(config_errors)
         write_config("{\"provider\": {\"x\": {\"quirks\": [\"fast\"]}}, \"model\": \"x/m\"}");
         CHECK_INT(resolve(NULL, NULL, NULL, config, &c, &err), -1);
         CHECK(err && strstr(err->msg, "unknown quirk"));
+        corral_error_clear(&err);
+        write_config("{\"provider\": {\"x\": {\"models\": {\"m\": {\"limit\": {\"context\": \"big\"}}}}}, "
+                     "\"model\": \"x/m\"}");
+        CHECK_INT(resolve(NULL, NULL, NULL, config, &c, &err), -1);
+        CHECK(err && strstr(err->msg, "limit.context"));
         corral_error_clear(&err);
         write_config("[1]");
         CHECK_INT(resolve("m", NULL, NULL, config, &c, &err), -1);
