@@ -349,229 +349,263 @@ static json_t *usage_json(const struct model_usage *u)
                          "retries", (int)u->retries, "wait_ms", u->wait_ms, "estimated", u->estimated);
 }
 
-int cmd_run(int argc, char **argv)
-{
-        corral_jail_config jc;
-        corral_jail_config_init(&jc);
-        struct run_opts o = { .input_limit = 2ull << 30 };
-        model_settings_init(&o.model);
-        agent_config_init(&o.agent);
-        corral_error *err = NULL;
-        cleanup_free struct option *longopts = NULL;
-        cleanup_free char *task_buf = NULL, *trace_path = NULL;
-        cleanup_free const char **secrets = NULL;
-        struct provider_choice choice = { 0 };
-        struct workspace *ws = NULL;
-        model_client *model = NULL;
-        trace *tr = NULL;
-        render *view = NULL;
-        json_t *inputs = json_array(), *run_info = NULL, *copy_report = NULL;
-        struct agent_result res = { 0 };
-        int status = EXIT_USAGE_SUBCOMMAND;
-        double t_start = monotonic_ms();
+/* Everything one `corral run` holds; released by run_release(). */
+struct run {
+        struct run_opts o;
+        corral_jail_config jail;
+        struct provider_choice choice;
+        const char **secrets;
+        char *task_buf;
+        char *trace_path;
         char run_id[64];
+        struct workspace *ws;
+        model_client *model;
+        trace *tr;
+        render *view;
+        json_t *inputs;          /* the staged inputs' entries */
+        json_t *run_info;
+        struct agent_result res;
+        double t_start;
+};
 
-        longopts = cli_merge_options(run_options);
-        if (longopts == NULL || inputs == NULL) {
-                corral_fail(&err, ENOMEM, "cannot parse options");
-                goto fail;
+static bool is_model_error(int kind)
+{
+        switch (kind) {
+        case CORRAL_ERR_MODEL_UNREACHABLE:
+        case CORRAL_ERR_MODEL_AUTH:
+        case CORRAL_ERR_MODEL_NOT_FOUND:
+        case CORRAL_ERR_MODEL_CONTEXT:
+        case CORRAL_ERR_MODEL_NO_TOOLS:
+        case CORRAL_ERR_MODEL_REFUSED:
+                return true;
+        default:
+                return false;
         }
-        int r = jail_options_parse(argc, argv, "+i:o:w:t:m:e:qh", longopts, "run", &jc, apply_option, &o, &err);
-        if (r < 0)
-                goto fail;
-        if (r > 0) {
-                fputs(help_text, stdout);
-                status = EXIT_OK;
-                goto out;
-        }
-        if (optind != argc - 1) {
-                corral_usage(&err, optind >= argc ? "no task given: corral run [OPTIONS] \"TASK\""
-                                                  : "one task expected, got more arguments (quote the task)");
-                goto fail;
-        }
+}
+
+/* Options and the task.  1 for --help, 0, or -1 with a usage error. */
+static int parse_command_line(struct run *run, int argc, char **argv, const char **ret_task, corral_error **err)
+{
+        cleanup_free struct option *longopts = cli_merge_options(run_options);
+        if (longopts == NULL)
+                return corral_fail(err, ENOMEM, "cannot parse options");
+        int r = jail_options_parse(argc, argv, "+i:o:w:t:m:e:qh", longopts, "run", &run->jail, apply_option,
+                                   &run->o, err);
+        if (r != 0)
+                return r;
+        if (optind != argc - 1)
+                return corral_usage(err, optind >= argc ? "no task given: corral run [OPTIONS] \"TASK\""
+                                                        : "one task expected, got more arguments (quote the task)");
         const char *task = argv[optind];
         if (strcmp(task, "-") == 0)
-                task = task_buf = read_task_stdin();
-        if (task == NULL || task[strspn(task, " \t\r\n")] == '\0') {
-                corral_usage(&err, "the task is empty");
-                goto fail;
-        }
-        if (!utf8_valid(task, strlen(task))) {
-                corral_usage(&err, "the task is not valid UTF-8");
-                goto fail;
-        }
-        if (o.json && o.quiet)
-                o.quiet = false;
+                task = run->task_buf = read_task_stdin();
+        if (task == NULL || task[strspn(task, " \t\r\n")] == '\0')
+                return corral_usage(err, "the task is empty");
+        if (!utf8_valid(task, strlen(task)))
+                return corral_usage(err, "the task is not valid UTF-8");
+        if (run->o.json)
+                run->o.quiet = false;
+        *ret_task = task;
+        return 0;
+}
 
-        /* The model. */
-        if (provider_resolve(&o.provider, &choice, &err) < 0)
-                goto fail;
-        secrets = collect_secrets(choice.api_key, &jc);
-        if (secrets == NULL) {
-                corral_fail(&err, ENOMEM, "cannot start the run");
-                goto fail_corral;
-        }
-        int cancel_fd = cli_catch_signals();
-        o.model.base_url = choice.base_url;
-        o.model.model = choice.model;
-        o.model.api_key = choice.api_key;
-        o.model.provider = choice.provider;
-        o.model.quirks = choice.quirks;
-        if (!o.context_given && choice.context_tokens)
-                o.agent.context_tokens = choice.context_tokens;
-        o.model.cancel_fd = cancel_fd;
-        o.model.secrets = secrets;
-        if (model_client_open(&o.model, &model, &err) < 0)
-                goto fail;
-        if (jc.net == CORRAL_NET_HOST)
+/* The model client, the workspace with its inputs, then the trace and the
+ * view: nothing is written before the inputs are staged. */
+static int set_up(struct run *run, int cancel_fd, corral_error **err)
+{
+        struct run_opts *o = &run->o;
+        if (provider_resolve(&o->provider, &run->choice, err) < 0)
+                return -1;
+        run->secrets = collect_secrets(run->choice.api_key, &run->jail);
+        if (run->secrets == NULL)
+                return corral_fail(err, ENOMEM, "cannot start the run");
+        o->model.base_url = run->choice.base_url;
+        o->model.model = run->choice.model;
+        o->model.api_key = run->choice.api_key;
+        o->model.provider = run->choice.provider;
+        o->model.quirks = run->choice.quirks;
+        o->model.cancel_fd = cancel_fd;
+        o->model.secrets = run->secrets;
+        if (!o->context_given && run->choice.context_tokens)
+                o->agent.context_tokens = run->choice.context_tokens;
+        if (model_client_open(&o->model, &run->model, err) < 0)
+                return -1;
+        if (run->jail.net == CORRAL_NET_HOST)
                 fprintf(stderr, "corral run: warning: --net host gives the model's code the host's network\n");
 
-        /* The workspace and its inputs, before anything is written. */
-        if (workspace_open(o.workspace, &ws, &err) < 0)
-                goto fail;
-        uint64_t budget = o.input_limit;
-        for (size_t i = 0; i < o.n_inputs; i++) {
+        if (workspace_open(o->workspace, &run->ws, err) < 0)
+                return -1;
+        uint64_t budget = o->input_limit;
+        for (size_t i = 0; i < o->n_inputs; i++) {
                 json_t *entry = NULL;
-                if (workspace_stage_input(ws, o.inputs[i], &budget, &entry, &err) < 0)
-                        goto fail_stage;
-                json_array_append_new(inputs, entry);
+                if (workspace_stage_input(run->ws, o->inputs[i], &budget, &entry, err) < 0)
+                        return -1;
+                json_array_append_new(run->inputs, entry);
         }
 
-        /* The trace. */
-        make_run_id(run_id, sizeof(run_id));
-        if (!o.no_trace) {
-                if (o.trace_path)
-                        trace_path = strdup(o.trace_path);
-                else if (asprintf(&trace_path, ".corral/runs/%s/trace.jsonl", run_id) < 0)
-                        trace_path = NULL;
-                if (trace_path == NULL) {
-                        corral_fail(&err, ENOMEM, "cannot start the run");
-                        goto fail_corral;
-                }
+        make_run_id(run->run_id, sizeof(run->run_id));
+        if (!o->no_trace) {
+                if (o->trace_path)
+                        run->trace_path = strdup(o->trace_path);
+                else if (asprintf(&run->trace_path, ".corral/runs/%s/trace.jsonl", run->run_id) < 0)
+                        run->trace_path = NULL;
+                if (run->trace_path == NULL)
+                        return corral_fail(err, ENOMEM, "cannot start the run");
         }
-        if (trace_open(trace_path, secrets, &tr, &err) < 0)
-                goto fail;
-        if (!o.json && !o.quiet) {
+        if (trace_open(run->trace_path, run->secrets, &run->tr, err) < 0)
+                return -1;
+        if (!o->json && !o->quiet) {
                 struct render_options ro;
                 render_options_default(&ro, stderr, true);
-                view = render_new(&ro);
-                if (view)
-                        trace_subscribe(tr, render_event, view);
-        } else if (o.quiet) {
-                trace_subscribe(tr, print_notice, NULL);
+                run->view = render_new(&ro);
+                if (run->view)
+                        trace_subscribe(run->tr, render_event, run->view);
+        } else if (o->quiet) {
+                trace_subscribe(run->tr, print_notice, NULL);
         }
+        const char *model = run->choice.model;
+        run->run_info = json_pack("{s:s, s:s, s:s?, s:s?, s:O, s:s, s:s?, s:s}", "run_id", run->run_id, "model",
+                                  model, "base_url", strncmp(model, "replay:", 7) ? run->choice.base_url : NULL,
+                                  "provider", run->choice.provider, "inputs", run->inputs, "workspace",
+                                  run->ws->root, "trace", run->trace_path, "version", CORRAL_VERSION);
+        return 0;
+}
 
-        run_info = json_pack("{s:s, s:s, s:s?, s:s?, s:O, s:s, s:s?, s:s}", "run_id", run_id, "model", choice.model,
-                             "base_url", strncmp(choice.model, "replay:", 7) ? choice.base_url : NULL, "provider",
-                             choice.provider, "inputs", inputs, "workspace", ws->root, "trace", trace_path, "version",
-                             CORRAL_VERSION);
-        struct live live = { .view = view };
-        o.agent.task = task;
-        o.agent.model = model;
-        o.agent.ws = ws;
-        o.agent.jail = &jc;
-        o.agent.trace = tr;
-        o.agent.run_info = run_info;
-        o.agent.cancel_fd = cancel_fd;
-        o.agent.secrets = secrets;
-        o.agent.on_content = on_content;
-        o.agent.userdata = &live;
-        if (agent_run(&o.agent, &res, &err) < 0)
-                goto fail_corral;
-
-        /* Whatever happened: the artifacts come out. */
+/* Copy the output out (whatever the outcome), say what was left behind,
+ * write the last event and print the result.  Returns the exit status. */
+static int finish(struct run *run)
+{
+        struct run_opts *o = &run->o;
+        struct agent_result *res = &run->res;
+        json_t *copy_report = NULL;
         corral_error *copy_err = NULL;
-        if (o.out && workspace_copy_out(ws, o.out, &copy_report, &copy_err) < 0) {
-                cli_error("run", "cannot copy the output to '%s': %s", o.out, copy_err->msg);
+        if (o->out && workspace_copy_out(run->ws, o->out, &copy_report, &copy_err) < 0) {
+                cli_error("run", "cannot copy the output to '%s': %s", o->out, copy_err->msg);
                 corral_error_free(copy_err);
-                if (res.status == AGENT_ANSWERED) {
-                        res.status = AGENT_JAIL_ERROR;
-                        free(res.reason);
-                        res.reason = strdup("the output could not be copied");
+                if (res->status == AGENT_ANSWERED) {
+                        res->status = AGENT_JAIL_ERROR;
+                        free(res->reason);
+                        res->reason = strdup("the output could not be copied");
                 }
         }
         /* What could not be copied is said, not silently dropped. */
         json_t *skipped = json_object_get(copy_report, "skipped"), *sk;
-        size_t si;
-        json_array_foreach(skipped, si, sk) {
+        size_t i;
+        json_array_foreach(skipped, i, sk) {
                 cleanup_free char *msg = NULL;
-                if (asprintf(&msg, "not copied to '%s': %s (%s)", o.out,
+                if (asprintf(&msg, "not copied to '%s': %s (%s)", o->out,
                              json_string_value(json_object_get(sk, "path")),
                              json_string_value(json_object_get(sk, "reason"))) >= 0)
-                        trace_emit(tr, "notice", json_pack("{s:s}", "message", msg));
+                        trace_emit(run->tr, "notice", json_pack("{s:s}", "message", msg));
         }
-        json_t *artifacts = list_artifacts(ws);
-        const struct model_usage *u = model_client_usage(model);
-        double wall_ms = monotonic_ms() - t_start;
-        trace_emit(tr, "run_end",
-                   json_pack("{s:s, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f}", "status",
-                             agent_status_to_string(res.status), "answer", res.answer, "reason", res.reason,
-                             "iterations", res.iterations, "usage", usage_json(u), "artifacts", artifacts,
-                             "output_dir", o.out, "not_copied", skipped, "wall_ms", wall_ms));
-        status = exit_status_for(&res);
+        json_t *artifacts = list_artifacts(run->ws);
+        const struct model_usage *u = model_client_usage(run->model);
+        double wall_ms = monotonic_ms() - run->t_start;
+        const char *status = agent_status_to_string(res->status);
+        trace_emit(run->tr, "run_end",
+                   json_pack("{s:s, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f}", "status", status, "answer",
+                             res->answer, "reason", res->reason, "iterations", res->iterations, "usage",
+                             usage_json(u), "artifacts", artifacts, "output_dir", o->out, "not_copied", skipped,
+                             "wall_ms", wall_ms));
 
-        if (o.json) {
+        if (o->json) {
                 json_t *j = json_pack("{s:i, s:s, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:s, s:s, s:s, s:s?, s:o, s:f}",
-                                      "schema", 1, "status", agent_status_to_string(res.status), "answer",
-                                      res.answer, "reason", res.reason, "iterations", res.iterations, "usage",
-                                      usage_json(u), "artifacts", artifacts, "trace", trace_path, "run_id", run_id,
-                                      "model", choice.model, "protocol", res.text_protocol ? "text" : "tools",
-                                      "output_dir", o.out, "not_copied", skipped ? json_incref(skipped) : json_array(),
-                                      "wall_ms", wall_ms);
+                                      "schema", 1, "status", status, "answer", res->answer, "reason", res->reason,
+                                      "iterations", res->iterations, "usage", usage_json(u), "artifacts",
+                                      artifacts, "trace", run->trace_path, "run_id", run->run_id, "model",
+                                      run->choice.model, "protocol", res->text_protocol ? "text" : "tools",
+                                      "output_dir", o->out, "not_copied",
+                                      skipped ? json_incref(skipped) : json_array(), "wall_ms", wall_ms);
+                char *text = NULL;
                 if (j) {
-                        trace_redact_json(j, secrets);
-                        char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-                        if (text)
-                                puts(text);
-                        free(text);
-                        json_decref(j);
+                        trace_redact_json(j, run->secrets);
+                        text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
                 }
-                if (res.status != AGENT_ANSWERED && res.reason) {
-                        cleanup_free char *m = trace_redact_text(res.reason, secrets);
-                        cli_error("run", "%s", m ? m : res.reason);
-                }
+                if (text)
+                        puts(text);
+                else
+                        cli_error("run", "cannot format the JSON result");
+                free(text);
+                json_decref(j);
+        } else if (res->status == AGENT_ANSWERED && res->answer) {
+                cleanup_free char *a = trace_redact_text(res->answer, run->secrets);
+                fputs(a ? a : "", stdout);
+                if (a && *a && a[strlen(a) - 1] != '\n')
+                        fputc('\n', stdout);
+        }
+        if (res->status != AGENT_ANSWERED && res->reason) {
+                cleanup_free char *m = trace_redact_text(res->reason, run->secrets);
+                cli_error("run", "%s", m ? m : res->reason);
+        }
+        if (trace_write_error(run->tr))
+                cli_error("run", "the trace could not be written completely: %s", trace_write_error(run->tr));
+        fflush(stdout);
+        json_decref(artifacts);
+        json_decref(copy_report);
+        return exit_status_for(res);
+}
+
+static void run_release(struct run *run)
+{
+        render_free(run->view);
+        trace_close(run->tr);
+        agent_result_release(&run->res);
+        model_client_free(run->model);
+        /* Only a workspace corral made is removed; -w DIR is the user's. */
+        workspace_close(run->ws, run->o.workspace == NULL);
+        provider_choice_release(&run->choice);
+        json_decref(run->inputs);
+        json_decref(run->run_info);
+        corral_jail_config_release(&run->jail);
+        free(run->secrets);
+        free(run->task_buf);
+        free(run->trace_path);
+        free(run->o.inputs);
+}
+
+int cmd_run(int argc, char **argv)
+{
+        struct run run = { .o = { .input_limit = 2ull << 30 }, .t_start = monotonic_ms() };
+        corral_jail_config_init(&run.jail);
+        model_settings_init(&run.o.model);
+        agent_config_init(&run.o.agent);
+        run.inputs = json_array();
+        corral_error *err = NULL;
+        const char *task = NULL;
+        int status;
+
+        int r = run.inputs ? parse_command_line(&run, argc, argv, &task, &err)
+                           : corral_fail(&err, ENOMEM, "cannot start the run");
+        if (r > 0) {
+                fputs(help_text, stdout);
+                status = EXIT_OK;
+        } else if (r < 0 || set_up(&run, cli_catch_signals(), &err) < 0) {
+                /* What the user can fix is usage (2); the endpoint, 3; corral itself, 125. */
+                status = err && err->kind == CORRAL_ERR_USAGE ? EXIT_USAGE_SUBCOMMAND
+                         : err && is_model_error(err->kind)   ? EXIT_RUN_MODEL
+                                                              : EXIT_CORRAL;
+                cli_error_obj("run", err);
         } else {
-                if (res.status == AGENT_ANSWERED && res.answer) {
-                        cleanup_free char *a = trace_redact_text(res.answer, secrets);
-                        fputs(a ? a : "", stdout);
-                        if (a && *a && a[strlen(a) - 1] != '\n')
-                                fputc('\n', stdout);
-                } else if (res.reason) {
-                        cleanup_free char *m = trace_redact_text(res.reason, secrets);
-                        cli_error("run", "%s", m ? m : res.reason);
+                struct live live = { .view = run.view };
+                struct agent_config *a = &run.o.agent;
+                a->task = task;
+                a->model = run.model;
+                a->ws = run.ws;
+                a->jail = &run.jail;
+                a->trace = run.tr;
+                a->run_info = run.run_info;
+                a->cancel_fd = run.o.model.cancel_fd;
+                a->secrets = run.secrets;
+                a->on_content = on_content;
+                a->userdata = &live;
+                if (agent_run(a, &run.res, &err) < 0) {
+                        cli_error_obj("run", err);
+                        status = EXIT_CORRAL;
+                } else {
+                        status = finish(&run);
                 }
         }
-        json_decref(artifacts);
-        if (trace_write_error(tr))
-                cli_error("run", "the trace could not be written completely: %s", trace_write_error(tr));
-        fflush(stdout);
-        goto out;
-
-fail_stage:
-        /* A bad --input is the user's to fix: usage. */
-        if (err && err->kind != CORRAL_ERR_USAGE)
-                goto fail_corral;
-fail:
-        status = err && err->kind == CORRAL_ERR_USAGE ? EXIT_USAGE_SUBCOMMAND
-                 : err && err->kind >= CORRAL_ERR_MODEL_UNREACHABLE ? EXIT_RUN_MODEL
-                                                                     : EXIT_CORRAL;
-        cli_error_obj("run", err);
-        goto out;
-fail_corral:
-        status = EXIT_CORRAL;
-        cli_error_obj("run", err);
-out:
-        render_free(view);
-        trace_close(tr);
-        agent_result_release(&res);
-        model_client_free(model);
-        workspace_close(ws, o.workspace == NULL);
-        provider_choice_release(&choice);
-        json_decref(inputs);
-        json_decref(run_info);
-        json_decref(copy_report);
         corral_error_free(err);
-        corral_jail_config_release(&jc);
-        free(o.inputs);
+        run_release(&run);
         return status;
 }

@@ -315,15 +315,20 @@ def test_repeated_failing_code_is_pointed_out(run):
     assert r.rc == 0
 
 
-def _corral_children():
-    """Jails still alive: their init, or the step's program."""
-    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    left = []
-    for line in out.splitlines():
-        args = line.split()[1:]
-        if args and (os.path.basename(args[0]) == "corral-init" or "/run/corral/step1.py" in args):
-            left.append(line)
-    return left
+def _processes_with(mark):
+    """Live processes whose environment holds mark (the jail's program gets
+    it with -e; other tests' jails running at the same time do not)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if mark.encode() in f.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
 
 
 def test_ctrl_c_mid_run_stops_everything(tmp_path, sales):
@@ -332,8 +337,9 @@ def test_ctrl_c_mid_run_stops_everything(tmp_path, sales):
             "import time\ntime.sleep(60)\n")
     turns = [tool_call("run_python", code=code)]
     with ScriptedServer(turns) as srv:
+        mark = f"corral-test-{os.getpid()}-{time.monotonic_ns()}"
         proc = subprocess.Popen([CORRAL, "run", "--base-url", srv.base_url, "--model", "m", "-i", sales,
-                                 "-o", str(out), "--json", "sleep"], cwd=tmp_path,
+                                 "-e", f"MARK={mark}", "-o", str(out), "--json", "sleep"], cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=base_env())
         deadline = time.monotonic() + 30
         # wait until the code runs (its file exists in the workspace)
@@ -343,6 +349,7 @@ def test_ctrl_c_mid_run_stops_everything(tmp_path, sales):
                 break
             time.sleep(0.05)
         time.sleep(0.2)
+        assert _processes_with(mark), "the jail's program should be running now"
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=20)
     assert proc.returncode == 130, stderr
@@ -352,8 +359,7 @@ def test_ctrl_c_mid_run_stops_everything(tmp_path, sales):
     events = [json.loads(x) for x in open(res["trace"] if os.path.isabs(res["trace"])
                                           else tmp_path / res["trace"])]
     assert events[-1]["type"] == "run_end" and events[-1]["status"] == "cancelled"
-    time.sleep(0.2)
-    assert _corral_children() == []
+    assert _processes_with(mark) == []
 
 
 def test_ctrl_c_while_waiting_for_the_model(tmp_path):
