@@ -117,6 +117,9 @@ def test_five_turn_self_correction(run, sales, tmp_path):
     types = [e["type"] for e in r.events()]
     assert types[0] == "run_start" and types[-1] == "run_end"
     assert types.count("tool_result") == 5
+    # the temporary workspace is gone
+    workspace = r.events()[0]["workspace"]
+    assert os.path.basename(workspace).startswith("corral-run-") and not os.path.exists(workspace)
 
 
 def test_streamed_arguments_in_many_chunks(run):
@@ -240,6 +243,7 @@ def test_401_is_a_clear_model_error(run):
     srv.assert_ok()
     assert r.rc == 3
     assert "rejected the API key" in r.err and "OPENAI_API_KEY" in r.err
+    assert not os.path.exists(r.events()[0]["workspace"])
     assert "sk-wrong-key-123456" not in r.err + r.out
     assert srv.request_headers[0].get("Authorization") == "Bearer sk-wrong-key-123456"
 
@@ -359,6 +363,7 @@ def test_ctrl_c_mid_run_stops_everything(tmp_path, sales):
     events = [json.loads(x) for x in open(res["trace"] if os.path.isabs(res["trace"])
                                           else tmp_path / res["trace"])]
     assert events[-1]["type"] == "run_end" and events[-1]["status"] == "cancelled"
+    assert not os.path.exists(events[0]["workspace"])
     assert _processes_with(mark) == []
 
 
