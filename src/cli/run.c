@@ -50,7 +50,8 @@ static const char help_text[] =
         "  -i, --input PATH[:DEST] stage a host file or directory read-only at\n"
         "                          /workspace/input/DEST (default DEST: its name; repeatable)\n"
         "  -o, --out DIR           copy /workspace/output/ to DIR when the run ends (also when it\n"
-        "                          fails or is interrupted)\n"
+        "                          fails or is interrupted; default .corral/runs/ID/output, or\n"
+        "                          none with -w)\n"
         "  -w, --workspace DIR     use DIR as the workspace and keep it (default: a temporary one)\n"
         "      --input-limit SIZE  total size of the staged inputs (default 2G)\n"
         "\n"
@@ -357,6 +358,7 @@ struct run {
         const char **secrets;
         char *task_buf;
         char *trace_path;
+        char *default_out;       /* .corral/runs/ID/output when neither -o nor -w */
         char run_id[64];
         struct workspace *ws;
         model_client *model;
@@ -451,6 +453,13 @@ static int set_up(struct run *run, int cancel_fd, corral_error **err)
                         run->trace_path = NULL;
                 if (run->trace_path == NULL)
                         return corral_fail(err, ENOMEM, "cannot start the run");
+        }
+        /* Without -o or -w the artifacts would go with the temporary
+         * workspace: keep them beside the trace. */
+        if (o->out == NULL && o->workspace == NULL) {
+                if (asprintf(&run->default_out, ".corral/runs/%s/output", run->run_id) < 0)
+                        return corral_fail(err, ENOMEM, "cannot start the run");
+                o->out = run->default_out;
         }
         if (trace_open(run->trace_path, run->secrets, &run->tr, err) < 0)
                 return -1;
@@ -560,6 +569,7 @@ static void run_release(struct run *run)
         free(run->secrets);
         free(run->task_buf);
         free(run->trace_path);
+        free(run->default_out);
         free(run->o.inputs);
 }
 

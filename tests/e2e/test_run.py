@@ -751,3 +751,15 @@ def test_refusal_message_in_each_dialect(run, dialect):
     srv.assert_ok()
     assert r.rc == 3
     assert "refused the request (HTTP 400: temperature must be at most 2)" in r.err
+
+
+def test_artifacts_kept_beside_the_trace_by_default(run, tmp_path):
+    turns = [tool_call("run_python", code="open('output/r.txt', 'w').write('result')"), text("done")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--json", "go")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    out = r.json["output_dir"]
+    assert out == os.path.join(".corral", "runs", r.json["run_id"], "output")
+    assert open(os.path.join(tmp_path, out, "r.txt")).read() == "result"
+    assert os.path.dirname(r.json["trace"]) == os.path.dirname(out)
