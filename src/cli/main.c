@@ -49,7 +49,7 @@ static void usage(FILE *f)
                    "  2        usage error of a command that does not pass a status through\n"
                    "  3        corral run: the model could not be reached or refused\n"
                    "  124      the wall-clock limit stopped the program\n"
-                   "  125      corral failed: a usage error, or the jail could not be set up\n"
+                   "  125      corral failed: a usage error of corral exec, or a jail could not be set up\n"
                    "  126      the program is not executable\n"
                    "  127      the program was not found\n"
                    "  128+N    the program was killed by signal N; 137 also when the memory\n"

@@ -488,6 +488,10 @@ static int finish(struct run *run)
         struct agent_result *res = &run->res;
         json_t *copy_report = NULL;
         corral_error *copy_err = NULL;
+        json_t *artifacts = list_artifacts(run->ws);
+        /* The default place is made only when there is something to keep. */
+        if (o->out == run->default_out && json_array_size(artifacts) == 0)
+                o->out = NULL;
         if (o->out && workspace_copy_out(run->ws, o->out, &copy_report, &copy_err) < 0) {
                 cli_error("run", "cannot copy the output to '%s': %s", o->out, copy_err->msg);
                 corral_error_free(copy_err);
@@ -507,7 +511,6 @@ static int finish(struct run *run)
                              json_string_value(json_object_get(sk, "reason"))) >= 0)
                         trace_emit(run->tr, "notice", json_pack("{s:s}", "message", msg));
         }
-        json_t *artifacts = list_artifacts(run->ws);
         const struct model_usage *u = model_client_usage(run->model);
         double wall_ms = monotonic_ms() - run->t_start;
         const char *status = agent_status_to_string(res->status);
