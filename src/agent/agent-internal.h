@@ -66,6 +66,8 @@ struct agent_state {
                 unsigned step;
         } failed[64];
         size_t n_failed;
+        uint64_t notices[16];    /* hashes of the jail notes already passed on */
+        size_t n_notices;
 };
 
 #endif

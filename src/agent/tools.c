@@ -153,6 +153,20 @@ static void redact_step(struct agent_state *st, struct agent_step *s)
         }
 }
 
+/* A jail's note (e.g. limits falling back to rlimits): once per run. */
+static void on_jail_notice(void *userdata, const char *message)
+{
+        struct agent_state *st = userdata;
+        uint64_t h = fnv1a(message, "");
+        for (size_t i = 0; i < st->n_notices; i++)
+                if (st->notices[i] == h)
+                        return;
+        if (st->n_notices < ARRAY_SIZE(st->notices))
+                st->notices[st->n_notices++] = h;
+        if (st->cfg->trace)
+                trace_emit(st->cfg->trace, "notice", json_pack("{s:s}", "message", message));
+}
+
 void agent_exec_code(struct agent_state *st, const char *lang, const char *code, struct agent_step *s)
 {
         const struct agent_config *cfg = st->cfg;
@@ -194,7 +208,8 @@ void agent_exec_code(struct agent_state *st, const char *lang, const char *code,
         }
         workspace_snapshot(cfg->ws, &before, NULL);
 
-        corral_jail_io io = { .capture = true, .cancel_fd = cfg->cancel_fd, .stdin_fd = -1 };
+        corral_jail_io io = { .capture = true, .cancel_fd = cfg->cancel_fd, .stdin_fd = -1,
+                              .on_notice = on_jail_notice, .userdata = st };
         corral_jail_result res;
         double t0 = monotonic_ms();
         if (corral_jail_run(&jc, &io, &res, &err) < 0) {

@@ -763,3 +763,15 @@ def test_artifacts_kept_beside_the_trace_by_default(run, tmp_path):
     assert out == os.path.join(".corral", "runs", r.json["run_id"], "output")
     assert open(os.path.join(tmp_path, out, "r.txt")).read() == "result"
     assert os.path.dirname(r.json["trace"]) == os.path.dirname(out)
+
+
+def test_limits_fallback_is_said_once(run):
+    probe = subprocess.run([CORRAL, "exec", "--json", "--", "true"], capture_output=True, timeout=60)
+    backend = json.loads(probe.stdout)["limits_backend"]
+    turns = [tool_call("run_python", code="print(1)"), tool_call("run_python", code="print(2)"), text("ok")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "go")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    notes = [e for e in r.events() if e["type"] == "notice" and "rlimit" in e["message"]]
+    assert len(notes) == (1 if backend == "rlimit" else 0), (backend, notes)
