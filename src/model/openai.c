@@ -287,8 +287,14 @@ static bool classify_failure(model_client *c, struct exchange *x, CURLcode rc, b
                 return false;
         }
         if (rc == CURLE_OPERATION_TIMEDOUT) {
-                corral_make_error(err, CORRAL_ERR_MODEL_UNREACHABLE, 0, "the model at %s did not answer within "
-                                  "%g s (--request-timeout)", c->base_url, c->s.request_timeout_s);
+                curl_off_t connected_us = 0;
+                x->api->easy_getinfo(x->h, CURLINFO_CONNECT_TIME_T, &connected_us);
+                if (connected_us == 0)
+                        corral_make_error(err, CORRAL_ERR_MODEL_UNREACHABLE, 0, "cannot connect to the model at %s "
+                                          "within %g s", c->base_url, c->s.connect_timeout_s);
+                else
+                        corral_make_error(err, CORRAL_ERR_MODEL_UNREACHABLE, 0, "the model at %s did not answer "
+                                          "within %g s (--request-timeout)", c->base_url, c->s.request_timeout_s);
                 return true;
         }
         /* An endpoint never reached is most likely not running: say so at
