@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../.."
 build=${FUZZ_BUILD:-build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz-utf8 fuzz-parse fuzz-result-json fuzz-profile fuzz-cgroup fuzz-sse fuzz-chat fuzz-textproto)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz-utf8 fuzz-parse fuzz-result-json fuzz-profile fuzz-cgroup fuzz-sse fuzz-chat fuzz-textproto fuzz-trace)
 
 if ! command -v clang >/dev/null; then
         echo "fuzzing needs clang and its libFuzzer runtime: apt-get install clang libclang-rt-14-dev" >&2
