@@ -69,6 +69,23 @@ static int append_message(json_t *messages, const char *role, const char *conten
         return m ? json_array_append_new(messages, m) : -1;
 }
 
+/* A note from corral to the model: appended to the last message when that
+ * is the user's (some chat templates reject two user messages in a row),
+ * else a user message of its own. */
+static void add_user_note(json_t *messages, const char *note)
+{
+        json_t *last = json_array_get(messages, json_array_size(messages) - 1);
+        const char *role = json_string_value(json_object_get(last, "role"));
+        const char *content = json_string_value(json_object_get(last, "content"));
+        char *joined = NULL;
+        if (role && strcmp(role, "user") == 0 && content && asprintf(&joined, "%s\n\n%s", content, note) >= 0) {
+                json_object_set_new(last, "content", json_string(joined));
+                free(joined);
+                return;
+        }
+        append_message(messages, "user", note);
+}
+
 static uint64_t estimate_tokens(const json_t *messages, const json_t *tools)
 {
         cleanup_free char *m = json_dumps(messages, JSON_COMPACT);
@@ -295,6 +312,7 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
         json_t *messages = json_array();
         char *answer = NULL;
         bool context_retry = false;
+        bool last_turn_said = false;
         uint64_t context_target = cfg->context_tokens * 3 / 4;
 
         if (messages == NULL || (!text && tools == NULL) || json_array_append_new(messages, json_null()) < 0 ||
@@ -332,6 +350,13 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                         break;
                 }
                 st.iteration = turn;
+                /* The last turn: say so, or the model spends it on one more step. */
+                if (turn == cfg->max_iterations && turn > 1 && !last_turn_said) {
+                        add_user_note(messages, "This is your last turn (the run's iteration limit): do not run "
+                                                "more code; give your final answer now with what you have found, "
+                                                "and say what is left undone.");
+                        last_turn_said = true;
+                }
                 unsigned trimmed = trim_context(messages, tools, context_target);
                 emit(cfg, "model_request",
                      json_pack("{s:i, s:i, s:I, s:i}", "iteration", turn, "messages", (int)json_array_size(messages),

@@ -288,7 +288,9 @@ def test_endpoint_going_down_mid_run_is_retried(run):
 
 
 def test_max_iterations_reached(run):
-    turns = [tool_call("run_python", code=f"print({i})") for i in range(3)]
+    turns = [tool_call("run_python", code=f"print({i})") for i in range(2)] + [
+        tool_call("run_python", code="print(2)") | {"expect": {"contains": ["This is your last turn"],
+                                                               "last_role": "user"}}]
     with ScriptedServer(turns) as srv:
         r = run(srv, "--max-iterations", "3", "--json", "loop forever")
     srv.assert_ok()
