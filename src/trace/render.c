@@ -676,6 +676,10 @@ static void render_tool_call(render *r, const json_t *ev)
                 if (code == NULL)
                         code = json_is_string(args) ? json_string_value(args) : "";
                 out_rule(r, "─", label, C_BOLD);
+                /* Text protocol ("text-N" ids): the code block was just shown
+                 * in the model's own text. */
+                if (id && strncmp(id, "text-", 5) == 0)
+                        return;
                 if (strcmp(lang, "python") == 0)
                         out_code(r, code, lang);
                 else

@@ -184,6 +184,8 @@ def test_text_protocol_model(run):
     srv.assert_ok()
     assert r.rc == 0, r.err
     assert r.out.strip() == "The answer is 1024."
+    # the live view shows the code once: in the model's text, not again in the step
+    assert r.err.count("print(2**10)") == 1 and "step 1 · run_python" in r.err
 
 
 def test_falls_back_to_text_protocol_when_tools_rejected(run):
