@@ -11,8 +11,18 @@
 static int cancel_fd = -1;
 static volatile sig_atomic_t cancel_signal;
 
+/* The first signal cancels and lets corral clean up; a second one (the
+ * user pressing Ctrl-C again) exits at once.  Jails still die with corral
+ * (parent-death signal, pid namespace); what is left is at most a temporary
+ * workspace and stale cgroup directories, which the next run sweeps. */
 static void on_signal(int sig)
 {
+        if (cancel_signal) {
+                static const char msg[] = "\ncorral: interrupted again: exiting without cleaning up\n";
+                ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+                (void)w;
+                _exit(128 + sig);
+        }
         uint64_t one = 1;
         cancel_signal = sig;
         ssize_t r = write(cancel_fd, &one, sizeof(one));

@@ -69,6 +69,20 @@ def test_sigint_stops_the_jail_and_cleans_up():
     assert corral_cgroups() == before
 
 
+def test_second_sigint_exits_at_once():
+    from conftest import CORRAL
+    marker = f"corral-sigint2-{os.getpid()}"
+    p = subprocess.Popen([CORRAL, "exec", "--", "bash", "-c", f"exec -a {marker} sleep 30"],
+                         stderr=subprocess.PIPE)
+    assert _wait_for(lambda: _running(marker))
+    os.kill(p.pid, 2)
+    os.kill(p.pid, 2)
+    assert p.wait(timeout=10) == 130
+    err = p.stderr.read()
+    assert b"interrupted" in err  # the first (cancel) or the second (exit now)
+    assert _wait_for(lambda: not _running(marker)), "jail survived a double Ctrl-C"
+
+
 def test_killed_supervisor_takes_the_jail_along(corral):
     from conftest import CORRAL
     marker = f"corral-sigkill-{os.getpid()}"
