@@ -141,6 +141,22 @@ static bool artifact_line(const json_t *a, FILE *f, const char **ret_class)
         return true;
 }
 
+/* artifact_line() as a string (malloc'd), or NULL when there is none. */
+static char *artifact_text(const json_t *a, const char **ret_class)
+{
+        char *line = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&line, &size);
+        if (f == NULL)
+                return NULL;
+        bool ok = artifact_line(a, f, ret_class);
+        if (fclose(f) != 0 || !ok) {
+                free(line);
+                return NULL;
+        }
+        return line;
+}
+
 /* A one-line summary of a file tool's arguments: the path, a size for writes. */
 static void tool_args_line(const json_t *call, FILE *f)
 {
@@ -332,19 +348,12 @@ static void md_run_end(const json_t *ev, FILE *f)
         json_t *a;
         json_array_foreach (arts, i, a) {
                 const char *cls;
-                char *line = NULL;
-                size_t sz = 0;
-                FILE *lf = open_memstream(&line, &sz);
-                if (lf == NULL)
-                        continue;
-                bool ok = artifact_line(a, lf, &cls);
-                fclose(lf);
-                if (ok) {
+                cleanup_free char *line = artifact_text(a, &cls);
+                if (line) {
                         fputs(i == 0 ? "- artifacts:\n  - " : "  - ", f);
                         md_code(f, line);
                         fputs("\n", f);
                 }
-                free(line);
         }
         const char *dir = trace_jstr(ev, "output_dir");
         if (dir) {
@@ -428,19 +437,12 @@ static void md_artifacts(const json_t *arts, FILE *f)
         bool first = true;
         json_array_foreach (arts, i, a) {
                 const char *cls;
-                char *line = NULL;
-                size_t sz = 0;
-                FILE *lf = open_memstream(&line, &sz);
-                if (lf == NULL)
-                        continue;
-                bool ok = artifact_line(a, lf, &cls);
-                fclose(lf);
-                if (ok) {
+                cleanup_free char *line = artifact_text(a, &cls);
+                if (line) {
                         fputs(first ? "Files: " : ", ", f);
                         md_code(f, line);
                         first = false;
                 }
-                free(line);
         }
 }
 
@@ -609,19 +611,12 @@ static void html_artifacts(FILE *f, const json_t *arts)
         json_t *a;
         json_array_foreach (arts, i, a) {
                 const char *cls;
-                char *line = NULL;
-                size_t sz = 0;
-                FILE *lf = open_memstream(&line, &sz);
-                if (lf == NULL)
-                        continue;
-                bool ok = artifact_line(a, lf, &cls);
-                fclose(lf);
-                if (ok) {
+                cleanup_free char *line = artifact_text(a, &cls);
+                if (line) {
                         fprintf(f, "<li class=\"%s\">", cls);
                         h(f, line);
                         fputs("</li>\n", f);
                 }
-                free(line);
         }
         fputs("</ul>\n", f);
 }
