@@ -66,6 +66,7 @@ struct agent_state {
                 unsigned step;
         } failed[64];
         size_t n_failed;
+        struct ws_snapshot *last_snapshot; /* the workspace after the last step (tools.c) */
         uint64_t notices[16];    /* hashes of the jail notes already passed on */
         size_t n_notices;
 };

@@ -106,11 +106,14 @@ static bool trimmable(json_t *messages, size_t i)
 }
 
 /* Shorten old observations, oldest first, until the conversation fits
- * within target tokens; returns how many were shortened. */
-static unsigned trim_context(json_t *messages, const json_t *tools, uint64_t target)
+ * within target tokens; returns how many were shortened and, in
+ * *ret_tokens, the estimate after shortening (one serialisation of the
+ * conversation, then what each cut saves). */
+static unsigned trim_context(json_t *messages, const json_t *tools, uint64_t target, uint64_t *ret_tokens)
 {
+        uint64_t tokens = estimate_tokens(messages, tools);
         unsigned n = 0;
-        for (size_t i = 0; i < json_array_size(messages) && estimate_tokens(messages, tools) > target; i++) {
+        for (size_t i = 0; i < json_array_size(messages) && tokens > target; i++) {
                 if (!trimmable(messages, i))
                         continue;
                 json_t *m = json_array_get(messages, i);
@@ -120,10 +123,14 @@ static unsigned trim_context(json_t *messages, const json_t *tools, uint64_t tar
                 char *note = NULL;
                 if (cut == NULL || asprintf(&note, "[older output, shortened to save context]\n%s", cut) < 0)
                         break;
+                size_t saved = len > strlen(note) ? len - strlen(note) : 0;
                 json_object_set_new(m, "content", json_string(note));
                 free(note);
+                uint64_t less = model_estimate_tokens(NULL, saved);
+                tokens = tokens > less ? tokens - less : 0;
                 n++;
         }
+        *ret_tokens = tokens;
         return n;
 }
 
@@ -201,12 +208,9 @@ static void set_outcome(struct agent_result *r, enum agent_status status, int ki
 {
         r->status = status;
         r->error_kind = kind;
-        free(r->reason);
-        r->reason = NULL;
         va_list ap;
         va_start(ap, fmt);
-        if (vasprintf(&r->reason, fmt, ap) < 0)
-                r->reason = NULL;
+        str_vsetf(&r->reason, fmt, ap);
         va_end(ap);
 }
 
@@ -357,11 +361,11 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                                                 "and say what is left undone.");
                         last_turn_said = true;
                 }
-                unsigned trimmed = trim_context(messages, tools, context_target);
+                uint64_t est_tokens;
+                unsigned trimmed = trim_context(messages, tools, context_target, &est_tokens);
                 emit(cfg, "model_request",
                      json_pack("{s:i, s:i, s:I, s:i}", "iteration", turn, "messages", (int)json_array_size(messages),
-                               "est_prompt_tokens", (json_int_t)estimate_tokens(messages, tools), "trimmed",
-                               trimmed));
+                               "est_prompt_tokens", (json_int_t)est_tokens, "trimmed", trimmed));
 
                 struct turn_hooks th = { .cfg = cfg, .iteration = turn };
                 struct model_hooks hooks = { .on_content = on_content, .on_retry = on_retry, .userdata = &th };
@@ -445,6 +449,7 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 answer = NULL;
         }
         ret->text_protocol = text;
+        ws_snapshot_free(st.last_snapshot);
         free(answer);
         json_decref(messages);
         json_decref(tools);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../lib/redact.h"
 #include "../model/chat.h"
 #include "agent-internal.h"
 
@@ -75,9 +76,7 @@ static void say(struct agent_step *s, bool ok, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        free(s->content);
-        if (vasprintf(&s->content, fmt, ap) < 0)
-                s->content = NULL;
+        str_vsetf(&s->content, fmt, ap);
         va_end(ap);
         s->ok = ok;
 }
@@ -132,13 +131,25 @@ static void note_repeat(struct agent_state *st, struct agent_step *s, const char
         }
 }
 
-static json_t *diff_since(struct agent_state *st, struct ws_snapshot *before)
+/* The workspace before a step that may change it.  Between steps only
+ * corral's own tools touch it, and each keeps the snapshot it took after
+ * itself, so that one serves as the next step's "before": one walk per
+ * step, not two. */
+static void snapshot_before(struct agent_state *st)
+{
+        if (st->last_snapshot == NULL)
+                workspace_snapshot(st->cfg->ws, &st->last_snapshot, NULL);
+}
+
+/* What the step changed since snapshot_before(); the new snapshot is kept. */
+static json_t *diff_since_before(struct agent_state *st)
 {
         struct ws_snapshot *after = NULL;
-        if (before == NULL || workspace_snapshot(st->cfg->ws, &after, NULL) < 0)
+        if (workspace_snapshot(st->cfg->ws, &after, NULL) < 0)
                 return NULL;
-        json_t *d = workspace_diff(before, after);
-        ws_snapshot_free(after);
+        json_t *d = st->last_snapshot ? workspace_diff(st->last_snapshot, after) : NULL;
+        ws_snapshot_free(st->last_snapshot);
+        st->last_snapshot = after;
         return d;
 }
 
@@ -146,7 +157,7 @@ static void redact_step(struct agent_state *st, struct agent_step *s)
 {
         if (st->cfg->secrets == NULL || s->content == NULL)
                 return;
-        char *r = trace_redact_text(s->content, st->cfg->secrets);
+        char *r = redact_text(s->content, st->cfg->secrets);
         if (r) {
                 free(s->content);
                 s->content = r;
@@ -174,7 +185,6 @@ void agent_exec_code(struct agent_state *st, const char *lang, const char *code,
         corral_error *err = NULL;
         bool python = strcmp(lang, "python") == 0;
         char name[64], path[96];
-        struct ws_snapshot *before = NULL;
 
         st->step++;
         snprintf(name, sizeof(name), "step%u.%s", st->step, python ? "py" : "sh");
@@ -206,7 +216,7 @@ void agent_exec_code(struct agent_state *st, const char *lang, const char *code,
                 if (left < jc.timeout_s)
                         jc.timeout_s = left;
         }
-        workspace_snapshot(cfg->ws, &before, NULL);
+        snapshot_before(st);
 
         corral_jail_io io = { .capture = true, .cancel_fd = cfg->cancel_fd, .stdin_fd = -1,
                               .on_notice = on_jail_notice, .userdata = st };
@@ -217,7 +227,7 @@ void agent_exec_code(struct agent_state *st, const char *lang, const char *code,
                 goto out;
         }
         double jail_ms = monotonic_ms() - t0;
-        s->artifacts = diff_since(st, before);
+        s->artifacts = diff_since_before(st);
         s->exec = agent_exec_to_json(&res, cfg->observation_bytes);
         if (s->exec)
                 json_object_set_new(s->exec, "jail_ms", json_real(jail_ms)); /* the whole jail: set-up to teardown */
@@ -235,7 +245,6 @@ out:
                         corral_fail(&s->err, ENOMEM, "cannot prepare the jail");
         }
         corral_error_free(err);
-        ws_snapshot_free(before);
         corral_jail_config_release(&jc);
 }
 
@@ -272,17 +281,15 @@ static void tool_write(struct agent_state *st, struct agent_step *s)
         if (content == NULL)
                 return;
         corral_error *err = NULL;
-        struct ws_snapshot *before = NULL;
-        workspace_snapshot(st->cfg->ws, &before, NULL);
+        snapshot_before(st);
         size_t len = json_string_length(json_object_get(s->args, "content"));
         if (workspace_write_file(st->cfg->ws, path, content, len, &err) < 0) {
                 say(s, false, "error: %s", err->msg);
                 corral_error_free(err);
         } else {
                 say(s, true, "wrote %zu bytes to %s", len, path);
-                s->artifacts = diff_since(st, before);
+                s->artifacts = diff_since_before(st);
         }
-        ws_snapshot_free(before);
 }
 
 static void tool_list(struct agent_state *st, struct agent_step *s)

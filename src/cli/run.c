@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../agent/agent.h"
+#include "../lib/redact.h"
 #include "../model/provider.h"
 #include "../trace/render.h"
 #include "cli.h"
@@ -285,15 +286,11 @@ static const char **collect_secrets(const char *api_key, const corral_jail_confi
         return v;
 }
 
-struct live {
-        render *view;
-};
-
+/* Streamed model text into the live view (userdata: the render, or NULL). */
 static void on_content(void *ud, const char *delta, size_t len)
 {
-        struct live *l = ud;
-        if (l->view)
-                render_content_delta(l->view, delta, len);
+        if (ud)
+                render_content_delta(ud, delta, len);
 }
 
 /* --quiet: notices (a fallback, a file not copied) still reach stderr. */
@@ -461,8 +458,11 @@ static int set_up(struct run *run, int cancel_fd, corral_error **err)
                         return corral_fail(err, ENOMEM, "cannot start the run");
                 o->out = run->default_out;
         }
-        if (trace_open(run->trace_path, run->secrets, &run->tr, err) < 0)
-                return -1;
+        if (trace_open(run->trace_path, run->secrets, &run->tr, err) < 0) {
+                /* Where the trace goes is the user's to fix: a usage error. */
+                (*err)->kind = CORRAL_ERR_USAGE;
+                return corral_error_prefix(err, "the trace (choose another with --trace FILE, or --no-trace)");
+        }
         if (!o->json && !o->quiet) {
                 struct render_options ro;
                 render_options_default(&ro, stderr, true);
@@ -530,7 +530,7 @@ static int finish(struct run *run)
                                       skipped ? json_incref(skipped) : json_array(), "wall_ms", wall_ms);
                 char *text = NULL;
                 if (j) {
-                        trace_redact_json(j, run->secrets);
+                        redact_json(j, run->secrets);
                         text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
                 }
                 if (text)
@@ -540,13 +540,13 @@ static int finish(struct run *run)
                 free(text);
                 json_decref(j);
         } else if (res->status == AGENT_ANSWERED && res->answer) {
-                cleanup_free char *a = trace_redact_text(res->answer, run->secrets);
+                cleanup_free char *a = redact_text(res->answer, run->secrets);
                 fputs(a ? a : "", stdout);
                 if (a && *a && a[strlen(a) - 1] != '\n')
                         fputc('\n', stdout);
         }
         if (res->status != AGENT_ANSWERED && res->reason) {
-                cleanup_free char *m = trace_redact_text(res->reason, run->secrets);
+                cleanup_free char *m = redact_text(res->reason, run->secrets);
                 cli_error("run", "%s", m ? m : res->reason);
         }
         if (trace_write_error(run->tr))
@@ -599,7 +599,6 @@ int cmd_run(int argc, char **argv)
                                                               : EXIT_CORRAL;
                 cli_error_obj("run", err);
         } else {
-                struct live live = { .view = run.view };
                 struct agent_config *a = &run.o.agent;
                 a->task = task;
                 a->model = run.model;
@@ -610,7 +609,7 @@ int cmd_run(int argc, char **argv)
                 a->cancel_fd = run.o.model.cancel_fd;
                 a->secrets = run.secrets;
                 a->on_content = on_content;
-                a->userdata = &live;
+                a->userdata = run.view;
                 if (agent_run(a, &run.res, &err) < 0) {
                         cli_error_obj("run", err);
                         status = EXIT_CORRAL;

@@ -524,9 +524,7 @@ static void set_reason(corral_jail_result *r, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        free(r->reason);
-        if (vasprintf(&r->reason, fmt, ap) < 0)
-                r->reason = NULL;
+        str_vsetf(&r->reason, fmt, ap);
         va_end(ap);
 }
 

@@ -2,7 +2,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "util.h"
@@ -79,7 +81,9 @@ int write_all(int fd, const void *buf, size_t len)
         return 0;
 }
 
-char *read_file_at(int dirfd, const char *path, size_t max)
+/* Read up to max bytes; with whole, a file longer than that is an error
+ * (EFBIG) rather than silently cut. */
+static char *read_upto_at(int dirfd, const char *path, size_t max, bool whole)
 {
         int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
@@ -100,11 +104,57 @@ char *read_file_at(int dirfd, const char *path, size_t max)
                 len += (size_t)n;
         }
         int saved = errno;
+        if (buf != NULL && whole && len == max) {
+                char more;
+                ssize_t n;
+                while ((n = read(fd, &more, 1)) < 0 && errno == EINTR)
+                        ;
+                if (n != 0) {
+                        saved = n > 0 ? EFBIG : errno;
+                        free(buf);
+                        buf = NULL;
+                }
+        }
         close(fd);
         if (buf)
                 buf[len] = '\0';
         errno = saved;
         return buf;
+}
+
+char *read_file_at(int dirfd, const char *path, size_t max)
+{
+        return read_upto_at(dirfd, path, max, false);
+}
+
+char *read_whole_file_at(int dirfd, const char *path, size_t max)
+{
+        return read_upto_at(dirfd, path, max, true);
+}
+
+void str_vsetf(char **dst, const char *fmt, va_list ap)
+{
+        free(*dst);
+        if (vasprintf(dst, fmt, ap) < 0)
+                *dst = NULL;
+}
+
+int mkdir_p(const char *path, mode_t mode)
+{
+        cleanup_free char *p = strdup(path);
+        if (p == NULL)
+                return -1;
+        for (char *s = p + 1;; s++) {
+                if (*s != '/' && *s != '\0')
+                        continue;
+                char saved = *s;
+                *s = '\0';
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return -1;
+                if (saved == '\0')
+                        return 0;
+                *s = saved;
+        }
 }
 
 int write_file_at(int dirfd, const char *path, const char *text)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <corral/error.h>
@@ -73,6 +74,14 @@ CORRAL_HIDDEN double monotonic_ms(void);
 CORRAL_HIDDEN int write_all(int fd, const void *buf, size_t len);
 /* Read a small file into a NUL-terminated malloc'd string (at most max bytes). */
 CORRAL_HIDDEN char *read_file_at(int dirfd, const char *path, size_t max);
+/* The same for a file that must be read whole: NULL with errno EFBIG when
+ * it holds more than max bytes. */
+CORRAL_HIDDEN char *read_whole_file_at(int dirfd, const char *path, size_t max);
+/* Replace the malloc'd string *dst by a formatted one (NULL when out of memory). */
+CORRAL_HIDDEN void str_vsetf(char **dst, const char *fmt, va_list ap) CORRAL_PRINTF(2, 0);
+
+/* mkdir -p: path and its missing parents with mode; -1 with errno. */
+CORRAL_HIDDEN int mkdir_p(const char *path, mode_t mode);
 CORRAL_HIDDEN int write_file_at(int dirfd, const char *path, const char *text);
 
 /* Escape bytes as valid UTF-8: invalid sequences and NUL become U+FFFD. */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../trace/trace.h"
+#include "../lib/redact.h"
 #include "model-internal.h"
 
 void model_settings_init(struct model_settings *s)
@@ -86,10 +86,13 @@ int model_client_open(const struct model_settings *s, model_client **ret, corral
         size_t n_secrets = 0;
         while (s->secrets && s->secrets[n_secrets])
                 n_secrets++;
-        c->secrets = calloc(n_secrets + 1, sizeof(char *));
+        /* The caller's secrets and the key: what recordings and messages must not carry. */
+        c->secrets = calloc(n_secrets + 2, sizeof(char *));
         bool oom = c->secrets == NULL;
         for (size_t i = 0; !oom && i < n_secrets; i++)
                 oom = dup_str(&c->secrets[i], s->secrets[i]) < 0;
+        if (!oom && s->api_key && *s->api_key)
+                oom = dup_str(&c->secrets[n_secrets], s->api_key) < 0;
         if (oom || dup_str(&c->base_url, s->base_url) < 0 || dup_str(&c->model, s->model) < 0 ||
             dup_str(&c->api_key, s->api_key) < 0 || dup_str(&c->provider, s->provider) < 0 ||
             dup_str(&c->record_path, s->record_path) < 0) {
@@ -156,20 +159,14 @@ void model_client_free(model_client *c)
         free(c);
 }
 
-/* The secrets a message must not carry: the key and the caller's. */
 static void redact_error(model_client *c, corral_error **err)
 {
         if (err == NULL || *err == NULL)
                 return;
-        const char *key[] = { c->api_key, NULL };
-        char *m = trace_redact_text((*err)->msg, key);
+        char *m = redact_text((*err)->msg, c->s.secrets);
         if (m) {
-                char *m2 = trace_redact_text(m, c->s.secrets);
-                free(m);
-                if (m2) {
-                        free((*err)->msg);
-                        (*err)->msg = m2;
-                }
+                free((*err)->msg);
+                (*err)->msg = m;
         }
 }
 
@@ -183,9 +180,7 @@ static void record(model_client *c, const json_t *messages, const json_t *tools,
                                  (json_int_t)r->usage.completion_tokens, "reported", r->usage.reported);
         if (line == NULL)
                 return;
-        const char *key[] = { c->api_key, NULL };
-        trace_redact_json(line, key);
-        trace_redact_json(line, c->s.secrets);
+        redact_json(line, c->s.secrets);
         char *text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
         json_decref(line);
         if (text == NULL)
@@ -271,13 +266,6 @@ int model_chat(model_client *c, const json_t *messages, const json_t *tools, con
         if (c->record_fd >= 0)
                 record(c, messages, tools, ret);
         return 0;
-}
-
-int model_list(model_client *c, json_t **ret_ids, corral_error **err)
-{
-        if (c->ops->list == NULL)
-                return corral_usage(err, "the %s backend has no model list", c->ops->name);
-        return c->ops->list(c, ret_ids, err);
 }
 
 const struct model_usage *model_client_usage(const model_client *c)

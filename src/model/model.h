@@ -37,7 +37,8 @@ struct model_settings {
         double retry_max_s;       /* cap on one wait, also on Retry-After (default 60) */
         int cancel_fd;            /* readable: abort the request (CORRAL_ERR_CANCELLED); -1 none */
         const char *record_path;  /* append every exchange here (JSONL, 0600), or NULL */
-        const char *const *secrets; /* NULL-terminated strings redacted from recordings */
+        const char *const *secrets; /* NULL-terminated strings redacted from recordings and errors
+                                     * (the API key always is) */
 };
 CORRAL_HIDDEN void model_settings_init(struct model_settings *s);
 
@@ -67,9 +68,6 @@ CORRAL_HIDDEN void model_client_free(model_client *c);
  * usage is filled (estimated from the text when the endpoint sent none). */
 CORRAL_HIDDEN int model_chat(model_client *c, const json_t *messages, const json_t *tools,
                              const struct model_hooks *hooks, struct chat_reply *ret, corral_error **ret_err);
-
-/* The model ids the endpoint lists (GET /models), for a 404's message. */
-CORRAL_HIDDEN int model_list(model_client *c, json_t **ret_ids, corral_error **ret_err);
 
 CORRAL_HIDDEN const struct model_usage *model_client_usage(const model_client *c);
 

@@ -43,6 +43,7 @@ struct exchange {
         size_t content_seen;     /* content bytes already passed to on_content */
         corral_error *stream_err;
         double retry_after_s;    /* from the headers, < 0 when absent */
+        bool too_big;            /* a 200 body past MAX_BODY: reading stopped */
 };
 
 static int on_sse_event(void *ud, const char *event, const char *data, size_t len)
@@ -81,7 +82,11 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
         if (capbuf_append(&x->body, data, len) == (size_t)-1)
                 return 0;
         /* A success body past the cap cannot be parsed: stop reading. */
-        return x->body.truncated && x->status == 200 ? 0 : len;
+        if (x->body.truncated && x->status == 200) {
+                x->too_big = true;
+                return 0;
+        }
+        return len;
 }
 
 /* Retry-After: seconds or an HTTP date; OpenAI also sends retry-after-ms. */
@@ -284,6 +289,11 @@ static bool classify_failure(model_client *c, struct exchange *x, CURLcode rc, b
         *ret_retry_after = -1;
         if (rc == CURLE_ABORTED_BY_CALLBACK && model_cancelled(c)) {
                 corral_make_error(err, CORRAL_ERR_CANCELLED, 0, "the model request was cancelled");
+                return false;
+        }
+        if (x->too_big) {
+                corral_make_error(err, CORRAL_ERR_MODEL_REFUSED, 0, "the model's reply from %s is larger than %u MiB; "
+                                  "corral stopped reading it", c->base_url, (unsigned)(MAX_BODY >> 20));
                 return false;
         }
         if (rc == CURLE_OPERATION_TIMEDOUT) {

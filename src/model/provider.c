@@ -107,7 +107,9 @@ static int load_config(const char *path, bool must_exist, json_t **ret, corral_e
 {
         *ret = NULL;
         errno = 0;
-        cleanup_free char *text = read_file_at(AT_FDCWD, path, MAX_CONFIG);
+        cleanup_free char *text = read_whole_file_at(AT_FDCWD, path, MAX_CONFIG);
+        if (text == NULL && errno == EFBIG)
+                return corral_usage(err, "the config file '%s' is larger than %u KiB", path, MAX_CONFIG >> 10);
         if (text == NULL) {
                 if (errno == ENOENT && !must_exist)
                         return 0;

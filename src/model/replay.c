@@ -31,7 +31,10 @@ int replay_backend_open(model_client *c, corral_error **err)
         const char *path = c->model + strlen("replay:");
         if (*path == '\0')
                 return corral_usage(err, "--model replay:FILE needs a transcript file");
-        cleanup_free char *text = read_file_at(AT_FDCWD, path, MAX_TRANSCRIPT);
+        errno = 0;
+        cleanup_free char *text = read_whole_file_at(AT_FDCWD, path, MAX_TRANSCRIPT);
+        if (text == NULL && errno == EFBIG)
+                return corral_usage(err, "the transcript '%s' is larger than %u MiB", path, MAX_TRANSCRIPT >> 20);
         if (text == NULL)
                 return corral_make_error(err, CORRAL_ERR_USAGE, errno ? errno : EIO, "cannot read the transcript '%s'",
                                          path);

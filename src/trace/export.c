@@ -141,6 +141,13 @@ static bool artifact_line(const json_t *a, FILE *f, const char **ret_class)
         return true;
 }
 
+/* How a run_start input is named: a string, or its "dest", else "source". */
+static const char *input_name(const json_t *in)
+{
+        const char *p = json_is_string(in) ? json_string_value(in) : trace_jstr(in, "dest");
+        return p ? p : trace_jstr(in, "source");
+}
+
 /* artifact_line() as a string (malloc'd), or NULL when there is none. */
 static char *artifact_text(const json_t *a, const char **ret_class)
 {
@@ -312,9 +319,7 @@ static void md_run_start(const json_t *ev, FILE *f)
         size_t i;
         json_t *in;
         json_array_foreach (json_object_get(ev, "inputs"), i, in) {
-                const char *p = json_is_string(in) ? json_string_value(in) : trace_jstr(in, "dest");
-                if (p == NULL)
-                        p = trace_jstr(in, "source");
+                const char *p = input_name(in);
                 if (p == NULL)
                         continue;
                 fputs(i == 0 ? "- inputs: " : ", ", f);
@@ -654,9 +659,7 @@ static void html_run_start(FILE *f, const json_t *ev)
         size_t i;
         json_t *in;
         json_array_foreach (json_object_get(ev, "inputs"), i, in) {
-                const char *p = json_is_string(in) ? json_string_value(in) : trace_jstr(in, "dest");
-                if (p == NULL)
-                        p = trace_jstr(in, "source");
+                const char *p = input_name(in);
                 if (p == NULL)
                         continue;
                 fprintf(f, "<dt>%s</dt><dd><code>", i == 0 ? "inputs" : "");

@@ -4,7 +4,7 @@
  * each as one line of a JSONL file (created 0600, never through a symlink)
  * and hands it to subscribers (the terminal renderer, later the server).
  * Before an event leaves, every string in it has the run's secrets (the
- * API key, the values given with -e) replaced by "[REDACTED]".
+ * API key, the values given with -e) replaced by "[REDACTED]" (lib/redact.h).
  *
  * Every event carries: "v":1, "type", "t_ms" (milliseconds since the trace
  * was opened, one decimal), "ts" (UTC, ISO 8601 with milliseconds).  The
@@ -65,17 +65,6 @@ CORRAL_HIDDEN int trace_subscribe(trace *t, trace_subscriber_fn fn, void *userda
 CORRAL_HIDDEN void trace_emit(trace *t, const char *type, json_t *fields);
 /* The first write error, or NULL. */
 CORRAL_HIDDEN const char *trace_write_error(const trace *t);
-
-/* Replace every secret in every string of `value` (recursively, keys too),
- * in place: every byte covered by any occurrence of any secret is replaced,
- * one "[REDACTED]" per contiguous run, so overlapping secrets and a secret
- * containing another leave nothing behind; keys keep their order (two that
- * become equal get " (2)", ...).  Same filtering of secrets as trace_open.
- * Also used for recorded transcripts and error messages. */
-CORRAL_HIDDEN void trace_redact_json(json_t *value, const char *const *secrets);
-/* A malloc'd copy of text with secrets replaced (NULL for NULL text or on
- * allocation failure). */
-CORRAL_HIDDEN char *trace_redact_text(const char *text, const char *const *secrets);
 
 /* Read a JSONL trace file: calls fn (may be NULL) for each event in order.
  * Blank lines are skipped; a line that is not a JSON object with a string

@@ -285,29 +285,11 @@ int ws_copy_tree(struct ws_copy *c, int src_dirfd, int dst_dirfd, const char *re
 }
 
 /* mkdir -p for a path the user gave (trusted: symlinks in it are theirs). */
-static int mkdir_parents(const char *path, mode_t mode)
-{
-        cleanup_free char *p = strdup(path);
-        if (p == NULL)
-                return -1;
-        for (char *s = p + 1;; s++) {
-                if (*s != '/' && *s != '\0')
-                        continue;
-                char saved = *s;
-                *s = '\0';
-                if (mkdir(p, mode) < 0 && errno != EEXIST)
-                        return -1;
-                if (saved == '\0')
-                        return 0;
-                *s = saved;
-        }
-}
-
 int workspace_copy_out(struct workspace *ws, const char *dest, json_t **ret_report, corral_error **ret_err)
 {
         if (dest == NULL || dest[0] == '\0')
                 return corral_usage(ret_err, "the destination for the workspace's output is empty");
-        if (mkdir_parents(dest, 0755) < 0)
+        if (mkdir_p(dest, 0755) < 0)
                 return corral_fail(ret_err, errno, "cannot create '%s'", dest);
         cleanup_close int dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)

@@ -780,3 +780,61 @@ def test_limits_fallback_is_said_once(run):
     assert r.rc == 0, r.err
     notes = [e for e in r.events() if e["type"] == "notice" and "rlimit" in e["message"]]
     assert len(notes) == (1 if backend == "rlimit" else 0), (backend, notes)
+
+
+def test_input_limit(run, tmp_path):
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"x" * 5000)
+    r = run("http://127.0.0.1:9/v1", "-i", str(big), "--input-limit", "4K", "x")
+    assert r.rc == 2
+    assert "goes past the input budget" in r.err and "big.txt" in r.err
+    assert r.traces() == []
+
+
+def test_read_file_is_capped(run, tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "output").mkdir(parents=True)
+    (ws / "output" / "big.txt").write_text("a" * 70000 + "TAIL")
+    turns = [tool_call("read_file", path="output/big.txt"),
+             text("ok") | {"expect": {"contains": ["only the first 65536 bytes of 'output/big.txt'"],
+                                      "not_contains": ["TAIL"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "-w", str(ws), "read")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+
+
+def test_output_that_cannot_be_copied(run):
+    turns = [tool_call("run_python", code="open('output/a.txt', 'w').write('a')"), text("done")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "-o", "/dev/null/out", "--json", "go")
+    srv.assert_ok()
+    assert r.rc == 125
+    assert "cannot copy the output to '/dev/null/out'" in r.err
+    assert r.json["status"] == "jail_error" and r.json["reason"] == "the output could not be copied"
+
+
+def test_trace_that_cannot_be_written(run):
+    with ScriptedServer([]) as srv:
+        r = run(srv, "--trace", "/dev/null/t.jsonl", "go")
+    assert r.rc == 2
+    assert "--trace FILE" in r.err and "/dev/null/t.jsonl" in r.err
+    assert srv.requests == []  # nothing ran
+
+
+def test_oversized_reply_is_refused_not_retried(run):
+    turns = [text("x" * (17 << 20))]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--no-stream", "go", timeout=120)
+    assert r.rc == 3
+    assert "larger than 16 MiB" in r.err
+    assert len(srv.requests) == 1
+
+
+def test_oversized_transcript(run, tmp_path):
+    t = tmp_path / "huge.jsonl"
+    with open(t, "wb") as f:
+        f.truncate((16 << 20) + 1)
+    r = run("http://127.0.0.1:9/v1", "x", model=f"replay:{t}")
+    assert r.rc == 2
+    assert "larger than 16 MiB" in r.err

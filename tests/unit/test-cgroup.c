@@ -42,20 +42,6 @@ static char *pathf(const char *fmt, ...)
         return s;
 }
 
-static void mkdir_p(const char *path)
-{
-        char *p = strdup(path);
-        for (char *s = p + 1; *s; s++) {
-                if (*s == '/') {
-                        *s = '\0';
-                        mkdir(p, 0755);
-                        *s = '/';
-                }
-        }
-        mkdir(p, 0755);
-        free(p);
-}
-
 static void put(const char *dir, const char *file, const char *text)
 {
         cleanup_free char *p = pathf("%s/%s", dir, file);
@@ -100,7 +86,7 @@ static char *case_dir(const char *name)
 {
         char *d = pathf("%s/%s", tmp, name);
         nftw(d, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-        mkdir_p(d);
+        mkdir_p(d, 0755);
         return d;
 }
 
@@ -116,7 +102,7 @@ TEST(v2_detect_create_stats)
 {
         cleanup_free char *d = case_dir("v2");
         cleanup_free char *cg = pathf("%s/cg", d);
-        mkdir_p(cg);
+        mkdir_p(cg, 0755);
         put(cg, "cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
         put(cg, "cgroup.subtree_control", "cpu memory pids\n");
         put(d, "cgroup", "0::/\n");
@@ -242,7 +228,7 @@ TEST(v2_partial_controllers)
          * falls back to RLIMIT_NPROC), CPU accounting still comes from v2. */
         cleanup_free char *d = case_dir("v2-partial");
         cleanup_free char *cg = pathf("%s/cg/user.slice/user-1000.slice/session-3.scope", d);
-        mkdir_p(cg);
+        mkdir_p(cg, 0755);
         put(cg, "cgroup.controllers", "memory\n");
         put(cg, "cgroup.subtree_control", "memory\n");
         put(d, "cgroup", "0::/user.slice/user-1000.slice/session-3.scope\n");
@@ -318,7 +304,7 @@ TEST(v2_without_swap_accounting)
          * rlimits although memory.max works. */
         cleanup_free char *d = case_dir("v2-noswap");
         cleanup_free char *cg = pathf("%s/cg", d);
-        mkdir_p(cg);
+        mkdir_p(cg, 0755);
         put(cg, "cgroup.controllers", "memory pids\n");
         put(d, "cgroup", "0::/\n");
         cleanup_free char *mi = pathf("30 22 0:26 / %s rw - cgroup2 cgroup2 rw\n", cg);
@@ -328,7 +314,7 @@ TEST(v2_without_swap_accounting)
         CHECK_INT(cgroup_layout_detect_from(&l, mi_path, pc_path), 0);
         l.test_tree = true;
         cleanup_free char *swap = pathf("%s/corral-6-0/memory.swap.max", cg);
-        mkdir_p(swap);
+        mkdir_p(swap, 0755);
         struct cgroup_limits lim = { .memory_bytes = 1 << 30, .pids = 10 };
         struct jail_cgroup j;
         corral_error *err = NULL;
@@ -349,9 +335,9 @@ TEST(v1_detect_create_stats)
         cleanup_free char *mem = pathf("%s/v1/memory/user.slice/session-1.scope", d);
         cleanup_free char *pids = pathf("%s/v1/pids/user.slice", d);
         cleanup_free char *cpu = pathf("%s/v1/cpu,cpuacct/user.slice", d);
-        mkdir_p(mem);
-        mkdir_p(pids);
-        mkdir_p(cpu);
+        mkdir_p(mem, 0755);
+        mkdir_p(pids, 0755);
+        mkdir_p(cpu, 0755);
         put(d, "cgroup",
             "12:pids:/user.slice\n"
             "11:cpu,cpuacct:/user.slice\n"
@@ -443,11 +429,11 @@ TEST(v1_separate_cpu_cpuacct_and_hybrid)
         cleanup_free char *mem = pathf("%s/fs/memory/process_api/75ea74b6", d);
         cleanup_free char *cpu = pathf("%s/fs/cpu", d), *acct = pathf("%s/fs/cpuacct", d);
         cleanup_free char *pids = pathf("%s/fs/pids", d), *uni = pathf("%s/fs/unified", d);
-        mkdir_p(mem);
-        mkdir_p(cpu);
-        mkdir_p(acct);
-        mkdir_p(pids);
-        mkdir_p(uni);
+        mkdir_p(mem, 0755);
+        mkdir_p(cpu, 0755);
+        mkdir_p(acct, 0755);
+        mkdir_p(pids, 0755);
+        mkdir_p(uni, 0755);
         put(uni, "cgroup.controllers", "hugetlb\n");
         put(d, "cgroup",
             "9:name=systemd:/\n8:pids:/\n7:blkio:/\n4:memory:/process_api/75ea74b6\n3:cpuset:/\n2:cpuacct:/\n"
@@ -536,7 +522,7 @@ TEST(detect_nested_and_escaped)
         cleanup_free char *d = case_dir("escaped");
         cleanup_free char *mnt = pathf("%s/with space/cg", d);
         cleanup_free char *self = pathf("%s/b/c d", mnt);
-        mkdir_p(self);
+        mkdir_p(self, 0755);
         put(self, "cgroup.controllers", "memory pids\n");
         put(d, "cgroup", "0::/a/b/c d\n");
         /* The real mount (root "/") is listed after a bind of /a elsewhere. */
@@ -556,7 +542,7 @@ TEST(detect_nested_and_escaped)
          * the next one. */
         cleanup_free char *other = pathf("%s/other", d);
         cleanup_free char *other_self = pathf("%s/a/b/c d", other);
-        mkdir_p(other_self);
+        mkdir_p(other_self, 0755);
         cleanup_free char *mi2 = pathf("40 31 0:38 /x/y %s/with\\040space/cg rw - cgroup2 cgroup2 rw\n"
                                        "41 31 0:38 / %s rw - cgroup2 cgroup2 rw\n",
                                        d, other);
@@ -568,7 +554,7 @@ TEST(detect_nested_and_escaped)
         /* Escapes for tab, newline and backslash too; v1 paths as well. */
         cleanup_free char *v1 = pathf("%s/t\ta\\b", d);
         cleanup_free char *v1_self = pathf("%s/jobs/42", v1);
-        mkdir_p(v1_self);
+        mkdir_p(v1_self, 0755);
         put(d, "cgroup", "3:memory:/jobs/42\n0::/\n");
         cleanup_free char *mi3 = pathf("50 31 0:40 / %s/t\\011a\\134b rw - cgroup cgroup rw,memory\n", d);
         put(d, "mountinfo", mi3);

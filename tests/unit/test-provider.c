@@ -160,6 +160,16 @@ TEST(config_errors)
         CHECK_INT(resolve("m", NULL, NULL, config, &c, &err), -1);
         CHECK(err && strstr(err->msg, "JSON object"));
         corral_error_clear(&err);
+        /* Over 1 MiB: refused whole, not read in part. */
+        FILE *f = fopen(config, "w");
+        fputs("{\"model\": \"", f);
+        for (int i = 0; i < (1 << 20); i++)
+                fputc('m', f);
+        fputs("\"}", f);
+        fclose(f);
+        CHECK_INT(resolve(NULL, NULL, NULL, config, &c, &err), -1);
+        CHECK(err && strstr(err->msg, "larger than 1024 KiB"));
+        corral_error_clear(&err);
         CHECK_INT(resolve("m", NULL, NULL, "/nonexistent/corral.json", &c, &err), -1);
         CHECK(err && strstr(err->msg, "/nonexistent/corral.json"));
         corral_error_clear(&err);

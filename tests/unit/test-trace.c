@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../src/lib/redact.h"
 #include "../../src/trace/trace.h"
 #include "harness.h"
 
@@ -143,7 +144,7 @@ TEST(redact_values_keys_nested)
         json_t *v = json_pack("{s:s, s:[s, {s:s}], s:i, s:s}", "key", "Bearer sk-SECRET123 here", "list",
                               "a hunter2! b", "sk-SECRET123", "nested sk-SECRET123sk-SECRET123", "n", 5, "plain",
                               "nothing to see");
-        trace_redact_json(v, secrets);
+        redact_json(v, secrets);
         CHECK_STR(json_string_value(json_object_get(v, "key")), "Bearer [REDACTED] here");
         json_t *list = json_object_get(v, "list");
         CHECK_STR(json_string_value(json_array_get(list, 0)), "a [REDACTED] b");
@@ -162,7 +163,7 @@ TEST(redact_key_order_and_collisions)
 {
         const char *secrets[] = { "tokenAAAA", "tokenBBBB", NULL };
         json_t *v = json_pack("{s:i, s:i, s:i, s:i}", "first", 1, "tokenAAAA", 2, "tokenBBBB", 3, "last", 4);
-        trace_redact_json(v, secrets);
+        redact_json(v, secrets);
         CHECK_INT(json_object_size(v), 4); /* nothing lost */
         const char *order[4];
         size_t i = 0;
@@ -183,27 +184,27 @@ TEST(redact_overlapping_and_contained_secrets)
 {
         /* One secret inside another: the longer is replaced whole. */
         const char *a[] = { "abcd", "xxabcdyy", NULL };
-        cleanup_free char *r1 = trace_redact_text("key=xxabcdyy; and abcd", a);
+        cleanup_free char *r1 = redact_text("key=xxabcdyy; and abcd", a);
         CHECK_STR(r1, "key=[REDACTED]; and [REDACTED]");
         /* Overlapping occurrences: nothing of either is left. */
         const char *b[] = { "xxabc", "abcdef", NULL };
-        cleanup_free char *r2 = trace_redact_text("<xxabcdef>", b);
+        cleanup_free char *r2 = redact_text("<xxabcdef>", b);
         CHECK_STR(r2, "<[REDACTED]>");
         /* A secret overlapping itself. */
         const char *c[] = { "aaaa", NULL };
-        cleanup_free char *r3 = trace_redact_text("aaaaaa.", c);
+        cleanup_free char *r3 = redact_text("aaaaaa.", c);
         CHECK_STR(r3, "[REDACTED].");
 }
 
 TEST(short_and_empty_secrets_ignored)
 {
         const char *s[] = { "", "a", "abc", NULL };
-        cleanup_free char *r = trace_redact_text("a abc abcd", s);
+        cleanup_free char *r = redact_text("a abc abcd", s);
         CHECK_STR(r, "a abc abcd");
-        cleanup_free char *r2 = trace_redact_text("same", NULL);
+        cleanup_free char *r2 = redact_text("same", NULL);
         CHECK_STR(r2, "same");
         json_t *v = json_pack("{s:s}", "abc", "abc");
-        trace_redact_json(v, s);
+        redact_json(v, s);
         CHECK_STR(json_string_value(json_object_get(v, "abc")), "abc");
         json_decref(v);
 }

@@ -93,20 +93,6 @@ static mode_t type_of(const char *path)
         return lstat(path, &st) == 0 ? st.st_mode & S_IFMT : 0;
 }
 
-static void mkdir_p(const char *path)
-{
-        char *p = strdup(path);
-        for (char *s = p + 1; *s; s++) {
-                if (*s == '/') {
-                        *s = '\0';
-                        mkdir(p, 0755);
-                        *s = '/';
-                }
-        }
-        mkdir(p, 0755);
-        free(p);
-}
-
 /* How many entries the directory has (-1 if it cannot be read). */
 static int count_entries(const char *dir)
 {
@@ -286,7 +272,7 @@ static bool plant_and_close(bool hard_link)
         char *root = strdup(ws->root);
         /* A locked directory with content, a locked directory inside a
          * locked one, an unwritable directory, an unreadable file. */
-        mkdir_p(W("output/locked/inner"));
+        mkdir_p(W("output/locked/inner"), 0755);
         put(W("output/locked/inner/f"), "x");
         put(W("output/locked/g"), "y");
         chmod(W("output/locked/inner"), 0);
@@ -310,7 +296,7 @@ static bool plant_and_close(bool hard_link)
         size_t n = (size_t)snprintf(deep, sizeof(deep), "%s/output/deep", ws->root);
         for (int i = 0; i < 3 * WORKSPACE_MAX_DEPTH && n + 3 < sizeof(deep); i++)
                 n += (size_t)snprintf(deep + n, sizeof(deep) - n, "/d");
-        mkdir_p(deep);
+        mkdir_p(deep, 0755);
         put(P("%s/bottom", deep), "b");
         chmod(P("%s/..", deep), 0);
         /* And /workspace itself made 0000. */
@@ -642,7 +628,7 @@ static void list_cases(void)
 {
         struct workspace *ws = ws_new();
         put(W("input/in.csv"), "a,b\n");
-        mkdir_p(W("output/b/c"));
+        mkdir_p(W("output/b/c"), 0755);
         put(W("output/a.txt"), "12345");
         put(W("output/b/c/deep.txt"), "x");
         put(W("output/b/z.txt"), "zz");
@@ -802,7 +788,7 @@ TEST(snapshot_truncated)
         size_t n = (size_t)snprintf(deep, sizeof(deep), "%s/output", ws->root);
         for (int i = 0; i < WORKSPACE_MAX_DEPTH + 2; i++)
                 n += (size_t)snprintf(deep + n, sizeof(deep) - n, "/d");
-        mkdir_p(deep);
+        mkdir_p(deep, 0755);
         struct ws_snapshot *s = NULL;
         corral_error *err = NULL;
         CHECK_INT(workspace_snapshot(ws, &s, &err), 0);
@@ -847,7 +833,7 @@ TEST(copy_out)
         /* The destination already has files: a regular one (replaced), a
          * symlink where a.txt goes (to a victim outside: not written
          * through), a symlink where the directory sub/ goes. */
-        mkdir_p(dest);
+        mkdir_p(dest, 0755);
         put(P("%s/victim", outside), "victim\n");
         put(P("%s/inside.old", dest), "old");
         symlink(P("%s/victim", outside), P("%s/a.txt", dest));
@@ -1006,7 +992,7 @@ TEST(stage_dir)
 {
         struct workspace *ws = ws_new();
         const char *src = P("%s/data", outside);
-        mkdir_p(P("%s/sub/empty", src));
+        mkdir_p(P("%s/sub/empty", src), 0755);
         put(P("%s/one.txt", src), "one\n");
         put(P("%s/sub/two.txt", src), "two\n");
         symlink("/etc/shadow", P("%s/shadow", src));
