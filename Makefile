@@ -1,11 +1,15 @@
 # The two commands for a fresh machine:
-#   make demo   install what is missing, build, and run corral on an example analysis
+#   make demo   install what is missing, build, and run the energy case study (examples/energy/):
+#               an agent finds the anomalies in a year of meter readings, scored against the ground truth;
+#               MODEL=replay forces the scripted transcript, MODEL=NAME picks a model (default: a
+#               configured model or a local Ollama server if there is one, else the transcript)
 #   make test   install what is missing, build with ASan+UBSan, and run every test suite
-# Also: make (build), make bench (bench/run-all.sh; set NSJAIL=path to include nsjail), make stress, make install, make clean.
+# Also: make demo-sales (examples/sales/), make demo-agent (examples/analysis/: corral exec, then a replayed
+# agent run), make (build), make bench (bench/run-all.sh; set NSJAIL=path to include nsjail), make stress, make install, make clean.
 
 BUILD ?= build
 
-.PHONY: all build deps demo test bench stress install clean fuzz
+.PHONY: all build deps demo demo-sales demo-agent test bench stress install clean fuzz
 
 all: build
 
@@ -14,7 +18,19 @@ build:
 	@[ -f $(BUILD)/build.ninja ] || meson setup $(BUILD) --buildtype=debugoptimized >/dev/null
 	ninja -C $(BUILD)
 
+MODEL ?=
+
 demo:
+	@scripts/install-deps.sh demo
+	@$(MAKE) --no-print-directory build
+	CORRAL=$(BUILD)/corral MODEL='$(MODEL)' examples/energy/run.sh
+
+demo-sales:
+	@scripts/install-deps.sh demo
+	@$(MAKE) --no-print-directory build
+	CORRAL=$(BUILD)/corral MODEL='$(MODEL)' examples/sales/run.sh
+
+demo-agent:
 	@scripts/install-deps.sh demo
 	@$(MAKE) --no-print-directory build
 	examples/analysis/run.sh $(BUILD)/corral

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run corral's four benchmarks and write docs/benchmarks.md with their
+# Run corral's benchmarks and write docs/benchmarks.md with their
 # figures, the machine, the date and this exact command line.
 #
 #   bench/run-all.sh [--rounds N] [--timeout-runs N] [--flood-runs N]
@@ -39,6 +39,31 @@ echo
 $py "$bench/flood_rss.py" --runs "$flood_runs" --md "$out/flood.md"
 echo
 $py "$bench/agent_overhead.py" --runs 5 --md "$out/agent.md"
+echo
+# A C program (bench/artifact_diff.c), built beside corral by meson.
+artifact_diff=$(dirname "${CORRAL:-$root/build/corral}")/bench/artifact-diff
+if [ -x "$artifact_diff" ]; then
+	"$artifact_diff" --files 10000 --runs 200 --md "$out/artifact.md"
+else
+	echo "artifact-diff: skipped: $artifact_diff is not built" | tee "$out/artifact.md"
+fi
+echo
+# The safety review of one step (bench/review.c), built beside corral by meson.
+review_bench=$(dirname "${CORRAL:-$root/build/corral}")/bench/review
+if [ -x "$review_bench" ]; then
+	"$review_bench" --runs 2000 --md "$out/review.md"
+else
+	echo "review: skipped: $review_bench is not built" | tee "$out/review.md"
+fi
+echo
+# Sessions against their targets: warm vs cold start, steps, memory, the
+# five-turn scenario (bench/sessions.py; warm sessions need root).
+$py "$bench/sessions.py" --json "$out/sessions.json" --md "$out/sessions.md" \
+	--plot "$root/docs/sessions-bench.png" ||
+	echo "sessions: failed (bench/sessions.py exited $?); see its output above" | tee "$out/sessions.md"
+echo
+# 1 GB of files in $TMPDIR (removed afterwards): staging, archiving, extracting.
+sh "$bench/archive.sh" --md "$out/archive.md"
 
 # First line of a tool's --version, or "not found".
 version() {
@@ -102,6 +127,14 @@ EOF
 	cat "$out/flood.md"
 	echo
 	cat "$out/agent.md"
+	echo
+	cat "$out/artifact.md"
+	echo
+	cat "$out/review.md"
+	echo
+	cat "$out/archive.md"
+	echo
+	cat "$out/sessions.md"
 	echo
 	cat "$bench/notes.md" # hand-written: what the figures mean
 } >"$root/docs/benchmarks.md"

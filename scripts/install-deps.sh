@@ -4,10 +4,17 @@
 # retries); otherwise lists what is missing and how to install it.
 set -eu
 
-build="meson ninja-build pkg-config gcc libc6-dev libseccomp-dev libjansson-dev libcurl4-openssl-dev"
+build="meson ninja-build pkg-config gcc libc6-dev libseccomp-dev libjansson-dev libcurl4-openssl-dev libarchive-dev"
+# The review's parser; its grammars come from the npm registry (scripts/fetch-grammars.sh).
+build="$build libtree-sitter-dev"
+# corral-zygote (warm sessions) embeds Debian's Python: python3-embed.pc.
+build="$build libpython3-dev"
 # The jail's Python runtime: Debian's python3 with the data libraries.
 runtime="python3 python3-numpy python3-pandas python3-matplotlib python3-scipy"
 test="python3-pytest python3-nbformat procps util-linux passwd"
+# Legitimate code for the review's corpus (tests/review/test_docs.py): the examples in Debian's
+# documentation packages; 134 MB to download, 730 MB installed.
+test="$test python-pandas-doc python-scipy-doc python-statsmodels-doc python-sklearn-doc"
 bench="bubblewrap firejail hyperfine time"
 
 case "${1:-build}" in
@@ -26,7 +33,13 @@ for p in $want; do
         *) missing="$missing $p" ;;
         esac
 done
-[ -z "$missing" ] && exit 0
+# The tree-sitter grammars (sources from npm, checksums pinned) after the packages.
+grammars() {
+        "$(dirname "$0")/fetch-grammars.sh"
+}
+# npm fetches them: Debian's, unless an npm (e.g. with NodeSource's node) is there.
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+[ -z "$missing" ] && { grammars; exit 0; }
 
 if [ "$(id -u)" -ne 0 ]; then
         echo "corral needs these Debian packages:$missing" >&2
@@ -38,6 +51,7 @@ echo "installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 for attempt in 1 2 3 4 5; do
         if apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $missing >/dev/null; then
+                grammars
                 exit 0
         fi
         echo "apt-get failed (attempt $attempt of 5); retrying in $((attempt * 5)) s" >&2

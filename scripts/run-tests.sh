@@ -2,9 +2,9 @@
 # run-tests.sh: the whole test run behind `make test`.
 #
 #  1. builds corral with ASan+UBSan and -Werror in build-asan/;
-#  2. runs every suite (unit, fuzz corpus replay, stress, e2e, attack) with meson, as the
+#  2. runs every suite (unit, fuzz corpus replay, stress, e2e, attack, review) with meson, as the
 #     current user (root in CI: the cgroup path);
-#  3. when root, runs the e2e and attack suites again as an ordinary user
+#  3. when root, runs the e2e, attack and review suites again as an ordinary user
 #     made for the purpose (the rlimit path on hosts where users cannot make
 #     cgroups), from a copy in a temp dir that user can read;
 #  4. prints one summary line counting test cases (TAP subtests and pytest
@@ -39,6 +39,8 @@ count() {
         skipped=$((skipped + s))
 }
 
+# The review's grammar sources (fetched from npm once, checksums pinned).
+"$(dirname "$0")/fetch-grammars.sh" || exit 1
 if [ ! -f "$build/build.ninja" ]; then
         meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true \
                 --buildtype=debug >/dev/null || exit 1
@@ -48,7 +50,7 @@ ninja -C "$build" || exit 1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
-for suite in unit fuzz stress model-server e2e attack; do
+for suite in unit fuzz stress model-server e2e attack review; do
         note "suite $suite as $(id -un) (uid $(id -u))"
         meson test -C "$build" --suite "$suite" --print-errorlogs --no-rebuild --verbose 2>&1 |
                 tee "$log" | grep -vE '^(ok|not ok) [0-9]+ ' 
@@ -64,15 +66,23 @@ if [ "$(id -u)" -eq 0 ]; then
         tmp=$(mktemp -d /tmp/corral-usertest.XXXXXX)
         trap 'rm -rf "$tmp"' EXIT
         mkdir -p "$tmp/bin" "$tmp/src/lib"
-        cp "$build/corral" "$build/corral-init" "$tmp/bin/"
+        cp "$build/corral" "$build/corral-init" "$build/corral-zygote" src/session/driver.py "$tmp/bin/"
+        # warm sessions over one zygote (tests/e2e/warmhost.py looks beside corral)
+        mkdir -p "$tmp/bin/tests"
+        cp "$build/tests/warm-sessions" "$tmp/bin/tests/"
         cp -r tests "$tmp/tests"
+        cp -r examples "$tmp/examples" # the demos' scripts, for tests/e2e/test_demo.py
+        mkdir -p "$tmp/src/session"
         cp src/lib/seccomp.c "$tmp/src/lib/"
+        cp src/session/driver.py "$tmp/src/session/"
         chmod -R a+rX "$tmp"
-        for suite in e2e attack; do
+        for suite in e2e attack review; do
                 note "suite $suite as $user (an ordinary user: no cgroups here, so rlimits)"
                 runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="/home/$user" LANG=C.UTF-8 \
                         ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" \
+                        CORRAL_REVIEW_LEGIT_SAMPLE=20 \
                         CORRAL="$tmp/bin/corral" CORRAL_INIT="$tmp/bin/corral-init" CORRAL_SOURCE_ROOT="$tmp" \
+                        CORRAL_SESSION_DRIVER="$tmp/bin/driver.py" CORRAL_ZYGOTE="$tmp/bin/corral-zygote" \
                         python3 -m pytest -q -p no:cacheprovider "$tmp/tests/$suite" 2>&1 | tee "$log"
                 count "${PIPESTATUS[0]}"
         done

@@ -1,6 +1,7 @@
 #!/bin/sh
-# The demo: generate a dataset on the host, analyse it inside the jail with
-# pandas and matplotlib, and bring the artifacts back to ./demo-output/; then
+# `make demo-agent` (the demo before examples/energy/): generate a dataset on
+# the host, analyse it inside the jail with pandas and matplotlib, and bring
+# the artifacts back to ./demo-output/; then
 # the same task as an agent run: a recorded model's turns replayed offline
 # (examples/agent/self-correction.jsonl), its code run for real in jails,
 # artifacts to ./demo-output/agent/.

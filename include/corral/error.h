@@ -30,6 +30,7 @@ enum corral_error_kind {
         CORRAL_ERR_MODEL_CONTEXT,     /* the conversation is longer than the model's context */
         CORRAL_ERR_MODEL_NO_TOOLS,    /* the endpoint rejects "tools" (use the text protocol) */
         CORRAL_ERR_MODEL_REFUSED,     /* any other rejection or a malformed reply */
+        CORRAL_ERR_MODEL_NO_IMAGES,   /* the endpoint rejects image content (send text only) */
 };
 
 /* Free an error; accepts NULL. */

@@ -46,9 +46,11 @@ enum corral_stdin {
 };
 
 struct corral_bind {
-        char *src;      /* host path */
+        char *src;      /* host path (with src_fd: only names it in messages) */
         char *dst;      /* absolute path inside the jail */
         bool writable;
+        int src_fd;     /* -1, or (corral_jail_config_add_bind_fd) the fd whose
+                         * file is bound instead of src; borrowed */
 };
 
 /* Everything the jail needs.  All pointers are owned by the config and freed
@@ -98,6 +100,15 @@ void corral_jail_config_release(corral_jail_config *cfg);
 int corral_jail_config_copy(corral_jail_config *dst, const corral_jail_config *src, corral_error **ret_err);
 /* "SRC" and "DST" given apart (DST absolute, inside the jail). */
 int corral_jail_config_add_bind_at(corral_jail_config *cfg, const char *src, const char *dst, bool writable,
+                                   corral_error **ret_err);
+/* Bind, read-only, the file or directory open as src_fd at dst (absolute,
+ * inside the jail): the file the fd was opened on, whatever its path has
+ * become since (a path swapped for a symlink later cannot redirect it).  As
+ * root the fd itself is cloned (open_tree); otherwise it is bound by the
+ * path it has now (/proc/self/fd/N), and the mount is checked to be that
+ * file.  name only names it in messages.  The fd is borrowed: keep it open
+ * while the config (and its copies) may run. */
+int corral_jail_config_add_bind_fd(corral_jail_config *cfg, int src_fd, const char *name, const char *dst,
                                    corral_error **ret_err);
 int corral_jail_config_set_argv(corral_jail_config *cfg, char *const *argv, corral_error **ret_err);
 int corral_jail_config_set_script(corral_jail_config *cfg, const char *name, const char *text, size_t len,

@@ -28,6 +28,8 @@ struct agent_state;
 /* Run one tool call: name and the raw arguments text from the model. */
 CORRAL_HIDDEN void agent_tool_run(struct agent_state *st, const char *name, const char *arguments,
                                   struct agent_step *ret);
+/* End run_python's session, if any (at the end of the run). */
+CORRAL_HIDDEN void agent_session_close(struct agent_state *st);
 /* Run code in a jail over the workspace (lang "python" or "bash"). */
 CORRAL_HIDDEN void agent_exec_code(struct agent_state *st, const char *lang, const char *code, struct agent_step *ret);
 
@@ -69,6 +71,25 @@ struct agent_state {
         struct ws_snapshot *last_snapshot; /* the workspace after the last step (tools.c) */
         uint64_t notices[16];    /* hashes of the jail notes already passed on */
         size_t n_notices;
+        struct session *session; /* run_python's interpreter (tools.c), NULL until the first step */
+        /* The Python steps the session has run, reviewed with each new one:
+         * an import in one step and its use in the next are one program. */
+        char *review_context;
+        size_t review_context_len;
+        /* Figures for the model: what the last step produced, waiting for
+         * the user message that follows the tool results (agent.c). */
+        bool images_off;         /* the endpoint rejected images: none for the rest of the run */
+        unsigned images_sent;    /* over the run */
+        struct agent_image {
+                char *path;      /* "output/figures/step1-1.png" */
+                unsigned char *png;
+                size_t len;
+                uint32_t width, height;
+        } pending[AGENT_MAX_STEP_IMAGES];
+        size_t n_pending;
+        char *pending_note;      /* the message's text: every figure named, sent or not; NULL none */
 };
+/* Drop the pending images (sent or not). */
+CORRAL_HIDDEN void agent_images_clear(struct agent_state *st);
 
 #endif

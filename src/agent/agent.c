@@ -18,6 +18,9 @@
 
 #define TRIM_KEEP_LAST 4     /* the newest messages are never shortened */
 #define TRIM_MIN_BYTES 600   /* nor are short ones */
+#define IMAGE_TOKENS 800     /* an image's cost in the estimate: a 768-px image on Qwen2-VL-class
+                              * servers (OpenAI's detail "low" costs 85) */
+#define IMAGE_MESSAGES_KEPT 2 /* the newest messages with images keep them; older ones lose them */
 
 void agent_config_init(struct agent_config *c)
 {
@@ -26,6 +29,10 @@ void agent_config_init(struct agent_config *c)
                 .context_tokens = 32768,
                 .observation_bytes = 8192,
                 .read_bytes = 65536,
+                .images_per_step = 2,
+                .images_per_run = 8,
+                .image_bytes = 300 << 10,
+                .image_side = 768,
                 .cancel_fd = -1,
         };
 }
@@ -78,6 +85,12 @@ static void add_user_note(json_t *messages, const char *note)
         const char *role = json_string_value(json_object_get(last, "role"));
         const char *content = json_string_value(json_object_get(last, "content"));
         char *joined = NULL;
+        json_t *parts = json_object_get(last, "content");
+        if (role && strcmp(role, "user") == 0 && json_is_array(parts)) {
+                /* A message with images: one more text part. */
+                json_array_append_new(parts, json_pack("{s:s, s:s}", "type", "text", "text", note));
+                return;
+        }
         if (role && strcmp(role, "user") == 0 && content && asprintf(&joined, "%s\n\n%s", content, note) >= 0) {
                 json_object_set_new(last, "content", json_string(joined));
                 free(joined);
@@ -86,11 +99,32 @@ static void add_user_note(json_t *messages, const char *note)
         append_message(messages, "user", note);
 }
 
+/* Images count as IMAGE_TOKENS each, not as the bytes of their base64. */
 static uint64_t estimate_tokens(const json_t *messages, const json_t *tools)
 {
         cleanup_free char *m = json_dumps(messages, JSON_COMPACT);
         cleanup_free char *t = tools ? json_dumps(tools, JSON_COMPACT) : NULL;
-        return model_estimate_tokens(NULL, (m ? strlen(m) : 0) + (t ? strlen(t) : 0));
+        size_t url_bytes = 0, bytes = (m ? strlen(m) : 0) + (t ? strlen(t) : 0);
+        size_t images = chat_messages_count_images(messages, json_array_size(messages), &url_bytes);
+        bytes = bytes > url_bytes ? bytes - url_bytes : 0;
+        return model_estimate_tokens(NULL, bytes) + images * IMAGE_TOKENS;
+}
+
+/* Where the IMAGE_MESSAGES_KEPT newest messages with images begin (their
+ * images stay; older ones are dropped), or 0 when there are fewer. */
+static size_t images_kept_from(const json_t *messages)
+{
+        size_t seen = 0;
+        for (size_t i = json_array_size(messages); i > 0; i--) {
+                size_t j;
+                const json_t *part;
+                bool images = false;
+                json_array_foreach(json_object_get(json_array_get(messages, i - 1), "content"), j, part)
+                        images = images || json_is_object(json_object_get(part, "image_url"));
+                if (images && ++seen == IMAGE_MESSAGES_KEPT)
+                        return i - 1;
+        }
+        return 0;
 }
 
 /* Whether message i carries an observation that may be shortened. */
@@ -111,8 +145,23 @@ static bool trimmable(json_t *messages, size_t i)
  * conversation, then what each cut saves). */
 static unsigned trim_context(json_t *messages, const json_t *tools, uint64_t target, uint64_t *ret_tokens)
 {
-        uint64_t tokens = estimate_tokens(messages, tools);
+        /* Images first: only the newest few are resent at all, and when
+         * the conversation is still too long, every image but those of the
+         * newest messages goes before any text is shortened. */
+        size_t size = json_array_size(messages);
         unsigned n = 0;
+        long dropped = chat_messages_drop_images(messages, images_kept_from(messages), "an older figure, dropped "
+                                                 "to save context; the file is still in the workspace");
+        n += dropped > 0 ? (unsigned)dropped : 0;
+        uint64_t tokens = estimate_tokens(messages, tools);
+        if (tokens > target && size > TRIM_KEEP_LAST) {
+                dropped = chat_messages_drop_images(messages, size - TRIM_KEEP_LAST, "dropped to save context; the "
+                                                    "file is still in the workspace");
+                if (dropped > 0) {
+                        n += (unsigned)dropped;
+                        tokens = estimate_tokens(messages, tools);
+                }
+        }
         for (size_t i = 0; i < json_array_size(messages) && tokens > target; i++) {
                 if (!trimmable(messages, i))
                         continue;
@@ -229,6 +278,42 @@ static int step_ends_run(const struct agent_step *s, struct agent_result *ret)
         return 0;
 }
 
+/* The figures of the last step as images (docs/sessions.md, "Figures for
+ * the model"): Chat Completions takes image parts only in user messages,
+ * so they follow the tool results as a user message of their own, or join
+ * the user message that carries a text-protocol observation.  The trace
+ * gets what was sent (path, bytes, dimensions), never the bytes. */
+static void attach_images(struct agent_state *st, json_t *messages)
+{
+        if (st->n_pending == 0) {
+                agent_images_clear(st);
+                return;
+        }
+        struct chat_image imgs[AGENT_MAX_STEP_IMAGES];
+        json_t *sent = json_array();
+        for (size_t i = 0; i < st->n_pending; i++) {
+                const struct agent_image *im = &st->pending[i];
+                imgs[i] = (struct chat_image){ .png = im->png, .len = im->len, .detail = "low" };
+                json_array_append_new(sent, json_pack("{s:s, s:I, s:i, s:i}", "path", im->path, "bytes",
+                                                      (json_int_t)im->len, "width", (int)im->width, "height",
+                                                      (int)im->height));
+        }
+        json_t *msg = chat_image_message_new(st->pending_note, imgs, st->n_pending);
+        json_t *last = json_array_get(messages, json_array_size(messages) - 1);
+        const char *role = json_string_value(json_object_get(last, "role"));
+        json_t *text = json_object_get(last, "content");
+        if (msg && role && strcmp(role, "user") == 0 && json_is_string(text)) {
+                json_array_insert_new(json_object_get(msg, "content"), 0,
+                                      json_pack("{s:s, s:O}", "type", "text", "text", text));
+                json_array_remove(messages, json_array_size(messages) - 1);
+        }
+        if (msg)
+                json_array_append_new(messages, msg);
+        emit(st->cfg, "images", json_pack("{s:i, s:o, s:s}", "iteration", st->iteration, "images", sent, "detail",
+                                          "low"));
+        agent_images_clear(st);
+}
+
 /* Run the tool calls of one reply in order. 1 = the run ends. */
 static int run_tool_calls(struct agent_state *st, json_t *messages, const struct chat_reply *reply,
                           struct agent_result *ret, char **ret_answer)
@@ -257,6 +342,8 @@ static int run_tool_calls(struct agent_state *st, json_t *messages, const struct
                 if (stop)
                         return 1;
         }
+        /* After every tool message of the reply: the pairing stays whole. */
+        attach_images(st, messages);
         return 0;
 }
 
@@ -284,6 +371,7 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
                            "when the task is done.", b.lang, s.content ? s.content : "") < 0)
                 msg = NULL;
         append_message(messages, "user", msg ? msg : "error: no result");
+        attach_images(st, messages);
         text_block_release(&b);
         int stop = step_ends_run(&s, ret);
         agent_step_release(&s);
@@ -330,6 +418,12 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
 
         json_t *start = json_pack("{s:s, s:s, s:o}", "task", cfg->task, "protocol", text ? "text" : "tools", "limits",
                                   limits_json(cfg->jail));
+        if (start && cfg->images)
+                json_object_set_new(start, "images", json_pack("{s:i, s:i, s:I, s:i}", "per_step",
+                                                               (int)cfg->images_per_step, "per_run",
+                                                               (int)cfg->images_per_run, "bytes",
+                                                               (json_int_t)cfg->image_bytes, "side",
+                                                               (int)cfg->image_side));
         if (start && cfg->run_info)
                 json_object_update(start, cfg->run_info);
         emit(cfg, "run_start", start);
@@ -386,6 +480,19 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                                         set_outcome(ret, AGENT_MODEL_ERROR, CORRAL_ERR_INTERNAL, "out of memory");
                                         break;
                                 }
+                                turn--;
+                                continue;
+                        }
+                        if (kind == CORRAL_ERR_MODEL_NO_IMAGES && !st.images_off) {
+                                /* Once: no images for the rest of the run, and none resent. */
+                                st.images_off = true;
+                                chat_messages_drop_images(messages, json_array_size(messages), "the endpoint "
+                                                          "does not accept images; the file is in the workspace");
+                                emit(cfg, "notice", json_pack("{s:s, s:s}", "message", "the endpoint does not "
+                                                              "accept images; figures are named but no longer "
+                                                              "sent for the rest of the run", "reason",
+                                                              merr->msg));
+                                corral_error_free(merr);
                                 turn--;
                                 continue;
                         }
@@ -449,6 +556,8 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 answer = NULL;
         }
         ret->text_protocol = text;
+        agent_session_close(&st);
+        agent_images_clear(&st);
         ws_snapshot_free(st.last_snapshot);
         free(answer);
         json_decref(messages);

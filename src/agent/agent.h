@@ -24,6 +24,10 @@
 #include "../trace/trace.h"
 #include "../workspace/workspace.h"
 
+struct review_policy;
+
+#define AGENT_MAX_STEP_IMAGES 8
+
 struct agent_config {
         const char *task;
         model_client *model;
@@ -33,16 +37,34 @@ struct agent_config {
         const corral_jail_config *jail;
         trace *trace;                 /* may be NULL */
         json_t *run_info;             /* merged into the run_start event; borrowed */
+        const char *workspace_note;   /* said in the prompt's workspace section (a restored
+                                       * archive: corral run --from); may be NULL */
 
         unsigned max_iterations;      /* model turns (default 10) */
         uint64_t token_budget;        /* prompt + completion tokens, 0: none */
         double wall_budget_s;         /* whole run, 0: none */
         uint64_t context_tokens;      /* the model's context, for trimming (default 32768) */
         bool text_protocol;           /* no tool calling: fenced code blocks */
+        bool stateless;               /* run_python in a fresh process per step, not one session */
         size_t observation_bytes;     /* per stream in an observation (default 8 KiB) */
         size_t read_bytes;            /* read_file cap (default 64 KiB) */
+        /* Figures for the model (docs/sessions.md): the figures of a
+         * run_python step also go back as images, in a user message after
+         * the tool results, within these budgets. */
+        bool images;                  /* the model accepts images (default off) */
+        unsigned images_per_step;     /* default 2 (at most AGENT_MAX_STEP_IMAGES) */
+        unsigned images_per_run;      /* default 8 */
+        uint64_t image_bytes;         /* PNG bytes per image (default 300 KiB) */
+        unsigned image_side;          /* long side in pixels (default 768) */
         int cancel_fd;                /* readable: stop (status cancelled); -1 none */
         const char *const *secrets;   /* redacted from observations */
+        /* The safety review of every run_python/run_shell step before it
+         * runs (review/review.h); NULL: none.  Borrowed. */
+        const struct review_policy *review;
+        /* The LLM reviewer (review/llm.h) for steps the static review
+         * warns about; NULL: none.  Borrowed. */
+        model_client *reviewer;
+        const char *reviewer_model;   /* its model id, for the trace */
 
         /* Streamed model text, for a live view; optional. */
         void (*on_content)(void *userdata, const char *delta, size_t len);

@@ -4,13 +4,15 @@
  * timeout names the limit, a blocked system call names the call), gives
  * stdout and stderr (long output as head + tail around a marker saying how
  * much was cut: the end of a traceback matters most, so the tail is the
- * larger part), and lists the files the step created, changed or deleted.
+ * larger part), and lists the files the step created, changed or deleted,
+ * each with its size and what its content is ("PNG 1200×600").
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "../workspace/artifact.h"
 #include "agent-internal.h"
 
 /* Back up to the start of a UTF-8 sequence so a cut never splits one. */
@@ -104,6 +106,29 @@ static void put_stream(FILE *f, const char *name, const char *data, size_t len, 
                         len);
 }
 
+/* "created output/plot.png (48 KB, PNG 1200×600)": a file by its size and
+ * what its content is (artifact.h); anything else by its type, which says
+ * it was not read ("created output/x (symlink)"). */
+static void put_artifact(FILE *f, const json_t *a)
+{
+        const char *change = json_string_value(json_object_get(a, "change"));
+        const char *path = json_string_value(json_object_get(a, "path"));
+        const char *type = json_string_value(json_object_get(a, "type"));
+        char size[32], what[160];
+        fprintf(f, "  %s %s", change ? change : "changed", path ? path : "?");
+        if (change && strcmp(change, "deleted") == 0) {
+                fputc('\n', f);
+                return;
+        }
+        if (type == NULL || strcmp(type, "file") != 0) {
+                fprintf(f, " (%s)\n", type ? type : "unknown type");
+                return;
+        }
+        artifact_format_size((uint64_t)json_integer_value(json_object_get(a, "size")), size, sizeof(size));
+        artifact_describe(a, what, sizeof(what));
+        fprintf(f, " (%s%s%s)\n", size, what[0] ? ", " : "", what);
+}
+
 char *agent_observe_exec(const corral_jail_result *res, const corral_jail_config *jail, const json_t *artifacts,
                          size_t stream_limit)
 {
@@ -127,11 +152,7 @@ char *agent_observe_exec(const corral_jail_result *res, const corral_jail_config
                                 fprintf(f, "  ... and %zu more\n", json_array_size(artifacts) - 50);
                                 break;
                         }
-                        fprintf(f, "  %s %s (%s, %" JSON_INTEGER_FORMAT " bytes)\n",
-                                json_string_value(json_object_get(a, "change")),
-                                json_string_value(json_object_get(a, "path")),
-                                json_string_value(json_object_get(a, "type")),
-                                json_integer_value(json_object_get(a, "size")));
+                        put_artifact(f, a);
                 }
         }
         fclose(f);

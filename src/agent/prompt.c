@@ -113,10 +113,19 @@ char *agent_system_prompt(const struct agent_config *cfg, bool text_protocol)
         } else {
                 fprintf(f, "    (no input files)\n");
         }
+        if (cfg->workspace_note && *cfg->workspace_note)
+                fprintf(f, "- %s\n", cfg->workspace_note);
         fprintf(f, "- Write every result the user should get (CSV, PNG plots, a markdown report) to "
-                   "/workspace/output/.\n"
-                   "- Files persist between runs; nothing else does. Each run starts a fresh process, so load the "
-                   "data again in every run.\n\n");
+                   "/workspace/output/.\n");
+        if (cfg->stateless)
+                fprintf(f, "- Files persist between runs; nothing else does. Each run starts a fresh process, so "
+                           "load the data again in every run.\n\n");
+        else
+                fprintf(f, "- Python runs share one interpreter: variables, imports and loaded data persist from "
+                           "one Python run to the next (shell commands start fresh processes). The value of a "
+                           "final expression is shown, and open matplotlib figures are saved to "
+                           "/workspace/output/figures/ by themselves. If a result says the interpreter was lost, "
+                           "import and load again.\n\n");
         fprintf(f, "# Runtime\n%s; bash with the usual command-line tools.\n"
                    "matplotlib uses the Agg backend: save figures with plt.savefig(...), never plt.show().\n",
                 runtime ? runtime : "Python 3");

@@ -16,6 +16,10 @@
 
 #include "../lib/redact.h"
 #include "../model/chat.h"
+#include "../review/llm.h"
+#include "../review/review.h"
+#include "../session/session.h"
+#include "../workspace/artifact.h"
 #include "agent-internal.h"
 
 static const char tool_schemas_json[] =
@@ -141,13 +145,19 @@ static void snapshot_before(struct agent_state *st)
                 workspace_snapshot(st->cfg->ws, &st->last_snapshot, NULL);
 }
 
-/* What the step changed since snapshot_before(); the new snapshot is kept. */
+/* What the step changed since snapshot_before(), each file typed by its
+ * content (artifact.h); the new snapshot is kept.  workspace_snapshot_next()
+ * stats only what inotify saw change since the last one. */
 static json_t *diff_since_before(struct agent_state *st)
 {
         struct ws_snapshot *after = NULL;
-        if (workspace_snapshot(st->cfg->ws, &after, NULL) < 0)
+        if (workspace_snapshot_next(st->cfg->ws, st->last_snapshot, &after, NULL) < 0)
                 return NULL;
         json_t *d = st->last_snapshot ? workspace_diff(st->last_snapshot, after) : NULL;
+        if (d) {
+                workspace_diff_drop_mounts(st->cfg->ws, d);
+                workspace_type_artifacts(st->cfg->ws, d);
+        }
         ws_snapshot_free(st->last_snapshot);
         st->last_snapshot = after;
         return d;
@@ -178,8 +188,359 @@ static void on_jail_notice(void *userdata, const char *message)
                 trace_emit(st->cfg->trace, "notice", json_pack("{s:s}", "message", message));
 }
 
+void agent_session_close(struct agent_state *st)
+{
+        session_free(st->session);
+        st->session = NULL;
+        free(st->review_context);
+        st->review_context = NULL;
+        st->review_context_len = 0;
+}
+
+/* The review context of a session grows by each step that runs (and parses:
+ * a syntax error would swallow what follows it), up to 1 MiB. */
+static void review_context_add(struct agent_state *st, const char *code, const struct review_result *res)
+{
+        for (size_t i = 0; i < res->n_findings; i++)
+                if (strncmp(res->findings[i].rule, "PY-SYN-", 7) == 0)
+                        return;
+        size_t len = strlen(code);
+        if (st->review_context_len + len + 1 > (1u << 20))
+                return;
+        char *c = realloc(st->review_context, st->review_context_len + len + 2);
+        if (c == NULL)
+                return;
+        memcpy(c + st->review_context_len, code, len);
+        c[st->review_context_len + len] = '\n';
+        c[st->review_context_len + len + 1] = '\0';
+        st->review_context = c;
+        st->review_context_len += len + 1;
+}
+
+/* A session step seen as a jail result, so that observations, the trace and
+ * the live view treat both alike; the buffers stay the session's (or the
+ * caller's: *ret_stderr, the step's stderr with the traceback after it). */
+static void session_as_jail_result(const struct session_result *r, corral_jail_result *j, char **ret_stderr)
+{
+        memset(j, 0, sizeof(*j));
+        j->exit_code = r->exit_code;
+        j->limit = r->limit;
+        j->signal = r->signal;
+        j->seccomp_syscall_name = r->syscall_name;
+        j->reason = r->status == SESSION_STEP_ERROR ? NULL : r->reason;
+        switch (r->status) {
+        case SESSION_STEP_OK:
+                j->status = CORRAL_STATUS_OK;
+                break;
+        case SESSION_STEP_ERROR:
+                j->status = CORRAL_STATUS_ERROR;
+                break;
+        case SESSION_STEP_TIMEOUT:
+                j->status = CORRAL_STATUS_TIMEOUT;
+                break;
+        case SESSION_STEP_LOST:
+                j->status = r->limit == CORRAL_LIMIT_MEMORY ? CORRAL_STATUS_OOM
+                            : r->signal > 0               ? CORRAL_STATUS_KILLED
+                                                          : CORRAL_STATUS_ERROR;
+                break;
+        case SESSION_STEP_CANCELLED:
+        default:
+                j->status = CORRAL_STATUS_KILLED;
+                break;
+        }
+        const char *tb = json_string_value(json_object_get(r->error, "traceback"));
+        *ret_stderr = NULL;
+        if (tb && *tb && asprintf(ret_stderr, "%.*s%s%s", (int)r->stderr_len, r->stderr_buf ? r->stderr_buf : "",
+                                  r->stderr_len && r->stderr_buf[r->stderr_len - 1] != '\n' ? "\n" : "", tb) < 0)
+                *ret_stderr = NULL;
+        j->stdout_buf = r->stdout_buf;
+        j->stdout_len = r->stdout_len;
+        j->stderr_buf = *ret_stderr ? *ret_stderr : r->stderr_buf;
+        j->stderr_len = *ret_stderr ? strlen(*ret_stderr) : r->stderr_len;
+        j->stdout_truncated = r->stdout_truncated;
+        j->stderr_truncated = r->stderr_truncated;
+        j->stdout_total = r->stdout_total;
+        j->stderr_total = r->stderr_total > j->stderr_len ? r->stderr_total : j->stderr_len;
+        j->wall_ms = r->exec_ms > 0 ? r->exec_ms : r->wall_ms;
+        j->cpu_ms = r->cpu_ms;
+        j->memory_peak_bytes = r->peak_memory_bytes;
+}
+
+void agent_images_clear(struct agent_state *st)
+{
+        for (size_t i = 0; i < st->n_pending; i++) {
+                free(st->pending[i].path);
+                free(st->pending[i].png);
+        }
+        st->n_pending = 0;
+        free(st->pending_note);
+        st->pending_note = NULL;
+}
+
+/* A figure's path as the model knows it: relative to /workspace. */
+static const char *figure_path(const json_t *fig)
+{
+        const char *p = json_string_value(json_object_get(fig, "path"));
+        if (p == NULL)
+                return "(unnamed figure)";
+        return strncmp(p, "/workspace/", 11) == 0 ? p + 11 : p;
+}
+
+/* Check one figure's rendering for the model (it comes from the jail: a
+ * PNG, its long side within the budget's, its size within the bytes) and
+ * keep it pending; NULL, or why it is not sent. */
+static const char *take_preview(struct agent_state *st, const json_t *fig)
+{
+        const struct agent_config *cfg = st->cfg;
+        const json_t *b64 = json_object_get(fig, "preview");
+        if (b64 == NULL) {
+                const char *why = json_string_value(json_object_get(fig, "preview_error"));
+                return why ? why : "not rendered";
+        }
+        struct agent_image *im = &st->pending[st->n_pending];
+        if (chat_base64_decode(json_string_value(b64), json_string_length(b64), cfg->image_bytes, &im->png,
+                               &im->len) < 0)
+                return "the rendering is not base64 of at most the image budget";
+        if (chat_png_dimensions(im->png, im->len, &im->width, &im->height) < 0 ||
+            (im->width > cfg->image_side || im->height > cfg->image_side)) {
+                free(im->png);
+                im->png = NULL;
+                return "the rendering is not a PNG within the size budget";
+        }
+        im->path = strdup(figure_path(fig));
+        if (im->path == NULL) {
+                free(im->png);
+                im->png = NULL;
+                return "out of memory";
+        }
+        st->n_pending++;
+        st->images_sent++;
+        return NULL;
+}
+
+/* The step's figures: each named in the observation (returned, malloc'd,
+ * or NULL when there are none), and, within the budget (asked of the
+ * driver: the first `asked`), their renderings checked and kept pending
+ * for the user message that follows the tool results (agent.c), with its
+ * text in st->pending_note.  The renderings' base64 is taken out of
+ * figures: the trace gets path, bytes and dimensions only. */
+static char *take_figures(struct agent_state *st, json_t *figures, unsigned asked)
+{
+        if (json_array_size(figures) == 0)
+                return NULL;
+        char *obs = NULL, *note = NULL;
+        size_t obs_len = 0, note_len = 0;
+        FILE *o = open_memstream(&obs, &obs_len);
+        FILE *n = open_memstream(&note, &note_len);
+        if (o == NULL || n == NULL) {
+                if (o)
+                        fclose(o);
+                if (n)
+                        fclose(n);
+                free(obs);
+                free(note);
+                return NULL;
+        }
+        fprintf(o, "figures (saved without savefig; closed after the step):\n");
+        fprintf(n, "figures from the step above:");
+        size_t i;
+        json_t *fig;
+        json_array_foreach(figures, i, fig) {
+                const char *path = figure_path(fig);
+                const char *err = json_string_value(json_object_get(fig, "error"));
+                if (err) {
+                        fprintf(o, "  %s: not saved: %s\n", path, err);
+                        json_object_del(fig, "preview");
+                        continue;
+                }
+                json_int_t w = json_integer_value(json_object_get(fig, "width"));
+                json_int_t h = json_integer_value(json_object_get(fig, "height"));
+                fprintf(o, "  %s (%" JSON_INTEGER_FORMAT "x%" JSON_INTEGER_FORMAT " px)\n", path, w, h);
+                if (asked == 0)
+                        continue;
+                const char *why = NULL;
+                if (i >= asked || st->n_pending >= AGENT_MAX_STEP_IMAGES)
+                        why = "over the image budget";
+                else
+                        why = take_preview(st, fig);
+                json_object_del(fig, "preview");
+                if (why == NULL) {
+                        const struct agent_image *im = &st->pending[st->n_pending - 1];
+                        fprintf(n, "%s %s (%" JSON_INTEGER_FORMAT "x%" JSON_INTEGER_FORMAT ", shown at %ux%u)",
+                                i ? ";" : "", path, w, h, im->width, im->height);
+                        json_object_set_new(fig, "sent_to_model", json_true());
+                } else {
+                        fprintf(n, "%s %s (%" JSON_INTEGER_FORMAT "x%" JSON_INTEGER_FORMAT ", not shown: %s)",
+                                i ? ";" : "", path, w, h, why);
+                        json_object_set_new(fig, "sent_to_model", json_false());
+                        if (!json_object_get(fig, "preview_error"))
+                                json_object_set_new(fig, "preview_error", json_string(why));
+                }
+        }
+        bool ok = fclose(o) == 0;
+        ok = fclose(n) == 0 && ok;
+        if (ok && asked > 0) {
+                free(st->pending_note);
+                st->pending_note = note;
+                note = NULL;
+        }
+        free(note);
+        if (!ok) {
+                free(obs);
+                return NULL;
+        }
+        return obs;
+}
+
+/* run_python in the run's session: started at the first step, over the
+ * same jail configuration a fresh process would get (jc), kept for the
+ * whole run.  The observation adds the trailing expression's value and
+ * says when the interpreter's state was lost. */
+static void exec_in_session(struct agent_state *st, const corral_jail_config *jc, const char *code,
+                            struct agent_step *s)
+{
+        const struct agent_config *cfg = st->cfg;
+        corral_error *err = NULL;
+        double t0 = monotonic_ms();
+        if (st->session == NULL) {
+                struct session_options opt;
+                session_options_init(&opt);
+                opt.idle_timeout_s = 0; /* the run's own budgets end it */
+                opt.on_notice = on_jail_notice;
+                opt.notice_userdata = st;
+                opt.lifetime_s = cfg->wall_budget_s > 0 ? cfg->wall_budget_s + 60 : 86400;
+                if (session_start(jc, &opt, &st->session, &err) < 0) {
+                        s->fatal = true;
+                        s->err = err;
+                        return;
+                }
+        }
+        struct session_step_limits lim = { .timeout_s = jc->timeout_s, .output_limit = jc->output_limit,
+                                           .cancel_fd = cfg->cancel_fd };
+        agent_images_clear(st);
+        if (cfg->images && !st->images_off) {
+                unsigned left = cfg->images_per_run > st->images_sent ? cfg->images_per_run - st->images_sent : 0;
+                lim.preview_count = cfg->images_per_step < left ? cfg->images_per_step : left;
+                if (lim.preview_count > AGENT_MAX_STEP_IMAGES)
+                        lim.preview_count = AGENT_MAX_STEP_IMAGES;
+                lim.preview_side = cfg->image_side;
+                lim.preview_bytes = cfg->image_bytes;
+        }
+        struct session_result r;
+        if (session_exec(st->session, code, strlen(code), &lim, NULL, &r, &err) < 0) {
+                s->fatal = true;
+                s->err = err;
+                return;
+        }
+        double jail_ms = monotonic_ms() - t0;
+        corral_jail_result res;
+        cleanup_free char *errs = NULL;
+        session_as_jail_result(&r, &res, &errs);
+        s->artifacts = diff_since_before(st);
+        s->exec = agent_exec_to_json(&res, cfg->observation_bytes);
+        if (s->exec) {
+                json_object_set_new(s->exec, "jail_ms", json_real(jail_ms));
+                json_object_set_new(s->exec, "session_step", json_integer(r.step));
+                json_object_set_new(s->exec, "state_lost", json_boolean(r.state_lost));
+                json_object_set_new(s->exec, "restarted", json_boolean(r.restarted));
+                json_object_set(s->exec, "value", r.value ? r.value : json_null());
+        }
+        cleanup_free char *figure_list = take_figures(st, r.figures, lim.preview_count);
+        if (s->exec)
+                json_object_set(s->exec, "figures", r.figures ? r.figures : json_null());
+        cleanup_free char *obs = agent_observe_exec(&res, jc, s->artifacts, cfg->observation_bytes);
+        const char *value = json_string_value(json_object_get(r.value, "text"));
+        cleanup_free char *value_cut = value ? agent_cut_middle(value, strlen(value), cfg->observation_bytes) : NULL;
+        char *content = NULL;
+        if (asprintf(&content, "%s%s%s%s%s%s%s", obs ? obs : "", value_cut ? "value of the last expression:\n" : "",
+                     value_cut ? value_cut : "", value_cut ? "\n" : "", figure_list ? figure_list : "",
+                     r.restarted ? "note: this step ran in a fresh interpreter: the previous one was lost, so "
+                                   "variables and imports from earlier steps are gone.\n"
+                                 : "",
+                     r.state_lost ? "note: the interpreter was lost in this step: every variable, import and "
+                                    "loaded dataset is gone; the next run_python starts a fresh interpreter, so "
+                                    "import and load again.\n"
+                                  : "") < 0)
+                content = NULL;
+        s->content = content;
+        s->ok = r.status == SESSION_STEP_OK;
+        s->cancelled = r.status == SESSION_STEP_CANCELLED;
+        if (!s->ok && !s->cancelled)
+                note_repeat(st, s, "python", code);
+        redact_step(st, s);
+        session_result_release(&r);
+}
+
+/* The safety review of a step (cfg->review; docs/review.md), traced as a
+ * "review" event.  Returns true when the step is rejected: the findings
+ * are the observation and nothing runs. */
+static bool review_step(struct agent_state *st, const char *lang, const char *code, struct agent_step *s)
+{
+        const struct agent_config *cfg = st->cfg;
+        if (cfg->review == NULL || review_policy_level(cfg->review) == REVIEW_LEVEL_OFF)
+                return false;
+        struct review_result res;
+        corral_error *err = NULL;
+        bool in_session = strcmp(lang, "python") == 0 && !cfg->stateless;
+        if (review_code_in_context(in_session ? REVIEW_PYTHON : review_lang_from_string(lang),
+                                   in_session ? st->review_context : NULL, st->review_context_len, code, strlen(code),
+                                   cfg->review, &res, &err) < 0) {
+                /* Out of memory: do not run what was not reviewed. */
+                say(s, false, "error: the code could not be reviewed (%s), so it did not run; try again",
+                    err ? err->msg : "out of memory");
+                corral_error_free(err);
+                return true;
+        }
+        /* The second stage: warnings go to the reviewer model, which may
+         * reject what the static review let through (never the reverse). */
+        json_t *llm = NULL;
+        struct review_llm_verdict lv = { 0 };
+        if (!res.rejected && res.n_warn && cfg->reviewer) {
+                if (review_llm_judge(cfg->reviewer, lang, code, &res, &lv, &err) < 0) {
+                        /* It could not be asked: the static verdict stands (the jail is the boundary). */
+                        llm = json_pack("{s:s?,s:s,s:s}", "model", cfg->reviewer_model, "verdict", "error", "error",
+                                        err ? err->msg : "out of memory");
+                        corral_error_clear(&err);
+                } else {
+                        llm = json_pack("{s:s?,s:s,s:s?,s:s?,s:f}", "model", cfg->reviewer_model, "verdict",
+                                        lv.reject ? "reject" : "allow", "reasons", lv.reasons, "reply", lv.raw, "ms",
+                                        lv.ms);
+                }
+        }
+        bool rejected = res.rejected || lv.reject;
+        if (cfg->trace) {
+                json_t *ev = review_result_to_json(&res);
+                if (ev) {
+                        if (lv.reject)
+                                json_object_set_new(ev, "verdict", json_string("reject"));
+                        json_object_set_new(ev, "iteration", json_integer(st->iteration));
+                        json_object_set_new(ev, "lang", json_string(lang));
+                        json_object_set_new(ev, "policy", review_policy_describe(cfg->review));
+                        if (llm)
+                                json_object_set(ev, "llm", llm);
+                }
+                trace_emit(cfg->trace, "review", ev);
+        }
+        json_decref(llm);
+        if (!rejected && in_session)
+                review_context_add(st, code, &res);
+        if (rejected) {
+                cleanup_free char *text = review_result_text(&res);
+                say(s, false, "error: the safety review rejected this %s, so nothing ran. Do not try to get around "
+                              "the review: take another approach.\n%s%s%s",
+                    strcmp(lang, "python") == 0 ? "code" : "command", text ? text : "",
+                    lv.reject ? "rejected by the reviewer model:\n" : "", lv.reject && lv.reasons ? lv.reasons : "");
+                redact_step(st, s);
+        }
+        review_llm_verdict_release(&lv);
+        review_result_release(&res);
+        return rejected;
+}
+
 void agent_exec_code(struct agent_state *st, const char *lang, const char *code, struct agent_step *s)
 {
+        if (review_step(st, lang, code, s))
+                return;
         const struct agent_config *cfg = st->cfg;
         corral_jail_config jc;
         corral_error *err = NULL;
@@ -209,6 +570,26 @@ void agent_exec_code(struct agent_state *st, const char *lang, const char *code,
                 s->fatal = true;
                 goto out;
         }
+        /* Read-only staged entries: their sources themselves, bound by the
+         * fd opened at staging, onto mount points put back in place first
+         * (the last jail may have moved them). */
+        if (workspace_prepare_mounts(cfg->ws, &err) < 0) {
+                s->fatal = true;
+                goto out;
+        }
+        for (size_t i = 0; i < cfg->ws->n_staged; i++) {
+                const struct ws_staged *b = &cfg->ws->staged[i];
+                cleanup_free char *at = NULL;
+                if (!b->bound)
+                        continue;
+                if (asprintf(&at, "/workspace/%s", b->dest) < 0)
+                        at = NULL;
+                if (at == NULL ||
+                    corral_jail_config_add_bind_fd(&jc, b->source_fd, b->source ? b->source : b->dest, at, &err) < 0) {
+                        s->fatal = true;
+                        goto out;
+                }
+        }
         if (st->deadline_ms > 0) {
                 double left = (st->deadline_ms - monotonic_ms()) / 1000;
                 if (left < 1)
@@ -217,6 +598,12 @@ void agent_exec_code(struct agent_state *st, const char *lang, const char *code,
                         jc.timeout_s = left;
         }
         snapshot_before(st);
+        if (python && !cfg->stateless) {
+                exec_in_session(st, &jc, code, s);
+                if (s->fatal)
+                        err = TAKE_PTR(s->err);
+                goto out;
+        }
 
         corral_jail_io io = { .capture = true, .cancel_fd = cfg->cancel_fd, .stdin_fd = -1,
                               .on_notice = on_jail_notice, .userdata = st };

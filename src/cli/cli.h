@@ -13,11 +13,13 @@
 
 #include <corral/error.h>
 #include <corral/jail.h>
+#include <jansson.h>
 
 /* The CLI-wide exit statuses (README, `corral --help`). */
 enum {
         EXIT_OK = 0,
         EXIT_USAGE_SUBCOMMAND = 2, /* usage errors of subcommands that do not pass a status through */
+        EXIT_REVIEW_REJECTED = 123, /* corral exec --review: the safety review rejected the code; nothing ran */
         EXIT_TIMEOUT = 124,        /* the wall-clock limit stopped the program */
         EXIT_CORRAL = 125,         /* corral failed: usage error, or the jail could not be set up */
         EXIT_NOT_EXECUTABLE = 126,
@@ -71,9 +73,27 @@ int cmd_exec(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_session(int argc, char **argv);
+int cmd_workspace(int argc, char **argv);
+int cmd_review(int argc, char **argv);
+
+/* corral run --archive and --from (workspace.c).  run_archive_write()
+ * writes the workspace with a .corral/run.json saying what the run did
+ * (secrets redacted) and returns workspace_archive()'s report, or NULL.
+ * run_archive_restore() restores an archive into a fresh workspace and
+ * makes the note for the system prompt: the earlier run's task and answer
+ * and the files restored (malloc'd in *ret_note). */
+struct workspace;
+struct agent_result;
+json_t *run_archive_write(struct workspace *ws, const char *path, bool inputs, const char *task,
+                          const struct agent_result *res, const char *run_id, const char *model,
+                          const char *const *secrets, corral_error **err);
+int run_archive_restore(struct workspace *ws, const char *path, char **ret_note, corral_error **err);
 
 /* Print "corral <cmd>: <message>" to stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_error_obj(const char *cmd, const corral_error *err);
+/* "corral CMD: MESSAGE (see 'corral CMD --help')" on stderr; returns status. */
+int cli_usage_error(const char *cmd, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -20,6 +20,8 @@
 #include <corral/jail.h>
 
 #include "../lib/util.h"
+#include "../review/review.h"
+#include "../workspace/artifact.h"
 #include "cli.h"
 
 static const char help_text[] =
@@ -53,11 +55,16 @@ static const char help_text[] =
         "                          (default 1400000000:65536)\n"
         "  -c, --code CODE         run CODE instead of a file\n"
         "      --lang LANG         python (default) or bash, for -c or a FILE without extension\n"
-        "      --json              print one JSON result object instead of streaming output\n"
+        "      --review POLICY     review the code first (strict, standard, off or a JSON policy\n"
+        "                          file; docs/review.md): a rejection prints the findings and\n"
+        "                          runs nothing (exit 123; --json: status \"rejected\")\n"
+        "      --json              print one JSON result object instead of streaming output;\n"
+        "                          with -w, its \"artifacts\" list what the program created,\n"
+        "                          changed or deleted in DIR, files typed by content\n"
         "  -h, --help              show this help\n"
         "\n"
         "exit statuses:\n"
-        "  the program's own status, or: 124 time limit reached; 125 corral failed (usage\n"
+        "  the program's own status, or: 123 rejected by --review; 124 time limit reached; 125 corral failed (usage\n"
         "  error, jail not set up); 126 not executable; 127 not found; 128+N killed by signal N\n"
         "  (137 memory limit, 159 blocked system call).\n";
 
@@ -66,6 +73,7 @@ enum {
         OPT_PRINT_PROFILE,
         OPT_JSON,
         OPT_LANG,
+        OPT_REVIEW,
 };
 
 static const struct option exec_options[] = {
@@ -75,6 +83,7 @@ static const struct option exec_options[] = {
         { "code", required_argument, NULL, 'c' },
         { "lang", required_argument, NULL, OPT_LANG },
         { "json", no_argument, NULL, OPT_JSON },
+        { "review", required_argument, NULL, OPT_REVIEW },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
@@ -86,6 +95,9 @@ struct exec_opts {
         bool json;
         bool print_profile;
         bool dashdash;
+        const char *review;      /* --review POLICY */
+        char *review_code;       /* the program text reviewed (exactly what runs) */
+        const char *review_lang;
 };
 
 /* One exec option onto cfg and o (the jail's own options are applied by
@@ -115,6 +127,9 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 return 0;
         case OPT_PRINT_PROFILE:
                 o->print_profile = true;
+                return 0;
+        case OPT_REVIEW:
+                o->review = arg;
                 return 0;
         default:
                 return 0;
@@ -175,7 +190,7 @@ static int load_file(const char *path, char **ret, size_t *ret_len, corral_error
 }
 
 /* Turn FILE / -c CODE / -- PROGRAM into the jail's argv and program text. */
-static int set_program(corral_jail_config *cfg, const struct exec_opts *o, int argc, char **argv, corral_error **err)
+static int set_program(corral_jail_config *cfg, struct exec_opts *o, int argc, char **argv, corral_error **err)
 {
         if (o->code != NULL) {
                 if (argc > 0 && !o->dashdash)
@@ -187,6 +202,8 @@ static int set_program(corral_jail_config *cfg, const struct exec_opts *o, int a
                 const char *name = py ? "main.py" : "main.sh";
                 if (corral_jail_config_set_script(cfg, name, o->code, strlen(o->code), err) < 0)
                         return -1;
+                o->review_code = strdup(o->code);
+                o->review_lang = lang;
                 char **v = calloc((size_t)argc + 3, sizeof(char *));
                 if (v == NULL)
                         return corral_fail(err, ENOMEM, "out of memory");
@@ -200,8 +217,11 @@ static int set_program(corral_jail_config *cfg, const struct exec_opts *o, int a
         }
         if (argc == 0)
                 return corral_usage(err, "nothing to run: give a FILE, -c CODE, or -- PROGRAM");
-        if (o->dashdash)
+        if (o->dashdash) {
+                if (o->review)
+                        return corral_usage(err, "--review needs the code: give a FILE or -c CODE, not -- PROGRAM");
                 return corral_jail_config_set_argv(cfg, argv, err);
+        }
 
         const char *path = argv[0];
         const char *lang = o->lang ? o->lang : lang_from_name(path);
@@ -217,6 +237,8 @@ static int set_program(corral_jail_config *cfg, const struct exec_opts *o, int a
         const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
         if (corral_jail_config_set_script(cfg, base, text, len, err) < 0)
                 return -1;
+        o->review_code = strdup(text);
+        o->review_lang = lang;
         cleanup_free char *jail_path = NULL;
         if (asprintf(&jail_path, "/run/corral/%s", base) < 0)
                 return corral_fail(err, ENOMEM, "out of memory");
@@ -229,6 +251,74 @@ static int set_program(corral_jail_config *cfg, const struct exec_opts *o, int a
                 v[i + 1] = argv[i];
         int r = corral_jail_config_set_argv(cfg, v, err);
         free(v);
+        return r;
+}
+
+/* --json with -w DIR: the result object gains "artifacts", what the
+ * program created, modified or deleted in DIR (workspace_diff() entries,
+ * files typed by content), and "artifacts_truncated" when DIR had more
+ * entries than a snapshot holds.  before: DIR's snapshot from before the
+ * run (its inotify watch makes the second one cheap). */
+static char *result_json(const corral_jail_result *res, int ws_fd, struct ws_snapshot *before, corral_error **err)
+{
+        char *text = corral_jail_result_to_json(res);
+        if (text == NULL || before == NULL)
+                return text;
+        json_t *o = json_loads(text, 0, NULL);
+        free(text);
+        struct ws_snapshot *after = NULL;
+        if (o == NULL || ws_snapshot_dir_next(ws_fd, WS_SNAPSHOT_ALL, before, &after, err) < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        json_t *diff = workspace_diff(before, after);
+        if (diff)
+                artifact_type_diff(ws_fd, diff, ARTIFACT_SCAN_MAX);
+        json_object_set_new(o, "artifacts", diff ? diff : json_null());
+        if (ws_snapshot_truncated(before) || ws_snapshot_truncated(after))
+                json_object_set_new(o, "artifacts_truncated", json_true());
+        ws_snapshot_free(after);
+        text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+        json_decref(o);
+        return text;
+}
+
+/* --review: 0 run, 1 rejected (the findings printed), -1 error. */
+static int exec_review(const struct exec_opts *o, corral_error **err)
+{
+        struct review_policy *policy = NULL;
+        if (review_policy_load(o->review, &policy, err) < 0)
+                return corral_error_prefix(err, "--review");
+        if (o->review_code == NULL) {
+                review_policy_free(policy);
+                return corral_fail(err, ENOMEM, "cannot review the program");
+        }
+        struct review_result res;
+        int r = review_code(review_lang_from_string(o->review_lang), o->review_code, strlen(o->review_code), policy,
+                            &res, err);
+        review_policy_free(policy);
+        if (r < 0)
+                return -1;
+        if (o->json && res.rejected) {
+                json_t *j = json_pack("{s:i,s:s,s:i,s:n,s:s,s:n,s:s,s:s,s:o}", "schema", 1, "status", "rejected",
+                                      "exit_code", EXIT_REVIEW_REJECTED, "signal", "reason",
+                                      "rejected by the safety review; nothing ran", "limit", "stdout", "", "stderr", "",
+                                      "review", review_result_to_json(&res));
+                char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+                if (text)
+                        puts(text);
+                free(text);
+                json_decref(j);
+        } else if (res.n_findings) {
+                char *text = review_result_text(&res);
+                if (text)
+                        fputs(text, stderr);
+                free(text);
+                if (res.rejected)
+                        fprintf(stderr, "corral exec: rejected by the safety review; nothing ran\n");
+        }
+        r = res.rejected ? 1 : 0;
+        review_result_release(&res);
         return r;
 }
 
@@ -259,6 +349,8 @@ int cmd_exec(int argc, char **argv)
         struct exec_opts o = { .cfg = &cfg };
         cleanup_free struct option *longopts = NULL;
         int status = EXIT_CORRAL;
+        cleanup_close int ws_fd = -1;
+        struct ws_snapshot *before = NULL;
         longopts = cli_merge_options(exec_options);
         if (longopts == NULL) {
                 corral_fail(&err, ENOMEM, "cannot parse options");
@@ -286,6 +378,15 @@ int cmd_exec(int argc, char **argv)
         }
         if (set_program(&cfg, &o, argc - optind, argv + optind, &err) < 0)
                 goto fail;
+        if (o.review) {
+                int rv = exec_review(&o, &err);
+                if (rv < 0)
+                        goto fail;
+                if (rv > 0) {
+                        status = EXIT_REVIEW_REJECTED;
+                        goto out;
+                }
+        }
         if (cfg.net == CORRAL_NET_HOST)
                 fprintf(stderr, "corral exec: warning: --net host gives the program the host's network\n");
 
@@ -293,14 +394,30 @@ int cmd_exec(int argc, char **argv)
         corral_jail_io io = { .stdin_fd = STDIN_FILENO, .capture = o.json, .userdata = &cfg, .cancel_fd = cancel_fd,
                               .on_output = o.json ? NULL : on_output, .on_truncate = o.json ? NULL : on_truncate,
                               .on_notice = on_notice };
+        if (o.json && cfg.workspace) {
+                /* The run's own checks first: never walk '/' to refuse it. */
+                if (corral_jail_config_validate(&cfg, &err) < 0)
+                        goto fail;
+                ws_fd = open(cfg.workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (ws_fd < 0) {
+                        corral_make_error(&err, CORRAL_ERR_USAGE, errno, "cannot open the workspace '%s'",
+                                          cfg.workspace);
+                        goto fail;
+                }
+                if (ws_snapshot_dir(ws_fd, WS_SNAPSHOT_ALL, &before, &err) < 0) {
+                        corral_error_prefix(&err, "cannot snapshot the workspace '%s'", cfg.workspace);
+                        goto fail;
+                }
+        }
         corral_jail_result res;
         if (corral_jail_run(&cfg, &io, &res, &err) < 0)
                 goto fail;
         if (o.json) {
-                char *j = corral_jail_result_to_json(&res);
+                char *j = result_json(&res, ws_fd, before, &err);
                 if (j == NULL) {
                         corral_jail_result_release(&res);
-                        corral_fail(&err, ENOMEM, "cannot format the JSON result");
+                        if (err == NULL)
+                                corral_fail(&err, ENOMEM, "cannot format the JSON result");
                         goto fail;
                 }
                 puts(j);
@@ -324,6 +441,8 @@ fail:
         cli_error_obj("exec", err);
         status = EXIT_CORRAL;
 out:
+        free(o.review_code);
+        ws_snapshot_free(before);
         corral_error_free(err);
         corral_jail_config_release(&cfg);
         return status;

@@ -18,6 +18,9 @@ static const struct {
         { "exec", cmd_exec, "run a file, code or program in a jail" },
         { "run", cmd_run, "give an agent a task: a model writes code, corral runs it in jails" },
         { "trace", cmd_trace, "show or export the trace of a run" },
+        { "session", cmd_session, "start, use and stop persistent Python sessions" },
+        { "workspace", cmd_workspace, "list or extract a workspace archive (tar)" },
+        { "review", cmd_review, "check code against the safety review's policy, without running it" },
         { "doctor", cmd_doctor, "show which isolation and limit mechanisms this host offers" },
 };
 
@@ -31,6 +34,17 @@ void cli_error(const char *cmd, const char *fmt, ...)
         va_end(ap);
 }
 
+int cli_usage_error(const char *cmd, int status, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "corral %s: ", cmd);
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, " (see 'corral %s --help')\n", cmd);
+        va_end(ap);
+        return status;
+}
+
 void cli_error_obj(const char *cmd, const corral_error *err)
 {
         cli_error(cmd, "%s", err ? err->msg : "unknown error");
@@ -40,12 +54,15 @@ static void usage(FILE *f)
 {
         fprintf(f, "usage: corral COMMAND [OPTIONS] ...\n\ncommands:\n");
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+                fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
         fprintf(f, "\nRun 'corral COMMAND --help' for a command's options.\n\n"
                    "exit statuses (all commands):\n"
                    "  0        success (corral run: the agent answered)\n"
                    "  1        corral run: the agent gave up (iterations, token or wall budget)\n"
+                   "           corral workspace: the archive was refused or could not be read\n"
+                   "           corral review: the code is rejected\n"
                    "  1-123    corral exec: the program's own exit status\n"
+                   "  123      corral exec --review: the safety review rejected the code; nothing ran\n"
                    "  2        usage error of a command that does not pass a status through\n"
                    "  3        corral run: the model could not be reached or refused\n"
                    "  124      the wall-clock limit stopped the program\n"

@@ -21,7 +21,9 @@
 #include "../agent/agent.h"
 #include "../lib/redact.h"
 #include "../model/provider.h"
+#include "../review/review.h"
 #include "../trace/render.h"
+#include "../workspace/artifact.h"
 #include "cli.h"
 
 static const char help_text[] =
@@ -49,12 +51,22 @@ static const char help_text[] =
         "\n"
         "files:\n"
         "  -i, --input PATH[:DEST] stage a host file or directory read-only at\n"
-        "                          /workspace/input/DEST (default DEST: its name; repeatable)\n"
+        "                          /workspace/input/DEST (default DEST: its name; repeatable);\n"
+        "                          bound into the jails, not copied\n"
+        "      --manifest FILE     stage the entries of a JSON manifest: files, directories and\n"
+        "                          inline content anywhere under /workspace, read-only (bound, not\n"
+        "                          copied) or writable (copied); see docs/workspace.md\n"
         "  -o, --out DIR           copy /workspace/output/ to DIR when the run ends (also when it\n"
         "                          fails or is interrupted; default .corral/runs/ID/output, or\n"
         "                          none with -w)\n"
         "  -w, --workspace DIR     use DIR as the workspace and keep it (default: a temporary one)\n"
-        "      --input-limit SIZE  total size of the staged inputs (default 2G)\n"
+        "      --input-limit SIZE  total size of what --input and --manifest stage, bound or\n"
+        "                          copied (default 2G)\n"
+        "      --archive FILE      write the workspace to FILE (a pax tar) when the run ends, also\n"
+        "                          when it gives up; staged inputs and ephemeral entries are left\n"
+        "                          out (docs/workspace.md, \"Archives\")\n"
+        "      --archive-inputs    with --archive: keep the staged inputs too\n"
+        "      --from FILE         start from a workspace archive (an earlier run's --archive)\n"
         "\n"
         "budgets:\n"
         "      --max-iterations N  model turns (default 10)\n"
@@ -67,8 +79,27 @@ static const char help_text[] =
         "  -t, --timeout SECONDS, -m, --memory SIZE, --cpu-time, --pids, --cpus, --nofile, --disk,\n"
         "      --output-limit, --net none|loopback|host, --ro-bind, --bind, --rootfs, --profile,\n"
         "      --require-cgroups, --uid-range\n"
+        "      --stateless         run each run_python step in a fresh process (default: one\n"
+        "                          Python session per run: variables and imports persist,\n"
+        "                          figures are saved to output/figures/; docs/sessions.md)\n"
+        "      --images auto|on|off  also show the model a step's figures as images (auto, the\n"
+        "                          default: when the config file's \"modalities\" for the model\n"
+        "                          list \"image\"); turned off for the run, with a notice, when\n"
+        "                          the endpoint rejects images\n"
+        "      --images-per-step N, --images-per-run N  image budget (default 2 and 8; 0-8 per\n"
+        "                          step); figures over it are named, not sent\n"
+        "      --image-bytes SIZE  PNG bytes per image (default 300K; rendered with a long side\n"
+        "                          of at most 768 px, smaller if needed)\n"
         "  -e, --env NAME=VALUE    pass to the jails; VALUE is redacted from trace, transcript and\n"
         "                          messages\n"
+        "\n"
+        "safety review (docs/review.md):\n"
+        "      --review-policy P   review every run_python/run_shell step before it runs: strict,\n"
+        "                          standard (default), off, or a JSON policy file; a rejected step\n"
+        "                          does not run and the model is told why\n"
+        "      --llm-review        also ask a model about steps the review warns about (the run's\n"
+        "                          model, with its own prompt); it may reject them\n"
+        "      --reviewer-model M  the model for --llm-review (same endpoint; implies --llm-review)\n"
         "\n"
         "output:\n"
         "      --json              print one JSON result object (docs/run-json.md), no live view\n"
@@ -93,6 +124,7 @@ enum {
         OPT_RETRIES,
         OPT_RECORD,
         OPT_INPUT_LIMIT,
+        OPT_MANIFEST,
         OPT_MAX_ITERATIONS,
         OPT_TOKEN_BUDGET,
         OPT_WALL_BUDGET,
@@ -100,6 +132,17 @@ enum {
         OPT_JSON,
         OPT_TRACE,
         OPT_NO_TRACE,
+        OPT_ARCHIVE,
+        OPT_ARCHIVE_INPUTS,
+        OPT_FROM,
+        OPT_STATELESS,
+        OPT_REVIEW_POLICY,
+        OPT_LLM_REVIEW,
+        OPT_REVIEWER_MODEL,
+        OPT_IMAGES,
+        OPT_IMAGES_PER_STEP,
+        OPT_IMAGES_PER_RUN,
+        OPT_IMAGE_BYTES,
 };
 
 static const struct option run_options[] = {
@@ -116,6 +159,7 @@ static const struct option run_options[] = {
         { "out", required_argument, NULL, 'o' },
         { "workspace", required_argument, NULL, 'w' },
         { "input-limit", required_argument, NULL, OPT_INPUT_LIMIT },
+        { "manifest", required_argument, NULL, OPT_MANIFEST },
         { "max-iterations", required_argument, NULL, OPT_MAX_ITERATIONS },
         { "token-budget", required_argument, NULL, OPT_TOKEN_BUDGET },
         { "wall-budget", required_argument, NULL, OPT_WALL_BUDGET },
@@ -124,6 +168,17 @@ static const struct option run_options[] = {
         { "quiet", no_argument, NULL, 'q' },
         { "trace", required_argument, NULL, OPT_TRACE },
         { "no-trace", no_argument, NULL, OPT_NO_TRACE },
+        { "archive", required_argument, NULL, OPT_ARCHIVE },
+        { "archive-inputs", no_argument, NULL, OPT_ARCHIVE_INPUTS },
+        { "from", required_argument, NULL, OPT_FROM },
+        { "stateless", no_argument, NULL, OPT_STATELESS },
+        { "review-policy", required_argument, NULL, OPT_REVIEW_POLICY },
+        { "llm-review", no_argument, NULL, OPT_LLM_REVIEW },
+        { "reviewer-model", required_argument, NULL, OPT_REVIEWER_MODEL },
+        { "images", required_argument, NULL, OPT_IMAGES },
+        { "images-per-step", required_argument, NULL, OPT_IMAGES_PER_STEP },
+        { "images-per-run", required_argument, NULL, OPT_IMAGES_PER_RUN },
+        { "image-bytes", required_argument, NULL, OPT_IMAGE_BYTES },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
@@ -134,14 +189,23 @@ struct run_opts {
         struct agent_config agent;
         const char **inputs;
         size_t n_inputs;
+        const char *manifest;
         const char *out;
         const char *workspace;
         const char *trace_path;
         uint64_t input_limit;
+        const char *archive;     /* --archive FILE */
+        const char *from;        /* --from FILE */
+        bool archive_inputs;
         bool no_trace;
         bool context_given;
         bool json;
         bool quiet;
+        struct review_policy *review; /* --review-policy (default standard) */
+        bool llm_review;              /* --llm-review */
+        const char *reviewer_model;   /* --reviewer-model */
+        model_client *reviewer;
+        int images;                   /* --images: 1 on, 0 off, -1 auto (the config file says) */
 };
 
 static int parse_count_max(const char *arg, const char *opt, uint64_t min, uint64_t max, uint64_t *ret,
@@ -176,6 +240,45 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
         case OPT_NO_TOOLS:
                 o->agent.text_protocol = true;
                 return 0;
+        case OPT_STATELESS:
+                o->agent.stateless = true;
+                return 0;
+        case OPT_LLM_REVIEW:
+                o->llm_review = true;
+                return 0;
+        case OPT_IMAGES:
+                if (strcmp(arg, "auto") == 0 || strcmp(arg, "on") == 0 || strcmp(arg, "off") == 0) {
+                        o->images = arg[0] == 'a' ? -1 : arg[1] == 'n';
+                        return 0;
+                }
+                return corral_usage(err, "--images: expected auto, on or off, not '%s'", arg);
+        case OPT_IMAGES_PER_STEP:
+                if (parse_count_max(arg, "--images-per-step", 0, AGENT_MAX_STEP_IMAGES, &n, err) < 0)
+                        return -1;
+                o->agent.images_per_step = (unsigned)n;
+                return 0;
+        case OPT_IMAGES_PER_RUN:
+                if (parse_count_max(arg, "--images-per-run", 0, 1000, &n, err) < 0)
+                        return -1;
+                o->agent.images_per_run = (unsigned)n;
+                return 0;
+        case OPT_IMAGE_BYTES:
+                if (corral_parse_size(arg, &o->agent.image_bytes, err) < 0)
+                        return corral_error_prefix(err, "--image-bytes");
+                /* 8 renderings of 2 MiB in base64 stay well within a session frame's 64 MiB. */
+                if (o->agent.image_bytes < 1024 || o->agent.image_bytes > (2u << 20))
+                        return corral_usage(err, "--image-bytes: %s is out of range (1K to 2M)", arg);
+                return 0;
+        case OPT_REVIEWER_MODEL:
+                o->llm_review = true;
+                o->reviewer_model = arg;
+                return 0;
+        case OPT_REVIEW_POLICY:
+                review_policy_free(o->review);
+                o->review = NULL;
+                if (review_policy_load(arg, &o->review, err) < 0)
+                        return corral_error_prefix(err, "--review-policy");
+                return 0;
         case OPT_NO_STREAM:
                 o->model.stream = false;
                 return 0;
@@ -204,6 +307,11 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 return 0;
         case 'w':
                 o->workspace = arg;
+                return 0;
+        case OPT_MANIFEST:
+                if (o->manifest)
+                        return corral_usage(err, "--manifest: give one manifest");
+                o->manifest = arg;
                 return 0;
         case OPT_INPUT_LIMIT:
                 if (corral_parse_size(arg, &o->input_limit, err) < 0)
@@ -235,6 +343,15 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 return 0;
         case OPT_NO_TRACE:
                 o->no_trace = true;
+                return 0;
+        case OPT_ARCHIVE:
+                o->archive = arg;
+                return 0;
+        case OPT_ARCHIVE_INPUTS:
+                o->archive_inputs = true;
+                return 0;
+        case OPT_FROM:
+                o->from = arg;
                 return 0;
         default:
                 return 0;
@@ -314,9 +431,16 @@ static json_t *list_artifacts(struct workspace *ws)
                 return out;
         json_array_foreach(list, i, e) {
                 const char *type = json_string_value(json_object_get(e, "type"));
-                if (type && strcmp(type, "file") == 0)
-                        json_array_append_new(out, json_pack("{s:O, s:O}", "path", json_object_get(e, "path"),
-                                                             "bytes", json_object_get(e, "size")));
+                if (type == NULL || strcmp(type, "file") != 0)
+                        continue;
+                json_t *a = json_pack("{s:O, s:O}", "path", json_object_get(e, "path"), "bytes",
+                                      json_object_get(e, "size"));
+                /* Typed by content like the steps' artifacts (artifact.h),
+                 * as many as a step would type. */
+                if (a && json_array_size(out) < ARTIFACT_TYPE_MAX)
+                        (void)artifact_detect_at(ws->root_fd, json_string_value(json_object_get(e, "path")),
+                                                 ARTIFACT_SCAN_MAX, a);
+                json_array_append_new(out, a);
         }
         json_decref(list);
         return out;
@@ -363,6 +487,8 @@ struct run {
         render *view;
         json_t *inputs;          /* the staged inputs' entries */
         json_t *run_info;
+        char *restore_note;      /* --from: for the system prompt */
+        json_t *archive_report;  /* --archive: what was written */
         struct agent_result res;
         double t_start;
 };
@@ -376,6 +502,7 @@ static bool is_model_error(int kind)
         case CORRAL_ERR_MODEL_CONTEXT:
         case CORRAL_ERR_MODEL_NO_TOOLS:
         case CORRAL_ERR_MODEL_REFUSED:
+        case CORRAL_ERR_MODEL_NO_IMAGES:
                 return true;
         default:
                 return false;
@@ -402,6 +529,8 @@ static int parse_command_line(struct run *run, int argc, char **argv, const char
                 return corral_usage(err, "the task is empty");
         if (!utf8_valid(task, strlen(task)))
                 return corral_usage(err, "the task is not valid UTF-8");
+        if (run->o.archive_inputs && run->o.archive == NULL)
+                return corral_usage(err, "--archive-inputs needs --archive FILE");
         if (run->o.json)
                 run->o.quiet = false;
         *ret_task = task;
@@ -427,20 +556,38 @@ static int set_up(struct run *run, int cancel_fd, corral_error **err)
         o->model.secrets = run->secrets;
         if (!o->context_given && run->choice.context_tokens)
                 o->agent.context_tokens = run->choice.context_tokens;
+        /* Images: the flag, else the config file's "modalities"; no preset
+         * turns them on (a text-only model rejects the request). */
+        o->agent.images = o->images >= 0 ? o->images == 1 : run->choice.images > 0;
         if (model_client_open(&o->model, &run->model, err) < 0)
                 return -1;
         if (run->jail.net == CORRAL_NET_HOST)
                 fprintf(stderr, "corral run: warning: --net host gives the model's code the host's network\n");
 
-        if (workspace_open(o->workspace, &run->ws, err) < 0)
-                return -1;
+        /* --input and --manifest are one manifest, checked whole before
+         * anything is made. */
+        struct ws_manifest m = { 0 };
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < o->n_inputs; i++)
+                r = ws_manifest_add_input(&m, o->inputs[i], err);
+        if (r == 0 && o->manifest)
+                r = ws_manifest_load(&m, o->manifest, err);
+        if (r == 0)
+                r = ws_manifest_check(&m, err);
+        if (r == 0)
+                r = workspace_open(o->workspace, &run->ws, err);
+        /* Before the inputs: the archive's entries must not meet them. */
+        if (r == 0 && o->from)
+                r = run_archive_restore(run->ws, o->from, &run->restore_note, err);
         uint64_t budget = o->input_limit;
-        for (size_t i = 0; i < o->n_inputs; i++) {
-                json_t *entry = NULL;
-                if (workspace_stage_input(run->ws, o->inputs[i], &budget, &entry, err) < 0)
-                        return -1;
-                json_array_append_new(run->inputs, entry);
-        }
+        json_t *staged = NULL;
+        if (r == 0)
+                r = workspace_stage_manifest(run->ws, &m, &budget, &staged, err);
+        ws_manifest_release(&m);
+        if (r < 0)
+                return -1;
+        json_array_extend(run->inputs, staged);
+        json_decref(staged);
 
         make_run_id(run->run_id, sizeof(run->run_id));
         if (!o->no_trace) {
@@ -511,6 +658,29 @@ static int finish(struct run *run)
                              json_string_value(json_object_get(sk, "reason"))) >= 0)
                         trace_emit(run->tr, "notice", json_pack("{s:s}", "message", msg));
         }
+        if (o->archive) {
+                corral_error *aerr = NULL;
+                run->archive_report = run_archive_write(run->ws, o->archive, o->archive_inputs, o->agent.task,
+                                                        res, run->run_id, run->choice.model, run->secrets, &aerr);
+                cleanup_free char *msg = NULL;
+                json_t *ar = run->archive_report;
+                int n = ar ? asprintf(&msg, "workspace archived to '%s' (%" JSON_INTEGER_FORMAT " entries, %"
+                                            JSON_INTEGER_FORMAT " skipped)", o->archive,
+                                      json_integer_value(json_object_get(ar, "entries")),
+                                      (json_int_t)json_array_size(json_object_get(ar, "skipped")))
+                           : asprintf(&msg, "cannot archive the workspace to '%s': %s", o->archive,
+                                      aerr ? aerr->msg : "unknown error");
+                if (n >= 0)
+                        trace_emit(run->tr, "notice", json_pack("{s:s}", "message", msg));
+                if (ar == NULL && (o->json || o->quiet || run->view == NULL))
+                        cli_error("run", "%s", msg ? msg : "cannot archive the workspace");
+                corral_error_free(aerr);
+                if (ar == NULL && res->status == AGENT_ANSWERED) {
+                        res->status = AGENT_JAIL_ERROR;
+                        free(res->reason);
+                        res->reason = strdup("the workspace could not be archived");
+                }
+        }
         const struct model_usage *u = model_client_usage(run->model);
         double wall_ms = monotonic_ms() - run->t_start;
         const char *status = agent_status_to_string(res->status);
@@ -529,6 +699,8 @@ static int finish(struct run *run)
                                       "output_dir", o->out, "not_copied",
                                       skipped ? json_incref(skipped) : json_array(), "wall_ms", wall_ms);
                 char *text = NULL;
+                if (j && run->archive_report)
+                        json_object_set(j, "archive", run->archive_report);
                 if (j) {
                         redact_json(j, run->secrets);
                         text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -568,17 +740,21 @@ static void run_release(struct run *run)
         provider_choice_release(&run->choice);
         json_decref(run->inputs);
         json_decref(run->run_info);
+        json_decref(run->archive_report);
+        free(run->restore_note);
         corral_jail_config_release(&run->jail);
         free(run->secrets);
         free(run->task_buf);
         free(run->trace_path);
         free(run->default_out);
         free(run->o.inputs);
+        review_policy_free(run->o.review);
+        model_client_free(run->o.reviewer);
 }
 
 int cmd_run(int argc, char **argv)
 {
-        struct run run = { .o = { .input_limit = 2ull << 30 }, .t_start = monotonic_ms() };
+        struct run run = { .o = { .input_limit = 2ull << 30, .images = -1 }, .t_start = monotonic_ms() };
         corral_jail_config_init(&run.jail);
         model_settings_init(&run.o.model);
         agent_config_init(&run.o.agent);
@@ -606,11 +782,36 @@ int cmd_run(int argc, char **argv)
                 a->jail = &run.jail;
                 a->trace = run.tr;
                 a->run_info = run.run_info;
+                a->workspace_note = run.restore_note;
                 a->cancel_fd = run.o.model.cancel_fd;
                 a->secrets = run.secrets;
                 a->on_content = on_content;
                 a->userdata = run.view;
-                if (agent_run(a, &run.res, &err) < 0) {
+                if (run.o.review == NULL)
+                        run.o.review = review_policy_new(REVIEW_LEVEL_STANDARD);
+                a->review = run.o.review;
+                if (run.run_info && run.o.review)
+                        json_object_set_new(run.run_info, "review", review_policy_describe(run.o.review));
+                if (run.o.llm_review && a->review) {
+                        /* The reviewer: the run's endpoint and key, its own model if given, no transcript. */
+                        struct model_settings rs = run.o.model;
+                        if (run.o.reviewer_model)
+                                rs.model = run.o.reviewer_model;
+                        rs.record_path = NULL;
+                        if (model_client_open(&rs, &run.o.reviewer, &err) < 0)
+                                corral_error_prefix(&err, "--reviewer-model");
+                        a->reviewer = run.o.reviewer;
+                        a->reviewer_model = rs.model;
+                        if (run.run_info)
+                                json_object_set_new(json_object_get(run.run_info, "review"), "reviewer_model",
+                                                    json_string(rs.model));
+                }
+                if (a->review == NULL || err) {
+                        if (err == NULL)
+                                corral_fail(&err, ENOMEM, "cannot set up the safety review");
+                        cli_error_obj("run", err);
+                        status = err->kind == CORRAL_ERR_USAGE ? EXIT_USAGE_SUBCOMMAND : EXIT_CORRAL;
+                } else if (agent_run(a, &run.res, &err) < 0) {
                         cli_error_obj("run", err);
                         status = EXIT_CORRAL;
                 } else {

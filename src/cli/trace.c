@@ -49,18 +49,7 @@ static const char help_text[] =
         "exit statuses:\n"
         "  0 ok; 1 the trace could not be read or the export could not be written; 2 usage error.\n";
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-        char *msg = NULL;
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vasprintf(&msg, fmt, ap);
-        va_end(ap);
-        cli_error("trace", "%s (see 'corral trace --help')", n >= 0 ? msg : "usage error");
-        free(msg);
-        return EXIT_TRACE_USAGE;
-}
+#define usage_error(...) cli_usage_error("trace", EXIT_TRACE_USAGE, __VA_ARGS__)
 
 /* The option getopt stopped at, for a message. */
 static const char *bad_option(char **argv, int c)

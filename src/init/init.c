@@ -226,14 +226,18 @@ static __attribute__((noreturn)) void run_program(struct orders *o, int sock, co
         s_umask(022);
 
         struct sock_fprog prog = { .len = (unsigned short)o->hdr.bpf_len, .filter = o->bpf };
-        long listener = s_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+        bool want_listener = !(o->hdr.flags & CORRAL_INIT_FLAG_NO_LISTENER);
+        long listener = s_seccomp(SECCOMP_SET_MODE_FILTER, want_listener ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0,
+                                  &prog);
         if (listener < 0)
                 die(INIT_STEP_SECCOMP, listener);
         /* From here on every system call passes the filter. */
         report(MSG_SECCOMP_LOADED, 0, 0);
-        if ((r = send_fd(sock, (int)listener)) < 0)
-                die(INIT_STEP_LISTENER, r);
-        s_close((int)listener);
+        if (want_listener) {
+                if ((r = send_fd(sock, (int)listener)) < 0)
+                        die(INIT_STEP_LISTENER, r);
+                s_close((int)listener);
+        }
 
         int err = exec_program(o->argv, o->envp);
         char msg[1 + sizeof(int)] = { 'E' };

@@ -95,6 +95,7 @@ int corral_jail_config_copy(corral_jail_config *dst, const corral_jail_config *s
                 dst->binds[i].src = copy_str(src->binds[i].src, &oom);
                 dst->binds[i].dst = copy_str(src->binds[i].dst, &oom);
                 dst->binds[i].writable = src->binds[i].writable;
+                dst->binds[i].src_fd = src->binds[i].src_fd;
                 dst->n_binds++;
         }
         if (oom) {
@@ -234,6 +235,7 @@ int jail_config_add_bind_paths(corral_jail_config *cfg, const char *src_in, cons
         b[cfg->n_binds].src = TAKE_PTR(src);
         b[cfg->n_binds].dst = TAKE_PTR(dst);
         b[cfg->n_binds].writable = writable;
+        b[cfg->n_binds].src_fd = -1;
         cfg->n_binds++;
         return 0;
 }
@@ -257,6 +259,17 @@ int corral_jail_config_add_bind_at(corral_jail_config *cfg, const char *src, con
                                    corral_error **ret_err)
 {
         return jail_config_add_bind_paths(cfg, src, dst, writable, ret_err);
+}
+
+int corral_jail_config_add_bind_fd(corral_jail_config *cfg, int src_fd, const char *name, const char *dst,
+                                   corral_error **ret_err)
+{
+        if (src_fd < 0)
+                return corral_usage(ret_err, "bind '%s': no source fd", dst ? dst : "");
+        if (jail_config_add_bind_paths(cfg, name && name[0] ? name : "(fd)", dst, false, ret_err) < 0)
+                return -1;
+        cfg->binds[cfg->n_binds - 1].src_fd = src_fd;
+        return 0;
 }
 
 int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **ret_err)

@@ -14,13 +14,11 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/mount.h>
-#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <grp.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -30,6 +28,7 @@
 #include <unistd.h>
 
 #include "jail-internal.h"
+#include "netdev.h"
 
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001
@@ -93,6 +92,10 @@ static int set_mount_flags(const char *path, uint64_t attrs, bool recursive)
 
 static int make_target(const char *dst, bool dir, mode_t mode)
 {
+        /* Already there (a mount point left in a read-only bind): fine. */
+        struct stat st;
+        if (lstat(dst, &st) == 0 && (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)))
+                return 0;
         if (dir)
                 return mkdir(dst, mode) < 0 && errno != EEXIST ? -1 : 0;
         int fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode ? mode : 0644);
@@ -120,6 +123,15 @@ static int do_op(const struct mount_op *op)
                         return -1;
                 if (mount(op->src, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
                         return -1;
+                if (op->check_id) {
+                        /* The path was swapped since the fd was opened. */
+                        struct stat st;
+                        if (stat(op->dst, &st) < 0 || st.st_dev != op->expect_dev || st.st_ino != op->expect_ino) {
+                                (void)umount2(op->dst, MNT_DETACH);
+                                errno = ESTALE;
+                                return -1;
+                        }
+                }
                 if (op->device) /* /dev/null and friends: writable, but never exec or suid */
                         return set_mount_flags(op->dst, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false);
                 return set_mount_flags(op->dst,
@@ -156,23 +168,6 @@ static int do_op(const struct mount_op *op)
         }
         errno = EINVAL;
         return -1;
-}
-
-static int loopback_up(void)
-{
-        int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        if (s < 0)
-                return -1;
-        struct ifreq ifr;
-        memset(&ifr, 0, sizeof(ifr));
-        memcpy(ifr.ifr_name, "lo", 3);
-        int r = ioctl(s, SIOCGIFFLAGS, &ifr);
-        if (r == 0) {
-                ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-                r = ioctl(s, SIOCSIFFLAGS, &ifr);
-        }
-        close(s);
-        return r;
 }
 
 /* Put the fds the jail keeps at 0..4 and close every other one.  Sources
@@ -263,17 +258,20 @@ void jail_enter(const struct jail_plan *p)
 
         if (sethostname("corral", 6) < 0 || setdomainname("corral", 6) < 0)
                 fail(STEP_HOSTNAME);
-        if (p->net == CORRAL_NET_LOOPBACK && loopback_up() < 0)
+        if (p->net == CORRAL_NET_LOOPBACK && netdev_loopback_up() < 0)
                 fail(STEP_LOOPBACK);
 
         /* Give up every capability for good: bounding set, ambient set, then
-         * the rest; no_new_privs keeps exec from granting any back. */
-        for (int cap = 0; cap <= 63; cap++)
+         * the rest; no_new_privs keeps exec from granting any back.  A
+         * zygote keeps those of its own user namespace (uid 0 there): it
+         * makes each session's namespaces, and each session drops them all
+         * before any user code runs (src/session/zygote.c). */
+        for (int cap = 0; cap <= 63 && !p->keep_caps; cap++)
                 if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
                         fail(STEP_DROP_CAPS);
-        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        if (!p->keep_caps && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 fail(STEP_DROP_CAPS);
-        if (capset_all(false) < 0)
+        if (!p->keep_caps && capset_all(false) < 0)
                 fail(STEP_DROP_CAPS);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 fail(STEP_NO_NEW_PRIVS);

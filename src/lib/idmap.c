@@ -82,13 +82,20 @@ static int userns_for(uid_t owner_uid, gid_t owner_gid, uint32_t jail_id, corral
 
 int idmap_open_tree(const char *path, bool recursive, uint32_t idmap_to, bool writable, corral_error **ret_err)
 {
+        return idmap_open_tree_fd(-1, path, recursive, idmap_to, writable, ret_err);
+}
+
+int idmap_open_tree_fd(int fd, const char *path, bool recursive, uint32_t idmap_to, bool writable,
+                       corral_error **ret_err)
+{
         struct stat st;
-        if (stat(path, &st) < 0)
+        if (fd >= 0 ? fstat(fd, &st) < 0 : stat(path, &st) < 0)
                 return corral_fail(ret_err, errno, "cannot stat '%s'", path);
         /* An idmapping applies to one mount only: idmapped binds are not
          * recursive (submounts would need their own). */
         unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive && !idmap_to ? AT_RECURSIVE : 0);
-        int tree = (int)syscall(SYS_open_tree, AT_FDCWD, path, flags);
+        int tree = fd >= 0 ? (int)syscall(SYS_open_tree, fd, "", flags | AT_EMPTY_PATH)
+                           : (int)syscall(SYS_open_tree, AT_FDCWD, path, flags);
         if (tree < 0)
                 return corral_fail(ret_err, errno, "cannot clone the mount of '%s'", path);
         struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |

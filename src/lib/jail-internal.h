@@ -35,6 +35,11 @@ CORRAL_HIDDEN int jail_seccomp_program(const struct jail_bpf **ret, corral_error
 /* Build it from the policy with libseccomp; out->insns is malloc'd. */
 CORRAL_HIDDEN int jail_seccomp_build(struct jail_bpf *out, corral_error **ret_err);
 CORRAL_HIDDEN char *jail_seccomp_syscall_name(int nr, uint32_t arch);
+/* The zygote's filter (src/session/zygote.c): the jail's policy plus what
+ * forking a session into fresh namespaces needs (unshare, mount, umount2,
+ * move_mount, mount_setattr, capset, seccomp, clone with namespace flags);
+ * denied calls notify, and with no listener fail with ENOSYS.  Built once. */
+CORRAL_HIDDEN int jail_seccomp_zygote_program(const struct jail_bpf **ret, corral_error **ret_err);
 
 /* ---- cgroup.c ---- */
 struct cgroup_layout {
@@ -96,6 +101,10 @@ CORRAL_HIDDEN void uidpool_release(struct uid_lease *lease);
  * host id.  -1 when the kernel or filesystem cannot do it. */
 CORRAL_HIDDEN int idmap_open_tree(const char *path, bool recursive, uint32_t idmap_to, bool writable,
                                   corral_error **ret_err);
+/* The same for what fd (O_PATH is enough) refers to; path names it in
+ * messages. */
+CORRAL_HIDDEN int idmap_open_tree_fd(int fd, const char *path, bool recursive, uint32_t idmap_to, bool writable,
+                                     corral_error **ret_err);
 
 /* ---- fontcache.c ---- */
 /* The host directory holding a pre-built matplotlib font cache for this
@@ -124,6 +133,9 @@ struct mount_op {
         bool device;           /* a /dev node: keep dev, drop exec */
         int tree_fd;           /* OP_ATTACH: from idmap_open_tree() */
         mode_t mode;
+        bool check_id;         /* OP_BIND: what got mounted must be expect_dev/ino */
+        dev_t expect_dev;
+        ino_t expect_ino;
 };
 
 /* Fixed setup steps reported as negative indexes (ops use 0..n-1). */
@@ -166,8 +178,12 @@ struct jail_plan {
         int stdin_fd, stdout_fd, stderr_fd, config_fd, status_fd;
         int init_fd, sync_fd;
         int sync_wfd;            /* the caller's end, held until the jail is gone */
+        bool keep_caps;          /* a zygote: keep the capabilities of its own user namespace */
 };
 CORRAL_HIDDEN int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_error **ret_err);
+/* A host directory no jail may write to (the system's, or beneath them):
+ * writable binds and workspaces of these are refused. real: a realpath. */
+CORRAL_HIDDEN bool jail_path_is_system(const char *real);
 CORRAL_HIDDEN void jail_plan_release(struct jail_plan *p);
 CORRAL_HIDDEN const char *jail_plan_step_name(const struct jail_plan *p, int step, char *buf, size_t len);
 CORRAL_HIDDEN __attribute__((noreturn)) void jail_enter(const struct jail_plan *p);
@@ -180,6 +196,23 @@ CORRAL_HIDDEN bool jail_env_name_valid(const char *name, size_t len);
 
 /* ---- spawn.c helpers used by config.c ---- */
 CORRAL_HIDDEN int jail_init_binary_fd(corral_error **ret_err);
+
+/* ---- spawn.c: a zygote's jail (src/session/warm.c) ----
+ * A zygote runs as uid 0 of its own user namespace (mapped to the jail's
+ * unprivileged host uid) with that namespace's capabilities, so that it can
+ * give each session it forks new namespaces; it runs under the zygote
+ * filter, loaded without a listener.  No user code ever runs in it. */
+struct jail_special {
+        bool zygote;
+        int stdin_socket;        /* >= 0: the jail's stdin is this socket itself (borrowed) */
+        uint32_t *ret_host_uid;  /* set (atomically) before the clone: the jail's host uid */
+        const uint32_t *extra_ids; /* root: host ids mapped as 1, 2, ... (uid and gid) */
+        size_t n_extra_ids;      /* at most JAIL_MAX_EXTRA_IDS */
+};
+#define JAIL_MAX_EXTRA_IDS 64
+CORRAL_HIDDEN int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io,
+                                   const struct jail_special *sp, corral_jail_result *ret_result,
+                                   corral_error **ret_err);
 
 #define JAIL_UID_INSIDE 1000
 #define JAIL_DEFAULT_UID_BASE 1400000000u

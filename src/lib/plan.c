@@ -115,7 +115,7 @@ static void set_notice(struct jail_plan *p, const char *real, const corral_error
  * for a writable directory, idmaps it so the jail's uid can write there.
  * Otherwise the child binds it by path from /oldroot.  Returns -2 for a
  * writable system directory, which is refused. */
-static int add_host_bind(struct jail_plan *p, const char *real, const char *dst, bool writable, bool is_dir)
+bool jail_path_is_system(const char *real)
 {
         /* What the jail writes lands as the directory's owner: never hand it
          * the host's system directories, nor anything beneath them (a
@@ -124,16 +124,21 @@ static int add_host_bind(struct jail_plan *p, const char *real, const char *dst,
                                                     "/libx32", "/boot", "/proc", "/sys", "/dev" };
         static const char *const system_dirs[] = { "/", "/var", "/var/lib", "/run", "/root", "/home", "/opt",
                                                    "/srv" };
-        if (writable) {
-                for (size_t i = 0; i < ARRAY_SIZE(system_dirs); i++)
-                        if (strcmp(real, system_dirs[i]) == 0)
-                                return -2;
-                for (size_t i = 0; i < ARRAY_SIZE(system_trees); i++) {
-                        size_t n = strlen(system_trees[i]);
-                        if (strncmp(real, system_trees[i], n) == 0 && (real[n] == '\0' || real[n] == '/'))
-                                return -2;
-                }
+        for (size_t i = 0; i < ARRAY_SIZE(system_dirs); i++)
+                if (strcmp(real, system_dirs[i]) == 0)
+                        return true;
+        for (size_t i = 0; i < ARRAY_SIZE(system_trees); i++) {
+                size_t n = strlen(system_trees[i]);
+                if (strncmp(real, system_trees[i], n) == 0 && (real[n] == '\0' || real[n] == '/'))
+                        return true;
         }
+        return false;
+}
+
+static int add_host_bind(struct jail_plan *p, const char *real, const char *dst, bool writable, bool is_dir)
+{
+        if (writable && jail_path_is_system(real))
+                return -2;
         if (p->attach_trees) {
                 corral_error *e = NULL;
                 bool idmap = writable && is_dir && p->idmap_to != 0;
@@ -163,6 +168,58 @@ static int add_host_bind(struct jail_plan *p, const char *real, const char *dst,
         op->src_is_dir = is_dir;
         op->writable = writable;
         return 0;
+}
+
+/* A read-only bind of what b->src_fd refers to (corral_jail_config_add_bind_fd).
+ * As root the fd's own mount is cloned, so no path is looked up again.
+ * Otherwise the child binds the path the fd has now and checks that the
+ * mount is that very file (device and inode). */
+static int add_fd_bind(struct jail_plan *p, const struct corral_bind *b, corral_error **ret_err)
+{
+        struct stat st;
+        if (fstat(b->src_fd, &st) < 0)
+                return corral_fail(ret_err, errno, "bind source '%s'", b->src);
+        if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+                return corral_usage(ret_err, "bind source '%s' is neither a regular file nor a directory", b->src);
+        const char *dst = b->dst + 1;
+        for (const char *s = strchr(dst, '/'); s; s = strchr(s + 1, '/'))
+                if (add(p, OP_DIR, NULL, fmt(p, "%.*s", (int)(s - dst), dst)) == NULL)
+                        goto oom;
+        if (p->attach_trees) {
+                corral_error *e = NULL;
+                /* Idmapped to the jail's uid where the filesystem allows, so
+                 * a file only its owner may read stays readable in the jail. */
+                int tree = p->idmap_to ? idmap_open_tree_fd(b->src_fd, b->src, true, p->idmap_to, false, &e) : -1;
+                corral_error_clear(&e);
+                if (tree < 0)
+                        tree = idmap_open_tree_fd(b->src_fd, b->src, true, 0, false, ret_err);
+                if (tree < 0)
+                        return -1;
+                if (keep_tree(p, tree) < 0)
+                        goto oom;
+                struct mount_op *op = add(p, OP_ATTACH, fmt(p, "%s", b->src), fmt(p, "%s", dst));
+                if (op == NULL)
+                        goto oom;
+                op->tree_fd = tree;
+                op->src_is_dir = S_ISDIR(st.st_mode);
+                return 0;
+        }
+        char link[64], target[PATH_MAX];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", b->src_fd);
+        ssize_t n = readlink(link, target, sizeof(target) - 1);
+        if (n <= 0 || target[0] != '/')
+                return corral_fail(ret_err, n < 0 ? errno : ENOENT, "bind source '%s'", b->src);
+        target[n] = '\0';
+        struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s", target), fmt(p, "%s", dst));
+        if (op == NULL)
+                goto oom;
+        op->src_is_dir = S_ISDIR(st.st_mode);
+        op->check_id = true;
+        op->expect_dev = st.st_dev;
+        op->expect_ino = st.st_ino;
+        return 0;
+oom:
+        return corral_fail(ret_err, ENOMEM, "cannot plan the jail's file system");
 }
 
 static int add_file(struct jail_plan *p, const char *dst, const char *content)
@@ -347,6 +404,11 @@ int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_e
 
         for (size_t i = 0; i < cfg->n_binds; i++) {
                 const struct corral_bind *b = &cfg->binds[i];
+                if (b->src_fd >= 0) {
+                        if (add_fd_bind(p, b, ret_err) < 0)
+                                return -1;
+                        continue;
+                }
                 cleanup_free char *real = resolve_host(b->src, "bind source", ret_err);
                 if (real == NULL)
                         return -1;

@@ -21,6 +21,10 @@
 #define CORRAL_INIT_CONFIG_FD 3
 #define CORRAL_INIT_STATUS_FD 4
 #define CORRAL_INIT_MAX_CONFIG (16u << 20)
+/* init_header.flags: load the filter without a user-notification listener
+ * (a zygote: the sessions it forks load their own filter with one, and a
+ * task may sit under only one listener). */
+#define CORRAL_INIT_FLAG_NO_LISTENER 1u
 
 struct init_header {
         uint32_t magic;

@@ -91,9 +91,30 @@ static const char *const denied_syscalls[] = {
 #define TIOCLINUX_CMD 0x541Cu
 #define PERSONALITY_QUERY 0xffffffffu
 
-static int add_rules(scmp_filter_ctx ctx)
+/* What a zygote may do on top of the policy (zygote.c: each session it
+ * forks unshares namespaces, mounts its /proc, /tmp and /workspace, drops
+ * its capabilities and loads the jail's filter itself). */
+static const char *const zygote_extra_syscalls[] = {
+        "unshare", "mount", "umount2", "mount_setattr", "move_mount", "capset", "seccomp",
+};
+
+static bool zygote_extra(const char *name)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(zygote_extra_syscalls); i++)
+                if (strcmp(name, zygote_extra_syscalls[i]) == 0)
+                        return true;
+        return false;
+}
+
+static int add_rules(scmp_filter_ctx ctx, bool zygote)
 {
         int r;
+        /* Denied calls notify in the zygote's filter too: with no listener
+         * there they fail with ENOSYS, and in a session, whose own filter
+         * (loaded later) notifies as well, the tie goes to the newest
+         * filter, the one with the session's listener.  A kill here would
+         * outrank it and the call would go unnamed. */
+        uint32_t deny = SCMP_ACT_NOTIFY;
         for (size_t i = 0; i < ARRAY_SIZE(allowed_syscalls); i++) {
                 int nr = seccomp_syscall_resolve_name(allowed_syscalls[i]);
                 if (nr == __NR_SCMP_ERROR)
@@ -105,16 +126,30 @@ static int add_rules(scmp_filter_ctx ctx)
                 int nr = seccomp_syscall_resolve_name(denied_syscalls[i]);
                 if (nr == __NR_SCMP_ERROR)
                         continue;
-                if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0)) < 0)
+                bool allow = zygote && zygote_extra(denied_syscalls[i]);
+                if ((r = seccomp_rule_add(ctx, allow ? SCMP_ACT_ALLOW : deny, nr, 0)) < 0)
+                        return r;
+        }
+        if (zygote) {
+                static const char *const extra[] = { "capset", "seccomp" };
+                for (size_t i = 0; i < ARRAY_SIZE(extra); i++) {
+                        int nr = seccomp_syscall_resolve_name(extra[i]);
+                        if (nr != __NR_SCMP_ERROR && (r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) < 0)
+                                return r;
+                }
+                /* Any clone: a session's pid namespace comes from unshare()
+                 * then fork(). */
+                if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 0)) < 0)
                         return r;
         }
         /* clone: only without namespace flags.  Each flag gets its own rule
          * because libseccomp allows one comparison per argument and rule. */
-        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NAMESPACE_FLAGS, 0));
+        r = zygote ? 0
+                   : seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NAMESPACE_FLAGS, 0));
         if (r < 0)
                 return r;
-        for (unsigned long bit = 1; bit <= CLONE_NAMESPACE_FLAGS; bit <<= 1) {
+        for (unsigned long bit = 1; bit <= CLONE_NAMESPACE_FLAGS && !zygote; bit <<= 1) {
                 if (!(CLONE_NAMESPACE_FLAGS & bit))
                         continue;
                 r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit));
@@ -219,7 +254,7 @@ static size_t build_prefix(struct sock_filter *f, uint32_t native_arch)
         return ARRAY_SIZE(p);
 }
 
-int jail_seccomp_build(struct jail_bpf *out, corral_error **ret_err)
+static int seccomp_build(struct jail_bpf *out, bool zygote, corral_error **ret_err)
 {
         scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
         int memfd = -1, rc = -1;
@@ -234,7 +269,7 @@ int jail_seccomp_build(struct jail_bpf *out, corral_error **ret_err)
         if (r == 0)
                 r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
         if (r == 0)
-                r = add_rules(ctx);
+                r = add_rules(ctx, zygote);
         if (r < 0) {
                 corral_fail(ret_err, -r, "cannot build the seccomp filter");
                 goto out;
@@ -265,6 +300,29 @@ out:
                 close(memfd);
         seccomp_release(ctx);
         return rc;
+}
+
+int jail_seccomp_build(struct jail_bpf *out, corral_error **ret_err)
+{
+        return seccomp_build(out, false, ret_err);
+}
+
+static struct jail_bpf zygote_bpf;
+static corral_error *zygote_err;
+static pthread_once_t zygote_once = PTHREAD_ONCE_INIT;
+
+static void load_zygote_program(void)
+{
+        seccomp_build(&zygote_bpf, true, &zygote_err);
+}
+
+int jail_seccomp_zygote_program(const struct jail_bpf **ret, corral_error **ret_err)
+{
+        pthread_once(&zygote_once, load_zygote_program);
+        if (zygote_bpf.insns == NULL)
+                return corral_fail(ret_err, 0, "%s", zygote_err ? zygote_err->msg : "zygote filter unavailable");
+        *ret = &zygote_bpf;
+        return 0;
 }
 
 /* The program compiled at build time (seccomp-bpf.c, made by

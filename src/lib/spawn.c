@@ -151,11 +151,11 @@ static bool env_overridden(const corral_jail_config *cfg, const char *assignment
 }
 
 static int write_orders(const corral_jail_config *cfg, const struct jail_bpf *bpf, const struct init_rlimit *rl,
-                        uint32_t n_rl, corral_error **ret_err)
+                        uint32_t n_rl, uint32_t flags, corral_error **ret_err)
 {
         struct strings s = { 0 };
         struct init_header h = { .magic = CORRAL_INIT_MAGIC, .version = CORRAL_INIT_VERSION, .n_rlimits = n_rl,
-                                 .bpf_len = (uint32_t)bpf->len };
+                                 .bpf_len = (uint32_t)bpf->len, .flags = flags };
         int fd = -1;
         for (size_t i = 0; cfg->argv[i]; i++)
                 if (strings_add(&s, cfg->argv[i]) < 0)
@@ -674,19 +674,22 @@ static int build_rlimits(const corral_jail_config *cfg, enum corral_limits_backe
         return n;
 }
 
-static int write_id_maps(pid_t pid, uint32_t host_uid, uint32_t host_gid, bool root, corral_error **ret_err)
+/* extra: more "INSIDE HOST 1" lines for both maps (a zygote's session ids),
+ * or NULL. */
+static int write_id_maps(pid_t pid, uint32_t inside, uint32_t host_uid, uint32_t host_gid, bool root,
+                         const char *extra, corral_error **ret_err)
 {
-        char path[64], map[64];
+        char path[64], map[64 + 24 * JAIL_MAX_EXTRA_IDS];
         if (!root) {
                 snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
                 if (write_file_at(AT_FDCWD, path, "deny") < 0 && errno != ENOENT)
                         return corral_fail(ret_err, errno, "cannot write '%s'", path);
         }
-        snprintf(map, sizeof(map), "%u %u 1\n", JAIL_UID_INSIDE, host_uid);
+        snprintf(map, sizeof(map), "%u %u 1\n%s", inside, host_uid, extra ? extra : "");
         snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
         if (write_file_at(AT_FDCWD, path, map) < 0)
                 return corral_fail(ret_err, errno, "cannot write the jail's uid map");
-        snprintf(map, sizeof(map), "%u %u 1\n", JAIL_UID_INSIDE, host_gid);
+        snprintf(map, sizeof(map), "%u %u 1\n%s", inside, host_gid, extra ? extra : "");
         snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
         if (write_file_at(AT_FDCWD, path, map) < 0)
                 return corral_fail(ret_err, errno, "cannot write the jail's gid map");
@@ -718,6 +721,14 @@ static int setup_error(struct jail *j, corral_error **ret_err)
 int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
                     corral_error **ret_err)
 {
+        return jail_run_special(cfg, io, NULL, ret, ret_err);
+}
+
+int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, const struct jail_special *sp,
+                     corral_jail_result *ret, corral_error **ret_err)
+{
+        bool zygote = sp != NULL && sp->zygote;
+        uint32_t inside = zygote ? 0 : JAIL_UID_INSIDE;
         memset(ret, 0, sizeof(*ret));
         struct jail j = { .cfg = cfg, .io = io, .pidfd = -1, .out_r = -1, .err_r = -1, .status_r = -1,
                           .sync_w = -1, .in = { .src = -1, .dst = -1 }, .lease = { .fd = -1 } };
@@ -731,7 +742,7 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
         if (corral_jail_config_validate(cfg, ret_err) < 0)
                 return -1;
         const struct jail_bpf *bpf;
-        if (jail_seccomp_program(&bpf, ret_err) < 0)
+        if ((zygote ? jail_seccomp_zygote_program(&bpf, ret_err) : jail_seccomp_program(&bpf, ret_err)) < 0)
                 return -1;
         int initfd = jail_init_binary_fd(ret_err);
         if (initfd < 0)
@@ -747,12 +758,15 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
                 j.plan.idmap_to = j.lease.uid;
                 j.plan.attach_trees = true;
         }
+        if (sp && sp->ret_host_uid)
+                __atomic_store_n(sp->ret_host_uid, host_uid, __ATOMIC_RELEASE);
         if (jail_plan_build(&j.plan, cfg, ret_err) < 0)
                 goto out;
         if (j.plan.notice && io && io->on_notice)
                 io->on_notice(io->userdata, j.plan.notice);
-        j.plan.uid_inside = JAIL_UID_INSIDE;
-        j.plan.gid_inside = JAIL_UID_INSIDE;
+        j.plan.uid_inside = inside;
+        j.plan.gid_inside = inside;
+        j.plan.keep_caps = zygote;
         j.plan.drop_groups = root;
         j.plan.net = cfg->net;
 
@@ -789,7 +803,7 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
 
         struct init_rlimit rl[12];
         int n_rl = build_rlimits(cfg, j.backend, j.have_cg && j.cg.pids != CG_NONE, rl);
-        int orders = write_orders(cfg, bpf, rl, (uint32_t)n_rl, ret_err);
+        int orders = write_orders(cfg, bpf, rl, (uint32_t)n_rl, zygote ? CORRAL_INIT_FLAG_NO_LISTENER : 0, ret_err);
         if (orders < 0)
                 goto out;
         child_fds[3] = orders;
@@ -812,7 +826,11 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
                 goto pipe_fail;
         j.sync_w = p_sync[1];
         child_fds[5] = p_sync[0];
-        if (cfg->stdin_mode == CORRAL_STDIN_PIPE && io && io->stdin_fd >= 0) {
+        if (sp && sp->stdin_socket >= 0) {
+                child_fds[0] = fcntl(sp->stdin_socket, F_DUPFD_CLOEXEC, 3);
+                if (child_fds[0] < 0)
+                        goto pipe_fail;
+        } else if (cfg->stdin_mode == CORRAL_STDIN_PIPE && io && io->stdin_fd >= 0) {
                 int p_in[2];
                 if (pipe2(p_in, O_CLOEXEC) < 0)
                         goto pipe_fail;
@@ -878,7 +896,10 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
                 child_fds[i] = -1;
         }
 
-        if (write_id_maps(j.pid, host_uid, host_gid, root, ret_err) < 0 ||
+        char extra[24 * JAIL_MAX_EXTRA_IDS + 1] = "";
+        for (size_t i = 0, off = 0; sp && i < sp->n_extra_ids && i < JAIL_MAX_EXTRA_IDS; i++)
+                off += (size_t)snprintf(extra + off, sizeof(extra) - off, "%zu %u 1\n", i + 1, sp->extra_ids[i]);
+        if (write_id_maps(j.pid, inside, host_uid, host_gid, root, extra, ret_err) < 0 ||
             (j.have_cg && cgroup_attach_v1(&j.cg, j.pid, ret_err) < 0)) {
                 stop_and_reap(&j);
                 goto out;

@@ -709,3 +709,186 @@ int chat_stream_finish(struct chat_stream *s, struct chat_reply *ret, corral_err
         }
         return 0;
 }
+
+/* ---- images for the model ---- */
+
+static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* "data:image/png;base64,..." for len bytes; NULL when out of memory. */
+static char *png_data_url(const unsigned char *p, size_t len)
+{
+        static const char prefix[] = "data:image/png;base64,";
+        if (len > SIZE_MAX / 2)
+                return NULL;
+        size_t n = sizeof(prefix) - 1 + (len + 2) / 3 * 4;
+        char *out = malloc(n + 1), *o;
+        if (out == NULL)
+                return NULL;
+        memcpy(out, prefix, sizeof(prefix) - 1);
+        o = out + sizeof(prefix) - 1;
+        for (size_t i = 0; i < len; i += 3) {
+                uint32_t v = (uint32_t)p[i] << 16;
+                if (i + 1 < len)
+                        v |= (uint32_t)p[i + 1] << 8;
+                if (i + 2 < len)
+                        v |= p[i + 2];
+                *o++ = b64_alphabet[v >> 18 & 63];
+                *o++ = b64_alphabet[v >> 12 & 63];
+                *o++ = i + 1 < len ? b64_alphabet[v >> 6 & 63] : '=';
+                *o++ = i + 2 < len ? b64_alphabet[v & 63] : '=';
+        }
+        *o = '\0';
+        return out;
+}
+
+json_t *chat_image_message_new(const char *text, const struct chat_image *images, size_t n)
+{
+        cleanup_json json_t *parts = json_array();
+        if (parts == NULL || json_array_append_new(parts, json_pack("{s:s, s:s}", "type", "text", "text",
+                                                                    text ? text : "")) < 0)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                cleanup_free char *url = png_data_url(images[i].png, images[i].len);
+                json_t *iu = url ? json_pack("{s:s}", "url", url) : NULL;
+                if (iu && images[i].detail)
+                        json_object_set_new(iu, "detail", json_string(images[i].detail));
+                if (iu == NULL || json_array_append_new(parts, json_pack("{s:s, s:o}", "type", "image_url",
+                                                                         "image_url", iu)) < 0)
+                        return NULL;
+        }
+        return json_pack("{s:s, s:O}", "role", "user", "content", parts);
+}
+
+static bool is_image_part(const json_t *part)
+{
+        const char *type = json_string_value(json_object_get(part, "type"));
+        return type && strcmp(type, "image_url") == 0;
+}
+
+size_t chat_messages_count_images(const json_t *messages, size_t end, size_t *ret_url_bytes)
+{
+        size_t n = 0, bytes = 0;
+        for (size_t i = 0; i < end && i < json_array_size(messages); i++) {
+                size_t j;
+                const json_t *part;
+                json_array_foreach(json_object_get(json_array_get(messages, i), "content"), j, part) {
+                        if (!is_image_part(part))
+                                continue;
+                        n++;
+                        bytes += json_string_length(json_object_get(json_object_get(part, "image_url"), "url"));
+                }
+        }
+        if (ret_url_bytes)
+                *ret_url_bytes = bytes;
+        return n;
+}
+
+/* A content array of text parts only, joined into one string (parts
+ * separated by a blank line); NULL when another kind of part is left. */
+static json_t *joined_text(const json_t *parts)
+{
+        char *out = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&out, &len);
+        if (f == NULL)
+                return NULL;
+        size_t j;
+        const json_t *part;
+        bool ok = true;
+        json_array_foreach(parts, j, part) {
+                const char *type = json_string_value(json_object_get(part, "type"));
+                if (type == NULL || strcmp(type, "text") != 0) {
+                        ok = false;
+                        break;
+                }
+                const char *t = json_string_value(json_object_get(part, "text"));
+                fprintf(f, "%s%s", j ? "\n\n" : "", t ? t : "");
+        }
+        if (fclose(f) != 0 || !ok) {
+                free(out);
+                return NULL;
+        }
+        json_t *s = json_stringn(out, len);
+        free(out);
+        return s;
+}
+
+long chat_messages_drop_images(json_t *messages, size_t end, const char *note)
+{
+        long n = 0;
+        cleanup_free char *omitted = NULL;
+        if (asprintf(&omitted, "[image omitted: %s]", note ? note : "not sent") < 0)
+                return -1;
+        for (size_t i = 0; i < end && i < json_array_size(messages); i++) {
+                json_t *m = json_array_get(messages, i);
+                json_t *parts = json_object_get(m, "content");
+                size_t j;
+                json_t *part;
+                bool changed = false;
+                json_array_foreach(parts, j, part) {
+                        if (!is_image_part(part))
+                                continue;
+                        if (json_array_set_new(parts, j, json_pack("{s:s, s:s}", "type", "text", "text",
+                                                                  omitted)) < 0)
+                                return -1;
+                        n++;
+                        changed = true;
+                }
+                json_t *text = changed ? joined_text(parts) : NULL;
+                if (text && json_object_set_new(m, "content", text) < 0)
+                        return -1;
+        }
+        return n;
+}
+
+int chat_base64_decode(const char *s, size_t len, size_t max, unsigned char **ret, size_t *ret_len)
+{
+        *ret = NULL;
+        *ret_len = 0;
+        while (len > 0 && s[len - 1] == '=')
+                len--;
+        if (len % 4 == 1 || len / 4 * 3 + len % 4 > max + 3)
+                return -1;
+        size_t cap = len / 4 * 3 + 3;
+        unsigned char *out = malloc(cap ? cap : 1);
+        if (out == NULL)
+                return -1;
+        uint32_t acc = 0;
+        size_t bits = 0, o = 0;
+        for (size_t i = 0; i < len; i++) {
+                const char *p = s[i] ? strchr(b64_alphabet, s[i]) : NULL;
+                if (p == NULL) {
+                        free(out);
+                        return -1;
+                }
+                acc = acc << 6 | (uint32_t)(p - b64_alphabet);
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        out[o++] = (unsigned char)(acc >> bits);
+                }
+        }
+        if (o > max) {
+                free(out);
+                return -1;
+        }
+        *ret = out;
+        *ret_len = o;
+        return 0;
+}
+
+int chat_png_dimensions(const void *data, size_t len, uint32_t *ret_w, uint32_t *ret_h)
+{
+        static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+        const unsigned char *p = data;
+        /* The signature, then IHDR: length 13, "IHDR", width, height. */
+        if (len < 24 || memcmp(p, sig, 8) != 0 || memcmp(p + 12, "IHDR", 4) != 0)
+                return -1;
+        uint32_t w = (uint32_t)p[16] << 24 | (uint32_t)p[17] << 16 | (uint32_t)p[18] << 8 | p[19];
+        uint32_t h = (uint32_t)p[20] << 24 | (uint32_t)p[21] << 16 | (uint32_t)p[22] << 8 | p[23];
+        if (w == 0 || h == 0)
+                return -1;
+        *ret_w = w;
+        *ret_h = h;
+        return 0;
+}

@@ -146,6 +146,35 @@ CORRAL_HIDDEN void chat_stream_release(struct chat_stream *s);
  * marked "...").  NULL when the body is not JSON or holds no message. */
 CORRAL_HIDDEN char *chat_error_message(const char *body, size_t len);
 
+/* ---- images for the model (docs/sessions.md, "Figures for the model") ----
+ *
+ * Chat Completions takes image parts only in user messages (a tool
+ * message's content parts may only be text; docs/providers.md), so figures
+ * travel in a user message of their own after the tool results. */
+struct chat_image {
+        const unsigned char *png; /* a PNG file's bytes; borrowed */
+        size_t len;
+        const char *detail;       /* "low", "high" or "auto"; NULL: left out */
+};
+/* {"role":"user","content":[{"type":"text","text":text},
+ *  {"type":"image_url","image_url":{"url":"data:image/png;base64,...",
+ *  "detail":...}}, ...]}; NULL when out of memory. */
+CORRAL_HIDDEN json_t *chat_image_message_new(const char *text, const struct chat_image *images, size_t n);
+/* Image parts ("type":"image_url") in messages [0, end) of a conversation,
+ * and the bytes of their URLs in *ret_url_bytes (may be NULL). */
+CORRAL_HIDDEN size_t chat_messages_count_images(const json_t *messages, size_t end, size_t *ret_url_bytes);
+/* Replace every image part of messages [0, end) by the text part
+ * "[image omitted: note]"; a message left with text parts only gets its
+ * texts joined into a plain string content.  Returns how many went; -1
+ * when out of memory. */
+CORRAL_HIDDEN long chat_messages_drop_images(json_t *messages, size_t end, const char *note);
+/* Decode standard base64 (padding optional, no whitespace) of at most
+ * max decoded bytes into a malloc'd buffer; -1 when invalid or too long. */
+CORRAL_HIDDEN int chat_base64_decode(const char *s, size_t len, size_t max, unsigned char **ret, size_t *ret_len);
+/* Width and height of a PNG from its signature and IHDR chunk; -1 when
+ * data does not start like a PNG or a dimension is 0. */
+CORRAL_HIDDEN int chat_png_dimensions(const void *data, size_t len, uint32_t *ret_w, uint32_t *ret_h);
+
 /* Parse JSON text strictly into *ret (reject duplicates, NUL, bad UTF-8);
  * the error names `what` with line and column. */
 CORRAL_HIDDEN int chat_json_parse(const char *text, size_t len, const char *what, json_t **ret, corral_error **ret_err);

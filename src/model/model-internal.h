@@ -27,6 +27,7 @@ struct model_client {
         struct model_usage usage;
         int record_fd;           /* -1: not recording */
         bool answered_once;      /* the endpoint has sent an HTTP response */
+        bool sent_images;        /* the request being made carries image parts */
 };
 
 CORRAL_HIDDEN extern const struct model_backend_ops openai_backend_ops;

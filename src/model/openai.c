@@ -9,6 +9,7 @@
  *   - 401/403: MODEL_AUTH;  404: MODEL_NOT_FOUND, naming the models the
  *     endpoint lists;  context-length errors: MODEL_CONTEXT;  an endpoint
  *     that rejects "tools": MODEL_NO_TOOLS (the agent falls back to text);
+ *     one that rejects image parts: MODEL_NO_IMAGES (the agent drops them);
  *   - anything else: MODEL_REFUSED with the endpoint's own message.
  * Redirects are not followed (the Authorization header must not travel),
  * only http and https are allowed, and every body is capped.
@@ -218,6 +219,26 @@ static bool says_no_tools(const char *msg)
         return false;
 }
 
+/* Text that means "this endpoint or model takes no images (or not that
+ * many)": OpenAI's "image_url is only supported by certain models",
+ * Ollama's "this model does not support image input", llama.cpp's (HTTP
+ * 500) "image input is not supported - hint: ... mmproj", vLLM's "At most
+ * 0 image(s) may be provided in one prompt", gateways' "Unsupported
+ * content part type ...: image_url" (docs/providers.md). */
+static bool says_no_images(const char *msg)
+{
+        static const char *const hints[] = {
+                "image_url is only supported", "does not support image", "image input is not supported",
+                "image(s) may be provided", "not a multimodal model", "images are not supported",
+                "image input not supported", "does not support vision", "no endpoints found that support image",
+                "only 'text' content type is supported",
+        };
+        for (size_t i = 0; msg && i < ARRAY_SIZE(hints); i++)
+                if (strcasestr(msg, hints[i]))
+                        return true;
+        return msg && strcasestr(msg, "image") && (strcasestr(msg, "unsupported") || strcasestr(msg, "not supported"));
+}
+
 static bool says_context(const char *msg)
 {
         static const char *const hints[] = {
@@ -336,6 +357,11 @@ static bool classify_failure(model_client *c, struct exchange *x, CURLcode rc, b
                                   st, m);
                 return false;
         }
+        if (c->sent_images && st >= 400 && says_no_images(m)) {
+                corral_make_error(err, CORRAL_ERR_MODEL_NO_IMAGES, 0, "the endpoint does not accept images (HTTP "
+                                  "%ld: %s)", st, m);
+                return false;
+        }
         if ((st == 400 || st == 413 || st >= 500) && says_context(m)) {
                 corral_make_error(err, CORRAL_ERR_MODEL_CONTEXT, 0, "the conversation is longer than the model's "
                                   "context (HTTP %ld: %s)", st, m);
@@ -445,6 +471,7 @@ static int openai_chat(model_client *c, const json_t *messages, const json_t *to
         if (url == NULL)
                 return corral_fail(err, ENOMEM, "cannot prepare the model request");
         bool sent_tools = tools && json_array_size(tools) > 0;
+        c->sent_images = chat_messages_count_images(messages, json_array_size(messages), NULL) > 0;
 
         corral_error *e = NULL;
         unsigned n;

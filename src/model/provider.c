@@ -258,6 +258,27 @@ int provider_resolve(const struct provider_request *req, struct provider_choice 
                 goto out;
         }
         c->context_tokens = context ? (uint64_t)json_integer_value(context) : 0;
+        /* Its input modalities (opencode.json's shape): images or not. */
+        json_t *modalities = json_object_get(json_object_get(json_object_get(entry, "models"), model ? model : ""),
+                                             "modalities");
+        json_t *input = json_object_get(modalities, "input"), *mod;
+        if (modalities && (!json_is_object(modalities) || (input && !json_is_array(input)))) {
+                corral_usage(err, "config file '%s': provider.%s.models.%s.modalities.input must be an array of "
+                                  "names such as [\"text\", \"image\"]", path, c->provider, model);
+                goto out;
+        }
+        size_t k;
+        if (input)
+                c->images = -1;
+        json_array_foreach(input, k, mod) {
+                if (!json_is_string(mod)) {
+                        corral_usage(err, "config file '%s': provider.%s.models.%s.modalities.input must be an "
+                                          "array of names such as [\"text\", \"image\"]", path, c->provider, model);
+                        goto out;
+                }
+                if (strcmp(json_string_value(mod), "image") == 0)
+                        c->images = 1;
+        }
 
         const char *env_key = env_nonempty("OPENAI_API_KEY");
         if (env_key) {

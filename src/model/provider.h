@@ -14,7 +14,8 @@
  *    "model": "ollama/qwen2.5-coder:7b"}
  * String values may be "{env:VAR}", replaced by the variable's value.  A
  * model's entry may give its context size as opencode.json does:
- * "models": {"qwen2.5-coder:7b": {"limit": {"context": 32768}}}.
+ * "models": {"qwen2.5-coder:7b": {"limit": {"context": 32768}}}, and whether
+ * it takes images: "modalities": {"input": ["text", "image"]}.
  */
 #ifndef CORRAL_MODEL_PROVIDER_H
 #define CORRAL_MODEL_PROVIDER_H
@@ -49,6 +50,8 @@ struct provider_choice {
         unsigned quirks;
         char *config_path;        /* the config file read, or NULL */
         uint64_t context_tokens;  /* the model's "limit.context", 0 when not given */
+        int images;               /* the model's "modalities.input": 1 lists "image", -1 does
+                                   * not, 0 not given (no preset says; docs/providers.md) */
 };
 CORRAL_HIDDEN int provider_resolve(const struct provider_request *req, struct provider_choice *ret,
                                    corral_error **ret_err);

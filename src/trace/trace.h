@@ -22,6 +22,9 @@
  *                 ms, exec{status,exit_code,stdout,stderr,stdout_truncated,
  *                 stderr_truncated,wall_ms,cpu_ms,memory_peak_bytes,limit,
  *                 reason} (run_* only), artifacts[] (workspace diff)
+ *   review        verdict ("allow"|"warn"|"reject"), findings[{line,column,
+ *                 rule,severity,subject,message}], ms, iteration, lang,
+ *                 policy{level,...} (docs/review.md)
  *   notice        message
  *   run_end       status ("answered"|"gave_up"|"model_error"|"jail_error"|
  *                 "cancelled"), answer, reason, iterations, usage{

@@ -22,18 +22,21 @@ int workspace_read_file(struct workspace *ws, const char *path, size_t max_bytes
         cleanup_free char *rel = NULL;
         if (ws_path_normalize(path, false, &rel, ret_err) < 0)
                 return -1;
-        cleanup_close int fd = ws_open_beneath(ws->root_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, false);
+        int base_fd;
+        const char *sub;
+        bool bound = workspace_staged_at(ws, rel, true) != NULL;
+        cleanup_close int fd = ws_open_rel(ws, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, &base_fd, &sub);
         if (fd < 0) {
                 int e = errno;
                 if (e == ENXIO || e == EACCES) {
                         /* A socket (ENXIO), or no permission: say which. */
-                        cleanup_close int pfd = ws_open_beneath(ws->root_fd, rel, O_PATH, 0, false);
+                        cleanup_close int pfd = ws_open_rel(ws, rel, O_PATH, NULL, NULL);
                         struct stat st;
                         if (pfd >= 0 && fstat(pfd, &st) == 0 && !S_ISREG(st.st_mode))
                                 return corral_usage(ret_err, "cannot read '%s': it is %s, not a regular file", path,
                                                     ws_type_phrase(st.st_mode));
                 }
-                return ws_resolve_error(ret_err, ws->root_fd, "read", path, rel, e);
+                return ws_resolve_error(ret_err, base_fd, "read", path, sub, e);
         }
         struct stat st;
         if (fstat(fd, &st) < 0)
@@ -41,7 +44,8 @@ int workspace_read_file(struct workspace *ws, const char *path, size_t max_bytes
         if (!S_ISREG(st.st_mode))
                 return corral_usage(ret_err, "cannot read '%s': it is %s, not a regular file", path,
                                     ws_type_phrase(st.st_mode));
-        if (st.st_nlink > 1)
+        /* A bound input is the user's own file, out of any jail's reach. */
+        if (st.st_nlink > 1 && !bound)
                 return corral_usage(ret_err,
                                     "cannot read '%s': it has %ju hard links, and corral reads only files with one "
                                     "(another link could be a file from outside the workspace)",
@@ -92,22 +96,41 @@ int workspace_read_file(struct workspace *ws, const char *path, size_t max_bytes
         return 0;
 }
 
-/* Walk up from dirfd by ".." to the workspace root: is input/ on the way?
- * (A symlink elsewhere in the tree may lead into input/.) */
-static bool under_input(struct workspace *ws, int dirfd)
+/* Is st the directory input/ or the mount point of a bound directory?
+ * Which one (NULL: neither). */
+static const char *read_only_dir(struct workspace *ws, const struct stat *st)
 {
-        struct stat root, input, st;
-        if (fstat(ws->root_fd, &root) < 0 || fstatat(ws->root_fd, "input", &input, AT_SYMLINK_NOFOLLOW) < 0)
-                return false;
+        struct stat ro;
+        if (fstatat(ws->root_fd, "input", &ro, AT_SYMLINK_NOFOLLOW) == 0 && st->st_dev == ro.st_dev &&
+            st->st_ino == ro.st_ino)
+                return "input";
+        for (size_t i = 0; i < ws->n_staged; i++) {
+                if (!ws->staged[i].bound || !ws->staged[i].dir)
+                        continue;
+                int fd = ws_open_beneath(ws->root_fd, ws->staged[i].dest, O_PATH, 0, true);
+                bool same = fd >= 0 && fstat(fd, &ro) == 0 && st->st_dev == ro.st_dev && st->st_ino == ro.st_ino;
+                if (fd >= 0)
+                        close(fd);
+                if (same)
+                        return ws->staged[i].dest;
+        }
+        return NULL;
+}
+
+/* Walk up from dirfd by ".." to the workspace root: is input/ (or a bound
+ * directory) on the way?  (A symlink elsewhere in the tree may lead there.) */
+static const char *under_input(struct workspace *ws, int dirfd)
+{
+        struct stat root, st;
+        if (fstat(ws->root_fd, &root) < 0)
+                return NULL;
         int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-        bool found = false;
+        const char *found = NULL;
         for (unsigned i = 0; cur >= 0 && i <= PATH_MAX / 2; i++) {
                 if (fstat(cur, &st) < 0 || (st.st_dev == root.st_dev && st.st_ino == root.st_ino))
                         break;
-                if (st.st_dev == input.st_dev && st.st_ino == input.st_ino) {
-                        found = true;
+                if ((found = read_only_dir(ws, &st)) != NULL)
                         break;
-                }
                 int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
                 close(cur);
                 cur = up;
@@ -159,6 +182,12 @@ int workspace_write_file(struct workspace *ws, const char *path, const char *dat
                                     "cannot write '%s': input/ is read-only (write under output/ or elsewhere in "
                                     "the workspace)",
                                     path);
+        const struct ws_staged *ro = workspace_staged_at(ws, rel, true);
+        if (ro)
+                return corral_usage(ret_err,
+                                    "cannot write '%s': '%s' is a read-only input (write under output/ or elsewhere "
+                                    "in the workspace)",
+                                    path, ro->dest);
         char *slash = strrchr(rel, '/');
         const char *base = slash ? slash + 1 : rel;
         if (slash)
@@ -166,8 +195,9 @@ int workspace_write_file(struct workspace *ws, const char *path, const char *dat
         cleanup_close int dirfd = open_parent(ws, slash ? rel : "", path, ret_err);
         if (dirfd < 0)
                 return -1;
-        if (under_input(ws, dirfd))
-                return corral_usage(ret_err, "cannot write '%s': it leads into input/, which is read-only", path);
+        const char *into = under_input(ws, dirfd);
+        if (into)
+                return corral_usage(ret_err, "cannot write '%s': it leads into %s/, which is read-only", path, into);
         /* The final component is never followed: a symlink or anything but
          * a regular file there is refused, a regular file replaced. */
         struct stat st;
@@ -213,11 +243,38 @@ static json_t *list_entry(int dirfd, const char *name, const char *path, const s
         return e;
 }
 
+struct listing {
+        struct workspace *ws;
+        json_t *out;
+};
+
 static int list_visit(struct ws_walk *w, int dirfd, const char *name, const char *path, const struct stat *st,
                       unsigned depth)
 {
+        struct listing *l = w->data;
+        /* A bound entry's mount point: list its source instead. */
+        const struct ws_staged *b = workspace_staged_at(l->ws, path, true);
+        struct stat bst;
+        if (b && strcmp(b->dest, path) == 0 && fstat(b->source_fd, &bst) == 0) {
+                json_t *e = list_entry(-1, path, path, &bst);
+                if (e == NULL || json_array_append_new(l->out, e) < 0)
+                        return -1;
+                if (!S_ISDIR(bst.st_mode) || depth >= w->max_depth)
+                        return 0;
+                struct ws_walk sub = {
+                        .max_depth = w->max_depth - depth,
+                        .max_entries = w->max_entries > w->entries ? w->max_entries - w->entries : 1,
+                        .visit = list_visit,
+                        .data = l,
+                };
+                if (ws_walk_run(&sub, b->source_fd, path) < 0)
+                        return -1;
+                w->entries += sub.entries;
+                w->truncated |= sub.truncated;
+                return 0;
+        }
         json_t *e = list_entry(dirfd, name, path, st);
-        if (e == NULL || json_array_append_new(w->data, e) < 0)
+        if (e == NULL || json_array_append_new(l->out, e) < 0)
                 return -1;
         return 1;
 }
@@ -229,9 +286,11 @@ int workspace_list_files(struct workspace *ws, const char *path, unsigned max_de
         if (ws_path_normalize(path, true, &rel, ret_err) < 0)
                 return -1;
         const char *shown = path && path[0] ? path : ".";
-        cleanup_close int fd = ws_open_beneath(ws->root_fd, rel, O_PATH, 0, false);
+        int base_fd;
+        const char *sub;
+        cleanup_close int fd = ws_open_rel(ws, rel, O_PATH, &base_fd, &sub);
         if (fd < 0)
-                return ws_resolve_error(ret_err, ws->root_fd, "list", shown, rel, errno);
+                return ws_resolve_error(ret_err, base_fd, "list", shown, sub, errno);
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return corral_fail(ret_err, errno, "cannot stat '%s'", shown);
@@ -249,11 +308,12 @@ int workspace_list_files(struct workspace *ws, const char *path, unsigned max_de
                 *ret = out;
                 return 0;
         }
+        struct listing l = { .ws = ws, .out = out };
         struct ws_walk w = {
                 .max_depth = max_depth,
                 .max_entries = max_entries,
                 .visit = list_visit,
-                .data = out,
+                .data = &l,
         };
         if (ws_walk_run(&w, fd, rel) < 0) {
                 json_decref(out);

@@ -395,3 +395,31 @@ char *ws_format_size(uint64_t bytes, char *buf, size_t size)
         snprintf(buf, size, "%.1f %s", v, units[u]);
         return buf;
 }
+
+int ws_reopen(int fd, int flags)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        return open(path, flags | O_CLOEXEC);
+}
+
+int ws_open_rel(struct workspace *ws, const char *rel, int flags, int *ret_base_fd, const char **ret_sub)
+{
+        const struct ws_staged *b = workspace_staged_at(ws, rel, true);
+        const char *sub = rel;
+        int base = ws->root_fd, fd;
+        if (b) {
+                sub = rel + strlen(b->dest);
+                sub += *sub == '/';
+                base = b->source_fd;
+        }
+        if (b && sub[0] == '\0')
+                fd = ws_reopen(b->source_fd, flags); /* the source itself (a file, or the top directory) */
+        else
+                fd = ws_open_beneath(base, sub, flags, 0, false);
+        if (ret_base_fd)
+                *ret_base_fd = base;
+        if (ret_sub)
+                *ret_sub = sub;
+        return fd;
+}

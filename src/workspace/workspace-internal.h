@@ -8,9 +8,16 @@
  *   copy.c      copying a file or a tree between directory fds (temporary
  *               name, then rename) and workspace_copy_out()
  *   workspace.c workspace_open() and workspace_close()
- *   stage.c     workspace_stage_input() and workspace_describe_inputs()
+ *   manifest.c  manifests: parsing and checking them (nothing staged)
+ *   stage.c     staging: workspace_stage_input(), workspace_stage_manifest()
+ *               (read-only entries bound by fd, writable ones copied), the
+ *               mount points, workspace_describe_inputs()
  *   files.c     the model's file tools: read, write, list
- *   snapshot.c  snapshots and their diff
+ *   snapshot.c  snapshots (full walks, or updates from inotify events) and
+ *               their diff (artifact.h)
+ *   artifact.c  typing a changed file by its content (artifact.h)
+ *   archive.c   workspaces as tar archives: writing, listing, extracting
+ *               (archive.h); archive-dl.c loads libarchive on first use
  */
 #ifndef CORRAL_WORKSPACE_INTERNAL_H
 #define CORRAL_WORKSPACE_INTERNAL_H
@@ -54,6 +61,18 @@ CORRAL_HIDDEN void ws_force_walk(bool force);
 CORRAL_HIDDEN int ws_resolve_error(corral_error **ret_err, int root_fd, const char *verb, const char *shown,
                                    const char *rel, int errnum);
 
+/* Open the clean relative path rel like ws_open_beneath(root_fd, rel, ...),
+ * but at or beneath a bound entry's destination through its source_fd (the
+ * workspace holds only an empty mount point there), with the same rules
+ * beneath the source.  *ret_base_fd and *ret_sub (optional) say what was
+ * opened beneath what, for ws_resolve_error(). */
+CORRAL_HIDDEN int ws_open_rel(struct workspace *ws, const char *rel, int flags, int *ret_base_fd,
+                              const char **ret_sub);
+/* A new fd of what fd (O_PATH is enough) refers to, opened with flags
+ * (O_CLOEXEC added) through /proc/self/fd: how a bound entry's source is
+ * read.  -1 with errno. */
+CORRAL_HIDDEN int ws_reopen(int fd, int flags);
+
 /* "file", "dir", "symlink", "fifo", "socket", "device" (JSON type names). */
 CORRAL_HIDDEN const char *ws_type_name(mode_t mode);
 /* "a regular file", "a directory", "a symbolic link", "a FIFO", ... */
@@ -65,6 +84,19 @@ CORRAL_HIDDEN json_t *ws_json_path(const char *s);
 CORRAL_HIDDEN char *ws_path_join(const char *prefix, const char *name);
 /* "210 B", "12.3 KiB", "4.0 MiB" into buf (at least 32 bytes); returns buf. */
 CORRAL_HIDDEN char *ws_format_size(uint64_t bytes, char *buf, size_t size);
+
+/* ---- manifest.c ---- */
+
+/* How messages name entry i of m: "entries[N]" (N counting the manifest's
+ * own entries) or "--input 'input/x'". */
+CORRAL_HIDDEN void ws_manifest_entry_name(const struct ws_manifest *m, size_t i, char *buf, size_t size);
+
+/* ---- stage.c ---- */
+
+/* Close the staged entries' fds, free them and remove the staging store;
+ * with remove_mount_points, also the (still empty) mount points of bound
+ * entries in the workspace (a kept -w workspace). */
+CORRAL_HIDDEN void ws_staged_release(struct workspace *ws, bool remove_mount_points);
 
 /* ---- walk.c ---- */
 

@@ -96,6 +96,7 @@ void workspace_close(struct workspace *ws, bool remove)
                 (void)ws_remove_contents(ws->root_fd);
                 (void)rmdir(ws->root);
         }
+        ws_staged_release(ws, !remove);
         if (ws->root_fd >= 0)
                 close(ws->root_fd);
         free(ws->root);

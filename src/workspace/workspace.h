@@ -25,10 +25,30 @@
 #define WORKSPACE_MAX_ENTRIES 100000 /* a walk stops (and says so) past this */
 #define WORKSPACE_MAX_DEPTH 64
 
+/* One staged entry: an --input or a --manifest entry.  Shared by staging
+ * (which fills it), the jail set-up (binds), the file tools and archiving. */
+struct ws_staged {
+        char *dest;      /* relative to the workspace: "input/sales.csv", "data/ref" */
+        char *source;    /* host path it came from; NULL for inline content */
+        bool dir;        /* a directory (recursively) rather than a file */
+        bool writable;   /* copied in: the jail may change the copy */
+        bool ephemeral;  /* never archived */
+        bool bound;      /* bound read-only at dest in every jail; the workspace
+                          * itself holds only an empty mount point there (for
+                          * inline content, and a directory that had to be
+                          * copied, the read-only copy source_fd names) */
+        int source_fd;   /* bound entries: O_PATH fd of the source (-1 otherwise):
+                          * read the content through it, never through dest */
+};
+
 struct workspace {
         char *root;      /* absolute host path */
         int root_fd;     /* O_DIRECTORY fd of root */
         bool created;    /* made by workspace_open(NULL) (a temporary directory) */
+        struct ws_staged *staged; /* what was staged, in order */
+        size_t n_staged;
+        char *store;     /* private directory for read-only copies (outside the
+                          * workspace, never in a jail), or NULL */
 };
 
 /* dir NULL: create a fresh private directory (0700) under $TMPDIR (or /tmp)
@@ -55,6 +75,92 @@ CORRAL_HIDDEN void workspace_close(struct workspace *ws, bool remove);
 CORRAL_HIDDEN int workspace_stage_input(struct workspace *ws, const char *spec, uint64_t *budget, json_t **ret_entry,
                                         corral_error **ret_err);
 
+/* ---- manifests (manifest.c; docs/workspace.md "Manifests") ---- */
+
+#define WS_MANIFEST_MAX_BYTES (4u << 20)  /* a manifest file */
+#define WS_MANIFEST_MAX_ENTRIES 10000
+
+enum ws_source_kind {
+        WS_SOURCE_FILE,    /* "file": a host regular file */
+        WS_SOURCE_DIR,     /* "dir": a host directory, recursively */
+        WS_SOURCE_CONTENT, /* "content" (text) or "base64": inline bytes */
+};
+
+struct ws_manifest_entry {
+        char *dest;        /* clean, relative to the workspace: "data/sales.csv" */
+        enum ws_source_kind kind;
+        char *source;      /* file, dir: the host path (made absolute) */
+        char *content;     /* inline: the bytes (NUL-terminated, may hold NULs) */
+        size_t content_len;
+        bool writable;     /* copied in, changes stay in the workspace */
+        bool ephemeral;    /* not archived */
+        bool from_input;   /* --input, not a manifest's entry (for messages) */
+};
+
+struct ws_manifest {
+        struct ws_manifest_entry *v;
+        size_t n;
+};
+
+/* Parse a manifest's JSON text: {"entries":[{"dest":..., "file"|"dir"|
+ * "content"|"base64":..., "writable":bool, "ephemeral":bool}]}.  Relative
+ * source paths are taken from base_dir (NULL: the current directory).
+ * Checks the schema (unknown or duplicate keys, wrong types) and each
+ * destination (see ws_manifest_check); errors are CORRAL_ERR_USAGE naming the
+ * entry and field ("entries[2].dest: ...").  Sources are not looked at yet.
+ * *ret is appended to (it may hold entries already); on error it is left as
+ * it was. */
+CORRAL_HIDDEN int ws_manifest_parse(struct ws_manifest *m, const char *text, size_t len, const char *base_dir,
+                                    corral_error **ret_err);
+/* The same from a file (at most WS_MANIFEST_MAX_BYTES); relative sources are
+ * taken from the file's directory. */
+CORRAL_HIDDEN int ws_manifest_load(struct ws_manifest *m, const char *path, corral_error **ret_err);
+/* Add --input "PATH[:DEST]" as a read-only entry at input/DEST (DEST: the
+ * base name of PATH by default; the whole spec is PATH when it names an
+ * existing path). */
+CORRAL_HIDDEN int ws_manifest_add_input(struct ws_manifest *m, const char *spec, corral_error **ret_err);
+/* Check a destination: relative, not empty, no "", "." or ".." components,
+ * no component over NAME_MAX, not ".corral" or beneath it, not input/ or
+ * output/ themselves, read-only entries not under output/ (copy-out would
+ * take them for artifacts), writable ones not under input/ (read-only in
+ * every jail).  what names it in the message. */
+CORRAL_HIDDEN int ws_manifest_check_dest(const char *dest, bool writable, const char *what, corral_error **ret_err);
+/* Check the whole manifest: every destination, and no two the same or one
+ * inside another. */
+CORRAL_HIDDEN int ws_manifest_check(const struct ws_manifest *m, corral_error **ret_err);
+CORRAL_HIDDEN void ws_manifest_release(struct ws_manifest *m);
+
+/* Stage every entry of m into the workspace, in order, recording each in
+ * ws->staged.  Read-only files and directories are not copied: their source
+ * is opened once (O_PATH, kept in source_fd) and the workspace gets an empty
+ * mount point at dest that every jail binds the source onto, read-only
+ * (see src/agent/tools.c).  A directory holding anything but regular files
+ * and directories on one filesystem (symlinks, devices, FIFOs, sockets,
+ * mount points) is copied instead, without those (they are listed as
+ * skipped), then bound read-only like the rest.  Writable entries are copied
+ * (reflink or copy_file_range where possible); inline content is written.
+ * Never a hard link.  Sizes count against *budget (bytes, decremented) and
+ * files against WORKSPACE_MAX_ENTRIES, bound or not.  A destination that
+ * exists already, or whose parent is reached through a symlink, is an
+ * error.  ret_report (optional): [{"source"|"content_bytes","dest","type":
+ * "file"|"dir","staging":"bind"|"copy"|"write","writable","ephemeral",
+ * "bytes","files","skipped":[{path,reason}]}].  On error what this call
+ * staged is removed again. */
+CORRAL_HIDDEN int workspace_stage_manifest(struct workspace *ws, const struct ws_manifest *m, uint64_t *budget,
+                                           json_t **ret_report, corral_error **ret_err);
+/* Before each jail: make sure every bound entry's mount point is in place
+ * (recreating it, and its parents, when code in a jail moved or replaced
+ * them; never through a symlink). */
+CORRAL_HIDDEN int workspace_prepare_mounts(struct workspace *ws, corral_error **ret_err);
+/* Remove from a workspace_diff() array the entries at or beneath a bound
+ * entry's destination: mount points put back by workspace_prepare_mounts(),
+ * not anything a jail did. */
+CORRAL_HIDDEN void workspace_diff_drop_mounts(const struct workspace *ws, json_t *diff);
+/* The staged entry whose dest is rel or contains it (rel: a clean relative
+ * path), or NULL; with bound_only, bound entries only. */
+CORRAL_HIDDEN const struct ws_staged *workspace_staged_at(const struct workspace *ws, const char *rel,
+                                                          bool bound_only);
+
 /* What the model should know of the inputs: one line per file under input/
  * (path relative to /workspace, size) and, for text files, the first
  * head_lines lines (each cut at 200 bytes); at most max_files files.
@@ -63,7 +169,10 @@ CORRAL_HIDDEN int workspace_stage_input(struct workspace *ws, const char *spec, 
  * failure. */
 CORRAL_HIDDEN char *workspace_describe_inputs(struct workspace *ws, size_t max_files, unsigned head_lines);
 
-/* Snapshots of the tree (input/ excluded) to tell what a step changed. */
+/* Snapshots of the tree (input/ excluded) to tell what a step changed.  A
+ * snapshot also watches the tree with inotify, so that the next one can be
+ * made from its events: workspace_snapshot_next() in artifact.h, which
+ * also types the changed files by content. */
 struct ws_snapshot;
 CORRAL_HIDDEN int workspace_snapshot(struct workspace *ws, struct ws_snapshot **ret, corral_error **ret_err);
 CORRAL_HIDDEN void ws_snapshot_free(struct ws_snapshot *s);
@@ -71,7 +180,8 @@ CORRAL_HIDDEN void ws_snapshot_free(struct ws_snapshot *s);
  * past the limit are missing from the snapshot (and from any diff). */
 CORRAL_HIDDEN bool ws_snapshot_truncated(const struct ws_snapshot *s);
 /* Non-directory entries created, modified (size, mtime, inode or type
- * changed) or deleted between two snapshots, sorted by path:
+ * changed) or deleted between two snapshots, sorted by path in tree order
+ * (bytewise with '/' first: "a/z" before "a-b"):
  * [{"path":"output/top5.csv","change":"created"|"modified"|"deleted",
  *   "type":"file"|"symlink"|"fifo"|"socket"|"device","size":N}]
  * Paths are relative to the workspace; size is the newer entry's (the

@@ -24,8 +24,10 @@ def agent(tmp_path, turns, *args, timeout=120):
     """Run `corral run` against the scripted turns; returns (proc, server)."""
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8", "NO_COLOR": "1"}
     with ScriptedServer(turns) as srv:
-        proc = subprocess.run([CORRAL, "run", "--base-url", srv.base_url, "--model", "m", "--no-trace", *args,
-                               "attack"], capture_output=True, timeout=timeout, cwd=tmp_path, env=env)
+        # The safety review is off: these attacks test corral's host side and the jail, not the review.
+        proc = subprocess.run([CORRAL, "run", "--base-url", srv.base_url, "--model", "m", "--no-trace",
+                               "--review-policy", "off", *args, "attack"],
+                              capture_output=True, timeout=timeout, cwd=tmp_path, env=env)
     return proc, srv
 
 

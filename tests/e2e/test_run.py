@@ -97,7 +97,8 @@ def test_five_turn_self_correction(run, sales, tmp_path):
         tool_call("run_python", code=top5)
         | {"expect": {"contains": ["['Product', 'Revenue', 'Date', 'Region']"]}},
         text("The top product by revenue is Doohickey (300.0); see output/top5.csv.")
-        | {"expect": {"contains": ["Doohickey", "created output/top5.csv"]}},
+        | {"expect": {"contains": ["Doohickey", "created output/top5.csv (",
+                                   "CSV 5 rows × 2 columns)"]}},
     ]
     out = tmp_path / "results"
     with ScriptedServer(turns) as srv:
@@ -110,6 +111,9 @@ def test_five_turn_self_correction(run, sales, tmp_path):
     assert "Doohickey" in res["answer"]
     assert res["usage"]["prompt_tokens"] > 0 and res["usage"]["completion_tokens"] > 0
     assert [a["path"] for a in res["artifacts"]] == ["output/top5.csv"]
+    art = res["artifacts"][0]
+    assert (art["format"], art["rows"], art["columns"]) == ("csv", 5, 2)
+    assert art["header"] == ["Product", "Revenue"]
     csv = (out / "top5.csv").read_text().splitlines()
     assert csv[0] == "Product,Revenue"
     assert csv[1] == "Doohickey,300.0"

@@ -866,6 +866,66 @@ TEST(round_trip)
         chat_reply_release(&r);
 }
 
+/* Figures for the model: the user message with image parts, exactly as
+ * Chat Completions takes it, and the helpers around it. */
+TEST(image_message)
+{
+        /* A 1x1 PNG's first 24 bytes are enough for its dimensions. */
+        static const unsigned char png[] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13,
+                                             'I', 'H', 'D', 'R', 0, 0, 3, 0, 0, 0, 1, 0x2c, 8, 2 };
+        struct chat_image im[2] = { { png, sizeof(png), "low" }, { (const unsigned char *)"ab", 2, NULL } };
+        json_t *m = chat_image_message_new("figures from the step above: output/figures/step1-1.png", im, 2);
+        char *t = m ? json_dumps(m, JSON_COMPACT) : NULL;
+        CHECK_STR(t, "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"figures from the step above: "
+                     "output/figures/step1-1.png\"},{\"type\":\"image_url\",\"image_url\":{\"url\":"
+                     "\"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAwAAAAEsCAI=\",\"detail\":\"low\"}},"
+                     "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,YWI=\"}}]}");
+        free(t);
+
+        /* Round trip through the decoder; the PNG's dimensions. */
+        const char *url = json_string_value(json_object_get(
+                json_object_get(json_array_get(json_object_get(m, "content"), 1), "image_url"), "url"));
+        const char *b64 = url ? strchr(url, ',') + 1 : "";
+        unsigned char *back = NULL;
+        size_t len = 0;
+        CHECK(chat_base64_decode(b64, strlen(b64), 1000, &back, &len) == 0);
+        CHECK(len == sizeof(png) && back && memcmp(back, png, len) == 0);
+        uint32_t w = 0, h = 0;
+        CHECK(chat_png_dimensions(back, len, &w, &h) == 0);
+        CHECK_INT(w, 768);
+        CHECK_INT(h, 300);
+        free(back);
+        CHECK(chat_base64_decode(b64, strlen(b64), 10, &back, &len) < 0);      /* over the cap */
+        CHECK(chat_base64_decode("YW*=", 4, 10, &back, &len) < 0);             /* not base64 */
+        CHECK(chat_base64_decode("Y", 1, 10, &back, &len) < 0);                /* cut */
+        CHECK(chat_png_dimensions("GIF89a", 6, &w, &h) < 0);
+        CHECK(chat_png_dimensions("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\0\0\0\0\1", 24, &w, &h) < 0);
+
+        /* In a conversation: counted, dropped (texts joined), sent as is. */
+        json_t *conv = J("[{\"role\":\"user\",\"content\":\"task\"},"
+                         "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":"
+                         "\"function\",\"function\":{\"name\":\"run_python\",\"arguments\":\"{}\"}}]},"
+                         "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"ok\"}]");
+        json_array_append(conv, m);
+        size_t bytes = 0;
+        CHECK_INT(chat_messages_count_images(conv, json_array_size(conv), &bytes), 2);
+        CHECK_INT(bytes, strlen(url) + strlen("data:image/png;base64,YWI="));
+        CHECK_INT(chat_messages_count_images(conv, 3, NULL), 0);
+        struct chat_request_opts o = { .model = "m", .messages = conv, .temperature = -1 };
+        char *b = chat_request_build(&o, NULL);
+        CHECK(b && strstr(b, "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"ok\"},{\"role\":\"user\","
+                             "\"content\":[{\"type\":\"text\""));
+        free(b);
+        CHECK_INT(chat_messages_drop_images(conv, 3, "x"), 0);
+        CHECK_INT(chat_messages_drop_images(conv, json_array_size(conv), "too old"), 2);
+        CHECK_STR(json_string_value(json_object_get(json_array_get(conv, 3), "content")),
+                  "figures from the step above: output/figures/step1-1.png\n\n[image omitted: too old]\n\n"
+                  "[image omitted: too old]");
+        CHECK_INT(chat_messages_count_images(conv, json_array_size(conv), NULL), 0);
+        json_decref(conv);
+        json_decref(m);
+}
+
 int main(void)
 {
         RUN(request_plain);
@@ -893,5 +953,6 @@ int main(void)
         RUN(stream_errors);
         RUN(stream_caps);
         RUN(round_trip);
+        RUN(image_message);
         return DONE();
 }

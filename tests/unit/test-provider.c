@@ -137,6 +137,38 @@ TEST(config_file)
         clear_env();
 }
 
+TEST(modalities)
+{
+        clear_env();
+        struct provider_choice c;
+        corral_error *err = NULL;
+        write_config("{\"provider\": {\"ollama\": {\"models\": {"
+                     "\"llava\": {\"modalities\": {\"input\": [\"text\", \"image\"], \"output\": [\"text\"]}},"
+                     "\"coder\": {\"modalities\": {\"input\": [\"text\"]}},"
+                     "\"bad\": {\"modalities\": {\"input\": \"image\"}}, \"worse\": {\"modalities\": {\"input\": [1]}}"
+                     "}}}}");
+        CHECK_INT(resolve("ollama/llava", NULL, NULL, config, &c, &err), 0);
+        CHECK_INT(c.images, 1);
+        provider_choice_release(&c);
+        CHECK_INT(resolve("ollama/coder", NULL, NULL, config, &c, &err), 0);
+        CHECK_INT(c.images, -1);
+        provider_choice_release(&c);
+        /* Not said (and no preset says): unknown, which `corral run --images auto` takes as off. */
+        CHECK_INT(resolve("ollama/other", NULL, NULL, config, &c, &err), 0);
+        CHECK_INT(c.images, 0);
+        provider_choice_release(&c);
+        CHECK_INT(resolve("openai/gpt-4o", NULL, NULL, config, &c, &err), 0);
+        CHECK_INT(c.images, 0);
+        provider_choice_release(&c);
+        CHECK_INT(resolve("ollama/bad", NULL, NULL, config, &c, &err), -1);
+        CHECK(err && strstr(err->msg, "modalities.input") && err->kind == CORRAL_ERR_USAGE);
+        corral_error_clear(&err);
+        CHECK_INT(resolve("ollama/worse", NULL, NULL, config, &c, &err), -1);
+        CHECK(err && strstr(err->msg, "modalities.input"));
+        corral_error_clear(&err);
+        clear_env();
+}
+
 TEST(config_errors)
 {
         clear_env();
@@ -185,6 +217,7 @@ int main(void)
         RUN(precedence);
         RUN(config_file);
         RUN(config_errors);
+        RUN(modalities);
         unlink(config);
         rmdir(dir);
         return DONE();

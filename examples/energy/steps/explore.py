@@ -1,0 +1,15 @@
+import pandas as pd
+
+df = pd.read_csv("input/building_energy.csv")
+print(df.dtypes, "\n")
+print(df.head(), "\n")
+print(df.describe().round(2), "\n")
+ts = pd.to_datetime(df.timestamp)
+print("span:", ts.min(), "->", ts.max(), "| rows:", len(df), "| missing values:", int(df.isna().sum().sum()))
+print("time steps:", ts.diff().value_counts().to_dict())
+print("readings under 1 kWh:", int((df.kwh < 1).sum()))
+print("weekday mean kWh by hour:", df[ts.dt.dayofweek < 5].groupby(ts.dt.hour).kwh.mean().round().astype(int).tolist())
+print("mean kWh by day of week (Mon..Sun):", df.groupby(ts.dt.dayofweek).kwh.mean().round(1).tolist())
+bins = pd.cut(df.outdoor_temp_c, [-20, 0, 5, 10, 15, 20, 25, 45])
+print("median kWh by outdoor temperature:")
+print(df.groupby(bins).kwh.agg(["median", "size"]).round(1))

@@ -1,0 +1,420 @@
+# driver.py: the process of a corral session, run inside the jail as
+# `python3 -u driver.py`.
+#
+# It executes steps of Python code in one persistent namespace and answers
+# over a framed control channel (docs/sessions.md).  The jail carries that
+# channel over the process's stdin and stdout; the driver moves them to
+# fd 3 (requests in) and fd 4 (frames out) before any user code runs, and
+# gives user code fresh stdio: /dev/null on 0, pipes on 1 and 2 that the
+# driver reads and streams as "out" frames.  The original stderr stays at
+# fd 5 for the driver's own last words (faulthandler on a crash).
+#
+# A frame is a 4-byte big-endian length, then that many bytes of one UTF-8
+# JSON object.  Nothing here is a security boundary: user code runs in this
+# very process and can write any frame it likes; the supervisor outside the
+# jail treats every frame as untrusted input.
+#
+# Kept import-light: pandas and matplotlib are only touched when the user's
+# code imported them (sys.modules).
+
+import ast
+import base64
+import codecs
+import fcntl
+import json
+import linecache
+import os
+import resource
+import select
+import signal
+import struct
+import sys
+import threading
+import time
+import traceback
+
+CTRL_IN, CTRL_OUT, DIAG = 3, 4, 5
+MAX_FRAME = 64 << 20
+FIGURE_DIR = "/workspace/output/figures"
+VALUE_CHARS = 10000
+TABLE_ROWS, TABLE_COLS = 30, 20
+
+_write_lock = threading.Lock()   # one frame at a time on fd 4
+_out_lock = threading.Lock()     # output pipes: reader thread vs end-of-step drain
+_state_lock = threading.Lock()
+_running = None                  # id of the step running now
+_in_user = False                 # the main thread is inside user code
+_main_ident = threading.get_ident()
+
+
+def send(obj):
+    data = json.dumps(obj, ensure_ascii=False, default=str).encode("utf-8", "replace")
+    with _write_lock:
+        buf = struct.pack(">I", len(data)) + data
+        while buf:
+            n = os.write(CTRL_OUT, buf)
+            buf = buf[n:]
+
+
+def read_exact(n):
+    chunks = []
+    while n > 0:
+        b = os.read(CTRL_IN, min(n, 1 << 20))
+        if not b:
+            return None
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def read_frame():
+    head = read_exact(4)
+    if head is None:
+        return None
+    (n,) = struct.unpack(">I", head)
+    if n > MAX_FRAME:
+        return None
+    body = read_exact(n)
+    if body is None:
+        return None
+    return json.loads(body.decode("utf-8", "replace"))
+
+
+# ---- stdio of user code ----
+
+class Stream:
+    def __init__(self, name, fd):
+        self.name = name
+        r, w = os.pipe2(os.O_CLOEXEC)
+        try:
+            fcntl.fcntl(r, 1031, 1 << 20)  # F_SETPIPE_SZ: fewer wake-ups
+        except OSError:
+            pass
+        os.set_blocking(r, False)
+        os.dup2(w, fd)  # user code and its children write here
+        os.close(w)
+        self.r = r
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.reset(None, 1 << 20)
+
+    def reset(self, step, cap):
+        self.step = step
+        self.cap = cap
+        self.total = 0
+        self.kept = 0
+        self.truncated = False
+
+    def pump(self):
+        """Read what is there and send it; called under _out_lock."""
+        while True:
+            try:
+                b = os.read(self.r, 65536)
+            except BlockingIOError:
+                return
+            except InterruptedError:
+                continue
+            if not b:
+                return
+            if self.step is None:
+                continue  # between steps (a thread of user code): dropped
+            self.total += len(b)
+            room = self.cap - self.kept
+            if room <= 0:
+                self.truncated = True
+                continue
+            if len(b) > room:
+                b = b[:room]
+                self.truncated = True
+            self.kept += len(b)
+            text = self.decoder.decode(b)
+            if text:
+                send({"t": "out", "id": self.step, "stream": self.name, "data": text})
+
+
+def output_thread(streams):
+    fds = [s.r for s in streams]
+    while True:
+        try:
+            ready, _, _ = select.select(fds, [], [])
+        except InterruptedError:
+            continue
+        with _out_lock:
+            for s in streams:
+                if s.r in ready:
+                    s.pump()
+
+
+# ---- control: requests that act while a step runs ----
+
+_queue = []
+_queue_cv = threading.Condition()
+
+
+def control_thread():
+    while True:
+        try:
+            req = read_frame()
+        except (OSError, ValueError):
+            req = None
+        if req is None:
+            # The supervisor is gone: nothing left to do.
+            os._exit(0)
+        if not isinstance(req, dict):
+            continue
+        if req.get("op") == "interrupt":
+            with _state_lock:
+                if _running is not None and _running == req.get("id") and _in_user:
+                    signal.pthread_kill(_main_ident, signal.SIGINT)
+            continue
+        with _queue_cv:
+            _queue.append(req)
+            _queue_cv.notify()
+
+
+def on_sigint(signum, frame):
+    # Only user code is interrupted; a late signal after the step ended is
+    # dropped rather than raised inside the driver.
+    if _in_user:
+        raise KeyboardInterrupt
+
+
+# ---- one step ----
+
+def user_traceback(exc):
+    """The traceback without the driver's own frames (exec, the SIGINT
+    handler): what the user sees starts and ends in their code."""
+    te = traceback.TracebackException.from_exception(exc)
+    te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename != __file__])
+    return "".join(te.format())
+
+
+def describe(value):
+    pd = sys.modules.get("pandas")
+    if pd is not None:
+        if isinstance(value, pd.DataFrame):
+            text = value.to_string(max_rows=TABLE_ROWS, max_cols=TABLE_COLS, show_dimensions=True)
+            return "dataframe", text
+        if isinstance(value, pd.Series):
+            return "series", value.to_string(max_rows=TABLE_ROWS, length=True, dtype=True)
+    text = repr(value)
+    if len(text) > VALUE_CHARS:
+        text = text[:VALUE_CHARS] + "... [%d characters in all]" % len(text)
+    return type(value).__name__, text
+
+
+def render_preview(fig, side, cap):
+    """A smaller PNG of fig for a model (docs/sessions.md, "Figures for
+    the model"): long side at most `side` pixels, never enlarged, at most
+    `cap` bytes (tried at 2/3 and 1/2 of the side before giving up).  Kept
+    in memory: nothing of it lands in output/.  Returns (png, None) or
+    (None, why)."""
+    import io
+    w_in, h_in = fig.get_size_inches()
+    long_in = max(w_in, h_in)
+    if not long_in > 0:
+        return None, "the figure has no size"
+    size = 0
+    for s in (side, side * 2 // 3, side // 2):
+        if s < 16:
+            break
+        dpi = min(fig.dpi, s / long_in)
+        for _ in range(3):  # pixel sizes are rounded: step down until it fits
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=dpi)
+            png = buf.getvalue()
+            w, h = struct.unpack(">II", png[16:24])
+            if max(w, h) <= s:
+                break
+            dpi *= (s - 0.5) / max(w, h)
+        else:
+            return None, "cannot render within %d pixels" % s
+        size = len(png)
+        if size <= cap:
+            return png, None
+    return None, "larger than %d bytes even at %d pixels (%d bytes)" % (cap, max(16, side // 2), size)
+
+
+def save_figures(step, preview=None):
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return []
+    saved = []
+    nums = plt.get_fignums()
+    if not nums:
+        return saved
+    try:
+        os.makedirs(FIGURE_DIR, exist_ok=True)
+    except OSError as e:
+        return [{"error": "cannot create %s: %s" % (FIGURE_DIR, e.strerror)}]
+    for k, num in enumerate(nums, 1):
+        fig = plt.figure(num)
+        path = "%s/step%d-%d.png" % (FIGURE_DIR, step, k)
+        try:
+            fig.savefig(path, format="png")
+            with open(path, "rb") as f:
+                head = f.read(24)  # the signature, then IHDR: width and height
+            w, h = struct.unpack(">II", head[16:24])
+            saved.append({"path": path, "width": w, "height": h, "bytes": os.path.getsize(path)})
+        except Exception as e:  # a broken figure must not lose the step
+            saved.append({"path": path, "error": "%s: %s" % (type(e).__name__, e)})
+            continue
+        if preview and k <= preview["count"]:
+            try:
+                png, why = render_preview(fig, preview["side"], preview["bytes"])
+            except Exception as e:
+                png, why = None, "%s: %s" % (type(e).__name__, e)
+            if png is None:
+                saved[-1]["preview_error"] = why
+            else:
+                pw, ph = struct.unpack(">II", png[16:24])
+                saved[-1].update(preview=base64.b64encode(png).decode("ascii"), preview_width=pw,
+                                 preview_height=ph, preview_bytes=len(png))
+    plt.close("all")
+    return saved
+
+
+def reset_peak():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def run_step(req, ns, streams, counter):
+    global _running, _in_user
+    step = req.get("id")
+    if not isinstance(step, int):
+        step = counter
+    cap = req.get("output_limit")
+    if not isinstance(cap, int) or cap <= 0:
+        cap = 1 << 20
+    code = req.get("code")
+    if not isinstance(code, str):
+        code = ""
+    with _out_lock:
+        for s in streams:
+            s.pump()  # stray output of earlier steps' threads
+            s.reset(step, cap)
+    peak_reset = reset_peak()
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    result = {"t": "result", "id": step, "status": "ok"}
+    filename = "<step %d>" % step
+    try:
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        with _state_lock:
+            _running = step
+        try:
+            tree = ast.parse(code, filename, "exec")
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            body = compile(tree, filename, "exec")
+            tail = compile(last, filename, "eval") if last is not None else None
+            _in_user = True
+            try:
+                exec(body, ns)
+                value = eval(tail, ns) if tail is not None else None
+            finally:
+                _in_user = False
+            if value is not None:
+                ns["_"] = value
+                kind, text = describe(value)
+                result["value"] = text
+                result["value_type"] = kind
+        except KeyboardInterrupt as e:
+            result["status"] = "interrupted"
+            result["error"] = {"type": "KeyboardInterrupt", "message": "",
+                     "traceback": user_traceback(e)}
+        except SystemExit as e:
+            result["status"] = "error"
+            result["error"] = {"type": "SystemExit", "message": str(e.code),
+                     "traceback": user_traceback(e)}
+        except BaseException as e:
+            result["status"] = "error"
+            result["error"] = {"type": type(e).__name__, "message": str(e),
+                     "traceback": user_traceback(e)}
+    except KeyboardInterrupt:
+        # Delivered between the user's last bytecode and the flag.
+        result["status"] = "interrupted"
+    finally:
+        _in_user = False
+        with _state_lock:
+            _running = None
+    wall = (time.perf_counter() - t0) * 1000
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    preview = req.get("preview")
+    try:
+        # At most 8 renderings of at most 2 MiB each: the frame stays bounded.
+        preview = {"count": min(int(preview["count"]), 8), "side": min(int(preview["side"]), 4096),
+                   "bytes": min(int(preview["bytes"]), 2 << 20)}
+    except (TypeError, KeyError, ValueError):
+        preview = None
+    try:
+        result["figures"] = save_figures(step, preview)
+    except Exception as e:
+        result["figures"] = [{"error": "%s: %s" % (type(e).__name__, e)}]
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    result["wall_ms"] = round(wall, 3)
+    result["cpu_ms"] = round((ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime) * 1000, 3)
+    result["peak_memory_bytes"] = ru1.ru_maxrss * 1024
+    result["peak_memory_scope"] = "step" if peak_reset else "session"
+    with _out_lock:
+        for s in streams:
+            s.pump()
+            result[s.name + "_bytes"] = s.total
+            result[s.name + "_truncated"] = s.truncated
+            s.reset(None, cap)
+        send(result)
+
+
+def main():
+    # The control channel leaves 0 and 1 for good; user code gets fresh stdio.
+    os.dup2(0, CTRL_IN)
+    os.dup2(1, CTRL_OUT)
+    os.dup2(2, DIAG)
+    for fd in (CTRL_IN, CTRL_OUT, DIAG):
+        os.set_inheritable(fd, False)
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    streams = [Stream("stdout", 1), Stream("stderr", 2)]
+    try:
+        import faulthandler
+        faulthandler.enable(file=os.fdopen(DIAG, "w", closefd=False), all_threads=False)
+    except Exception:
+        pass
+    signal.signal(signal.SIGINT, on_sigint)
+    sys.argv = [""]
+    sys.path[0] = ""  # like `python3 -c`: the working directory, not the driver's
+    ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    for t in (threading.Thread(target=output_thread, args=(streams,), daemon=True),
+         threading.Thread(target=control_thread, daemon=True)):
+        t.start()
+    send({"t": "ready", "python": sys.version.split()[0], "pid": os.getpid()})
+    counter = 0
+    while True:
+        with _queue_cv:
+            while not _queue:
+                _queue_cv.wait()
+            req = _queue.pop(0)
+        op = req.get("op")
+        if op == "exec":
+            counter += 1
+            run_step(req, ns, streams, counter)
+        elif op == "ping":
+            send({"t": "pong", "id": req.get("id")})
+        else:
+            send({"t": "result", "id": req.get("id"), "status": "error",
+               "error": {"type": "ProtocolError", "message": "unknown op %r" % (op,),
+                    "traceback": ""}})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1165 @@
+/* warm.c: the zygote, its pool and warm sessions (warm.h).
+ *
+ * The zygote is a jail like any other (jail_run_special(): the same plan,
+ * clone, id maps, cgroup and init), running corral-zygote as uid 0 of its
+ * own user namespace under the zygote filter; its stdin is a SEQPACKET
+ * socket over which we send it the jail's filter once and a fork request
+ * per session (zygote-protocol.h).  It is exec'd by corral-init with the
+ * jail's fixed environment: nothing of ours (API keys) reaches it.
+ *
+ * A session's isolation is made inside it (zygote.c); what only the host
+ * can do is done here at claim time: the session's cgroup (its init is moved
+ * there before it forks the interpreter; rlimits without one) and its
+ * workspace, passed as a detached mount: cloned and idmapped to the
+ * session's own host uid as root (workspace_tree()), cloned in a user and
+ * mount namespace of our own as an ordinary user (workspace_tree_user()).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/mount.h>
+#include <linux/sched.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../lib/jail-internal.h"
+#include "session.h"
+#include "warm.h"
+#include "zygote-protocol.h"
+
+#define POOL_MAX 8
+#define ZYGOTE_START_TIMEOUT_MS 120000.0
+#define FORK_TIMEOUT_MS 20000.0
+#define REFILL_DELAY_MS 50
+#define ZYGOTE_SESSION_IDS 32    /* live sessions per zygote with a host uid each (root) */
+
+#ifndef FSCONFIG_SET_STRING
+#define FSCONFIG_SET_STRING 1
+#define FSCONFIG_CMD_CREATE 6
+#endif
+#ifndef FSMOUNT_CLOEXEC
+#define FSMOUNT_CLOEXEC 0x00000001
+#endif
+#ifndef MOUNT_ATTR_NOSUID
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#endif
+
+/* A pre-forked session: its init waits for a claim. */
+struct warm {
+        int frames;              /* our end of the driver's stream */
+        int ctl;                 /* our end of its init's SEQPACKET socket */
+        int diag;                /* the interpreter's stderr (last words) */
+        pid_t pid;               /* its init on the host */
+        int pidfd;
+        int slot;                /* its id in the zygote's namespace (1..), 0 none */
+        unsigned gen;            /* of the zygote it came from */
+        struct jail_cgroup cg;
+        bool have_cg;
+        enum corral_limits_backend backend;
+};
+
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        int refs;
+        bool running;            /* the jail thread is up */
+        bool ready;
+        bool stopping;
+        bool failed;
+        char *why;               /* why the zygote failed, for the next caller */
+        pthread_t jail_thread, pool_thread;
+        bool pool_started;
+        int ctl;                 /* our end of the zygote's stdin socket */
+        int cancel_r, cancel_w;
+        uint32_t host_uid;
+        pid_t pid;
+        struct warm *pool[POOL_MAX];
+        int n_pool;
+        int target;
+        struct capbuf out;       /* the zygote's stdout and stderr */
+        /* Root: host ids leased for sessions, mapped as 1.. in the zygote's
+         * namespace, one per live session. */
+        struct uid_lease leases[JAIL_MAX_EXTRA_IDS];
+        uint32_t ids[JAIL_MAX_EXTRA_IDS];
+        bool used[JAIL_MAX_EXTRA_IDS];
+        size_t n_ids;
+        unsigned gen;
+} Z = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .ctl = -1, .cancel_r = -1,
+        .cancel_w = -1 };
+
+static void slot_release(struct warm *w, bool locked)
+{
+        if (w->slot <= 0)
+                return;
+        if (!locked)
+                pthread_mutex_lock(&Z.lock);
+        if (w->gen == Z.gen && (size_t)w->slot <= Z.n_ids)
+                Z.used[w->slot - 1] = false;
+        if (!locked)
+                pthread_mutex_unlock(&Z.lock);
+        w->slot = 0;
+}
+
+static void warm_free_locked(struct warm *w, bool locked)
+{
+        if (w == NULL)
+                return;
+        if (w->pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+        int fds[] = { w->frames, w->ctl, w->diag, w->pidfd };
+        for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        if (w->have_cg) {
+                /* Killing its init ended the pid namespace; cgroup_destroy()
+                 * waits for the last exit before removing the cgroup. */
+                cgroup_kill(&w->cg);
+                cgroup_destroy(&w->cg);
+        }
+        slot_release(w, locked);
+        free(w);
+}
+
+static void warm_free(struct warm *w)
+{
+        warm_free_locked(w, false);
+}
+
+/* ---- the zygote ---- */
+
+static char *zygote_path;
+static void find_zygote(void)
+{
+        const char *env = getenv("CORRAL_ZYGOTE");
+        char exe[4096];
+        struct stat st;
+        if (env && stat(env, &st) == 0 && S_ISREG(st.st_mode)) {
+                zygote_path = realpath(env, NULL);
+                return;
+        }
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 32);
+        if (n > 0) {
+                exe[n] = '\0';
+                char *slash = strrchr(exe, '/');
+                if (slash) {
+                        memcpy(slash + 1, "corral-zygote", sizeof("corral-zygote"));
+                        if (stat(exe, &st) == 0 && S_ISREG(st.st_mode)) {
+                                zygote_path = realpath(exe, NULL);
+                                return;
+                        }
+                }
+        }
+        const char *candidates[] = {
+#ifdef CORRAL_LIBEXEC_ZYGOTE
+                CORRAL_LIBEXEC_ZYGOTE,
+#endif
+#ifdef CORRAL_BUILD_ZYGOTE
+                CORRAL_BUILD_ZYGOTE,
+#endif
+                NULL,
+        };
+        for (size_t i = 0; candidates[i]; i++)
+                if (stat(candidates[i], &st) == 0 && S_ISREG(st.st_mode)) {
+                        zygote_path = realpath(candidates[i], NULL);
+                        return;
+                }
+}
+
+static const char *zygote_binary(corral_error **ret_err)
+{
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, find_zygote);
+        if (zygote_path == NULL)
+                corral_fail(ret_err, ENOENT,
+                            "cannot find corral-zygote (install it beside corral or set CORRAL_ZYGOTE)");
+        return zygote_path;
+}
+
+static void zygote_on_output(void *userdata, int stream, const char *data, size_t len)
+{
+        (void)userdata;
+        (void)stream;
+        pthread_mutex_lock(&Z.lock);
+        capbuf_append(&Z.out, data, len);
+        pthread_mutex_unlock(&Z.lock);
+}
+
+struct zygote_run {
+        corral_jail_config cfg;
+        int sock;                /* the zygote's end, dup'd into the jail as its stdin */
+        uint32_t ids[JAIL_MAX_EXTRA_IDS];
+        size_t n_ids;
+};
+
+static void *zygote_thread(void *arg)
+{
+        struct zygote_run *zr = arg;
+        struct jail_special sp = { .zygote = true, .stdin_socket = zr->sock, .ret_host_uid = &Z.host_uid,
+                                   .extra_ids = zr->ids, .n_extra_ids = zr->n_ids };
+        corral_jail_io io = { .on_output = zygote_on_output, .cancel_fd = Z.cancel_r };
+        corral_jail_result res;
+        corral_error *err = NULL;
+        int rc = jail_run_special(&zr->cfg, &io, &sp, &res, &err);
+        pthread_mutex_lock(&Z.lock);
+        if (!Z.stopping && Z.why == NULL) {
+                if (rc < 0)
+                        Z.why = strdup(err ? err->msg : "the zygote's jail failed");
+                else if (asprintf(&Z.why, "the zygote ended (%s%s%s)", corral_status_to_string(res.status),
+                                  res.reason ? ": " : "", res.reason ? res.reason : "") < 0)
+                        Z.why = NULL;
+        }
+        Z.failed = true;
+        Z.ready = false;
+        pthread_cond_broadcast(&Z.cond);
+        pthread_mutex_unlock(&Z.lock);
+        if (rc == 0)
+                corral_jail_result_release(&res);
+        corral_error_free(err);
+        close(zr->sock);
+        corral_jail_config_release(&zr->cfg);
+        free(zr);
+        return NULL;
+}
+
+/* Wait for one message on fd (monotonic deadline); -1 with errno. */
+static ssize_t recv_msg_until(int fd, void *buf, size_t len, int *fds, int max_fds, int *ret_nfds,
+                              struct ucred *ret_cred, double deadline)
+{
+        for (;;) {
+                double left = deadline - monotonic_ms();
+                if (left <= 0) {
+                        errno = ETIMEDOUT;
+                        return -1;
+                }
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int r = poll(&p, 1, (int)ceil(left));
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -1;
+                if (r == 0)
+                        continue;
+                break;
+        }
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * 4) + CMSG_SPACE(sizeof(struct ucred))];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { buf, len };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (ret_nfds)
+                *ret_nfds = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); n >= 0 && c; c = CMSG_NXTHDR(&m, c)) {
+                if (c->cmsg_level != SOL_SOCKET)
+                        continue;
+                if (c->cmsg_type == SCM_CREDENTIALS && ret_cred)
+                        memcpy(ret_cred, CMSG_DATA(c), sizeof(*ret_cred));
+                if (c->cmsg_type == SCM_RIGHTS) {
+                        int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                        for (int i = 0; i < k; i++) {
+                                int f;
+                                memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                                if (fds && ret_nfds && *ret_nfds < max_fds)
+                                        fds[(*ret_nfds)++] = f;
+                                else
+                                        close(f);
+                        }
+                }
+        }
+        return n;
+}
+
+static int send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
+{
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * 4)];
+                struct cmsghdr align;
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct iovec iov = { (void *)buf, len };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (nfds > 0) {
+                m.msg_control = u.buf;
+                m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+                struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+        }
+        ssize_t n;
+        do
+                n = sendmsg(sock, &m, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        return n == (ssize_t)len ? 0 : -1;
+}
+
+static const char *zstep_name(int step)
+{
+        static const char *const names[] = {
+                [ZSTEP_UNSHARE] = "create the session's namespaces", [ZSTEP_FORK] = "fork",
+                [ZSTEP_PROC] = "mount the session's /proc",        [ZSTEP_CLAIM] = "take the claim",
+                [ZSTEP_TMP] = "mount the session's /tmp",          [ZSTEP_WORKSPACE] = "attach the workspace",
+                [ZSTEP_LOOPBACK] = "bring up loopback",            [ZSTEP_USERNS] = "enter its user namespace",
+                [ZSTEP_RLIMIT] = "set resource limits",            [ZSTEP_CAPS] = "drop its capabilities",
+                [ZSTEP_SECCOMP] = "load the seccomp filter",       [ZSTEP_PYTHON] = "start the driver",
+        };
+        return step > 0 && (size_t)step < ARRAY_SIZE(names) && names[step] ? names[step] : "set up";
+}
+
+/* Ask the zygote for one session and wait for its init's hello. */
+static struct warm *pool_fork(char **ret_why)
+{
+        struct warm *w = calloc(1, sizeof(*w));
+        int fr[2] = { -1, -1 }, ctl[2] = { -1, -1 }, dg[2] = { -1, -1 };
+        if (w == NULL)
+                return NULL;
+        w->frames = w->ctl = w->diag = w->pidfd = -1;
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fr) < 0 ||
+            socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0 || pipe2(dg, O_CLOEXEC) < 0)
+                goto fail;
+        w->frames = fr[0];
+        w->ctl = ctl[0];
+        w->diag = dg[0];
+        int one = 1;
+        setsockopt(w->ctl, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+        char req = ZYGOTE_MSG_FORK;
+        int theirs[3] = { fr[1], ctl[1], dg[1] };
+        pthread_mutex_lock(&Z.lock);
+        int zctl = Z.ready ? Z.ctl : -1;
+        int r = zctl >= 0 ? send_with_fds(zctl, &req, 1, theirs, 3) : -1;
+        pthread_mutex_unlock(&Z.lock);
+        for (int i = 0; i < 3; i++)
+                close(theirs[i]);
+        fr[1] = ctl[1] = dg[1] = -1;
+        if (r < 0)
+                goto fail;
+        struct init_msg m;
+        struct ucred cred = { 0 };
+        ssize_t n = recv_msg_until(w->ctl, &m, sizeof(m), NULL, 0, NULL, &cred, monotonic_ms() + FORK_TIMEOUT_MS);
+        if (n != (ssize_t)sizeof(m) || m.type != MSG_INIT_START || cred.pid <= 0) {
+                if (n == (ssize_t)sizeof(m) && m.type == MSG_SETUP_FAILED && ret_why &&
+                    asprintf(ret_why, "cannot %s: %s", zstep_name(m.a), strerror(m.b)) < 0)
+                        *ret_why = NULL;
+                goto fail;
+        }
+        w->pid = cred.pid;
+        w->pidfd = (int)syscall(SYS_pidfd_open, w->pid, 0);
+        if (w->pidfd < 0)
+                goto fail;
+        fcntl(w->frames, F_SETFL, O_NONBLOCK);
+        fcntl(w->diag, F_SETFL, O_NONBLOCK);
+        return w;
+fail:
+        for (int i = 0; i < 3; i++) {
+                int *theirs_end[] = { &fr[1], &ctl[1], &dg[1] };
+                if (*theirs_end[i] >= 0)
+                        close(*theirs_end[i]);
+        }
+        warm_free(w);
+        return NULL;
+}
+
+static void *pool_thread(void *arg)
+{
+        (void)arg;
+        pthread_mutex_lock(&Z.lock);
+        while (!Z.stopping && !Z.failed) {
+                if (Z.n_pool >= Z.target) {
+                        pthread_cond_wait(&Z.cond, &Z.lock);
+                        continue;
+                }
+                if (Z.n_pool > 0) {
+                        /* A session was just claimed and is starting on
+                         * these few cores: let it, unless the pool is dry. */
+                        struct timespec ts;
+                        clock_gettime(CLOCK_REALTIME, &ts);
+                        long long ns = ts.tv_nsec + REFILL_DELAY_MS * 1000000LL;
+                        ts.tv_sec += (time_t)(ns / 1000000000LL);
+                        ts.tv_nsec = (long)(ns % 1000000000LL);
+                        int n = Z.n_pool;
+                        while (!Z.stopping && !Z.failed && Z.n_pool == n &&
+                               pthread_cond_timedwait(&Z.cond, &Z.lock, &ts) == 0)
+                                ;
+                        if (Z.stopping || Z.failed)
+                                break;
+                }
+                pthread_mutex_unlock(&Z.lock);
+                char *why = NULL;
+                struct warm *w = pool_fork(&why);
+                pthread_mutex_lock(&Z.lock);
+                if (w == NULL) {
+                        if (!Z.stopping && !Z.failed) {
+                                free(Z.why);
+                                Z.why = why ? why : strdup("the zygote could not fork a session");
+                                why = NULL;
+                                Z.failed = true;
+                        }
+                        free(why);
+                        pthread_cond_broadcast(&Z.cond);
+                        break;
+                }
+                if (Z.stopping) {
+                        pthread_mutex_unlock(&Z.lock);
+                        warm_free(w);
+                        pthread_mutex_lock(&Z.lock);
+                        break;
+                }
+                Z.pool[Z.n_pool++] = w;
+                pthread_cond_broadcast(&Z.cond);
+        }
+        pthread_mutex_unlock(&Z.lock);
+        return NULL;
+}
+
+static int pool_size_from_env(void)
+{
+        const char *e = getenv("CORRAL_WARM_POOL");
+        if (e && *e) {
+                char *end;
+                long v = strtol(e, &end, 10);
+                if (*end == '\0' && v >= 1 && v <= POOL_MAX)
+                        return (int)v;
+        }
+        return 2;
+}
+
+static void release_ids(void)
+{
+        for (size_t i = 0; i < Z.n_ids; i++)
+                uidpool_release(&Z.leases[i]);
+        Z.n_ids = 0;
+        Z.gen++;
+}
+
+/* Start the zygote (Z.lock held, not running) and wait until it is ready. */
+static int zygote_start(corral_error **ret_err)
+{
+        const char *bin = zygote_binary(ret_err);
+        if (bin == NULL)
+                return -1;
+        const char *driver = session_driver_path(ret_err);
+        if (driver == NULL)
+                return -1;
+        const struct jail_bpf *bpf;
+        if (jail_seccomp_program(&bpf, ret_err) < 0)
+                return -1;
+        if (bpf->len > ZYGOTE_MAX_BPF)
+                return corral_fail(ret_err, E2BIG, "the seccomp filter is too large for the zygote");
+        struct zygote_run *zr = calloc(1, sizeof(*zr));
+        if (zr == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot start the zygote");
+        corral_jail_config_init(&zr->cfg);
+        char *argv[] = { ZYGOTE_IN_JAIL, NULL };
+        /* Its own limits, not a session's: the zygote holds the imports and
+         * the pool (sessions move to their own cgroups when claimed). */
+        zr->cfg.timeout_s = 31536000.0;
+        zr->cfg.memory_bytes = 4ull << 30;
+        zr->cfg.pids = 256;
+        zr->cfg.nofile = 1024;
+        zr->cfg.disk_bytes = 64u << 20;
+        zr->cfg.output_limit = 64u << 10;
+        zr->cfg.net = CORRAL_NET_NONE;
+        int sv[2] = { -1, -1 };
+        if (corral_jail_config_set_argv(&zr->cfg, argv, ret_err) < 0 ||
+            corral_jail_config_add_bind_at(&zr->cfg, bin, ZYGOTE_IN_JAIL, false, ret_err) < 0 ||
+            corral_jail_config_add_bind_at(&zr->cfg, driver, ZYGOTE_DRIVER_DIR "/driver.py", false, ret_err) < 0)
+                goto fail;
+        /* A host uid of its own for each session (root: from the pool). */
+        for (Z.n_ids = 0; geteuid() == 0 && Z.n_ids < ZYGOTE_SESSION_IDS; Z.n_ids++) {
+                if (uidpool_acquire(zr->cfg.uid_base, zr->cfg.uid_count, &Z.leases[Z.n_ids], ret_err) < 0)
+                        goto fail;
+                Z.ids[Z.n_ids] = zr->ids[Z.n_ids] = Z.leases[Z.n_ids].uid;
+        }
+        zr->n_ids = Z.n_ids;
+        memset(Z.used, 0, sizeof(Z.used));
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                corral_fail(ret_err, errno, "cannot create the zygote's socket");
+                goto fail;
+        }
+        int one = 1;
+        setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+        int cancel[2];
+        if (pipe2(cancel, O_CLOEXEC) < 0) {
+                corral_fail(ret_err, errno, "cannot create the zygote's pipes");
+                goto fail;
+        }
+        Z.cancel_r = cancel[0];
+        Z.cancel_w = cancel[1];
+        Z.ctl = sv[0];
+        zr->sock = sv[1];
+        Z.failed = Z.stopping = Z.ready = false;
+        free(Z.why);
+        Z.why = NULL;
+        Z.out.cap = 16u << 10;
+        Z.pid = 0;
+        int e = pthread_create(&Z.jail_thread, NULL, zygote_thread, zr);
+        if (e != 0) {
+                corral_fail(ret_err, e, "cannot start the zygote's thread");
+                zr->sock = -1;
+                goto fail_sock;
+        }
+        Z.running = true;
+
+        /* Its filter, then its "ready" (with its host pid). */
+        size_t len = 1 + bpf->len * sizeof(bpf->insns[0]);
+        char *msg = malloc(len);
+        if (msg == NULL) {
+                corral_fail(ret_err, ENOMEM, "cannot start the zygote");
+                goto fail_running;
+        }
+        msg[0] = ZYGOTE_MSG_BPF;
+        memcpy(msg + 1, bpf->insns, len - 1);
+        int r = send_with_fds(Z.ctl, msg, len, NULL, 0);
+        free(msg);
+        if (r < 0) {
+                corral_fail(ret_err, errno, "cannot send the zygote its filter");
+                goto fail_running;
+        }
+        char buf[1024];
+        struct ucred cred = { 0 };
+        pthread_mutex_unlock(&Z.lock);
+        ssize_t n = recv_msg_until(Z.ctl, buf, sizeof(buf) - 1, NULL, 0, NULL, &cred,
+                                   monotonic_ms() + ZYGOTE_START_TIMEOUT_MS);
+        pthread_mutex_lock(&Z.lock);
+        struct zygote_ready ready;
+        if (n == (ssize_t)sizeof(ready) && buf[0] == ZYGOTE_MSG_READY) {
+                Z.pid = cred.pid;
+                Z.ready = true;
+                Z.target = pool_size_from_env();
+                if (pthread_create(&Z.pool_thread, NULL, pool_thread, NULL) == 0)
+                        Z.pool_started = true;
+                return 0;
+        }
+        if (n > 0 && buf[0] == ZYGOTE_MSG_FAILED) {
+                buf[n] = '\0';
+                corral_fail(ret_err, 0, "%s", buf + 1);
+        } else {
+                corral_fail(ret_err, n < 0 ? errno : EPROTO, "the zygote did not start%s%.*s",
+                            Z.out.len ? ": " : "", (int)(Z.out.len > 600 ? 600 : Z.out.len),
+                            Z.out.data ? Z.out.data : "");
+        }
+fail_running:
+        Z.stopping = true;
+        {
+                ssize_t w = write(Z.cancel_w, "k", 1);
+                (void)w;
+        }
+        pthread_mutex_unlock(&Z.lock);
+        pthread_join(Z.jail_thread, NULL);
+        pthread_mutex_lock(&Z.lock);
+        Z.running = false;
+        close(Z.ctl);
+        close(Z.cancel_r);
+        close(Z.cancel_w);
+        Z.ctl = Z.cancel_r = Z.cancel_w = -1;
+        release_ids();
+        return -1;
+fail_sock:
+        release_ids();
+        close(sv[0]);
+        close(sv[1]);
+        close(Z.cancel_r);
+        close(Z.cancel_w);
+        Z.ctl = Z.cancel_r = Z.cancel_w = -1;
+        corral_jail_config_release(&zr->cfg);
+        free(zr);
+        return -1;
+fail:
+        if (sv[0] >= 0)
+                close(sv[0]);
+        if (sv[1] >= 0)
+                close(sv[1]);
+        corral_jail_config_release(&zr->cfg);
+        free(zr);
+        release_ids();
+        return -1;
+}
+
+/* Stop the zygote and empty the pool (Z.lock held). */
+static void zygote_stop(void)
+{
+        if (!Z.running)
+                return;
+        Z.stopping = true;
+        pthread_cond_broadcast(&Z.cond);
+        ssize_t w = write(Z.cancel_w, "k", 1);
+        (void)w;
+        /* The pool thread may be waiting for a fork the zygote will never
+         * make: shutting its socket down wakes nothing there, so close the
+         * zygote first (its jail's end), then join. */
+        pthread_mutex_unlock(&Z.lock);
+        pthread_join(Z.jail_thread, NULL);
+        if (Z.pool_started)
+                pthread_join(Z.pool_thread, NULL);
+        pthread_mutex_lock(&Z.lock);
+        Z.pool_started = false;
+        for (int i = 0; i < Z.n_pool; i++)
+                warm_free_locked(Z.pool[i], true);
+        Z.n_pool = 0;
+        release_ids();
+        close(Z.ctl);
+        close(Z.cancel_r);
+        close(Z.cancel_w);
+        Z.ctl = Z.cancel_r = Z.cancel_w = -1;
+        Z.running = Z.ready = false;
+        Z.pid = 0;
+        capbuf_release(&Z.out);
+}
+
+void warm_ref(void)
+{
+        pthread_mutex_lock(&Z.lock);
+        Z.refs++;
+        pthread_mutex_unlock(&Z.lock);
+}
+
+void warm_unref(void)
+{
+        pthread_mutex_lock(&Z.lock);
+        if (--Z.refs <= 0) {
+                Z.refs = 0;
+                zygote_stop();
+        }
+        pthread_mutex_unlock(&Z.lock);
+}
+
+pid_t warm_zygote_pid(void)
+{
+        pthread_mutex_lock(&Z.lock);
+        pid_t p = Z.ready ? Z.pid : 0;
+        pthread_mutex_unlock(&Z.lock);
+        return p;
+}
+
+int warm_pool_size(void)
+{
+        pthread_mutex_lock(&Z.lock);
+        int n = Z.n_pool;
+        pthread_mutex_unlock(&Z.lock);
+        return n;
+}
+
+int warm_supported(const corral_jail_config *cfg, corral_error **ret_err)
+{
+        if (cfg->rootfs)
+                return corral_usage(ret_err, "warm sessions run on the host's Python: --rootfs needs a cold "
+                                             "session");
+        if (cfg->n_binds > 0)
+                return corral_usage(ret_err, "warm sessions take no --bind yet: start a cold session");
+        if (cfg->workspace) {
+                /* As plan.c refuses it to a cold jail: as root what the
+                 * session writes there lands as the directory's owner. */
+                cleanup_free char *real = realpath(cfg->workspace, NULL);
+                if (real && jail_path_is_system(real))
+                        return corral_usage(ret_err, "refusing to give the jail write access to the system "
+                                                     "directory '%s'", real);
+        }
+        if (cfg->net == CORRAL_NET_HOST)
+                return corral_usage(ret_err, "warm sessions have no host network: start a cold session");
+        return 0;
+}
+
+/* A detached mount for the session's /workspace: the host directory,
+ * idmapped so the zygote's uid writes as its owner, or a fresh tmpfs. */
+static int workspace_tree(const corral_jail_config *cfg, uint32_t host_uid, corral_error **ret_err)
+{
+        if (cfg->workspace) {
+                cleanup_free char *real = realpath(cfg->workspace, NULL);
+                if (real == NULL)
+                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "workspace '%s'", cfg->workspace);
+                corral_error *e = NULL;
+                int fd = idmap_open_tree(real, true, host_uid, true, &e);
+                if (fd >= 0) {
+                        corral_error_free(e);
+                        return fd;
+                }
+                if (ret_err)
+                        *ret_err = e;
+                else
+                        corral_error_free(e);
+                return -1;
+        }
+        int fs = (int)syscall(SYS_fsopen, "tmpfs", 1 /* FSOPEN_CLOEXEC */);
+        if (fs < 0)
+                return corral_fail(ret_err, errno, "cannot create the session's workspace (tmpfs)");
+        char size[64];
+        snprintf(size, sizeof(size), "%" PRIu64, cfg->disk_bytes);
+        char uid[32];
+        snprintf(uid, sizeof(uid), "%u", host_uid);
+        int mnt = -1;
+        if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0) == 0 &&
+            syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) == 0 &&
+            syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "uid", uid, 0) == 0 &&
+            syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "gid", uid, 0) == 0 &&
+            syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+                mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        int e = errno;
+        close(fs);
+        if (mnt < 0)
+                return corral_fail(ret_err, e, "cannot create the session's workspace (tmpfs)");
+        return mnt;
+}
+
+/* What the helper of workspace_tree_user() reports. */
+struct ws_reply {
+        int32_t step;            /* 0 done (the tree comes with it), else what failed */
+        int32_t err;             /* its errno */
+};
+
+enum { WS_STEP_MAP = 1, WS_STEP_OPEN, WS_STEP_SAME, WS_STEP_CLONE, WS_STEP_FLAGS, WS_STEP_TMPFS };
+
+static __attribute__((noreturn)) void ws_helper(int sock, const char *real, const struct stat *want,
+                                                 uint64_t disk_bytes, uid_t uid, gid_t gid)
+{
+        /* A fresh user and mount namespace of our own (clone3 made them):
+         * its copy of the host's mounts is ours to clone, and tmpfs may be
+         * made here.  We stay the caller's host uid for every permission
+         * check, so the tree is what the caller may reach and no more.  The
+         * map (our own ids, as themselves) is for the tmpfs, which belongs
+         * to this namespace: nobody could create a file in it otherwise
+         * (EOVERFLOW). */
+        struct ws_reply r = { 0, 0 };
+        int tree = -1;
+        char map[64];
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+        if (write_file_at(AT_FDCWD, "/proc/self/uid_map", map) < 0 ||
+            write_file_at(AT_FDCWD, "/proc/self/setgroups", "deny") < 0 ||
+            (snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid),
+             write_file_at(AT_FDCWD, "/proc/self/gid_map", map) < 0)) {
+                r = (struct ws_reply){ WS_STEP_MAP, errno };
+        } else if (real) {
+                int fd = open(real, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                struct stat st;
+                if (fd < 0) {
+                        r = (struct ws_reply){ WS_STEP_OPEN, errno };
+                } else if (fstat(fd, &st) < 0 || st.st_dev != want->st_dev || st.st_ino != want->st_ino) {
+                        /* Swapped since the caller resolved it. */
+                        r = (struct ws_reply){ WS_STEP_SAME, ESTALE };
+                } else if ((tree = (int)syscall(SYS_open_tree, fd, "",
+                                                AT_EMPTY_PATH | AT_RECURSIVE | 1 /* OPEN_TREE_CLONE */ |
+                                                        O_CLOEXEC)) < 0) {
+                        /* Recursive, as a cold jail's bind: the host's
+                         * mounts beneath are locked together with it here,
+                         * and a lone clone of their parent is refused. */
+                        r = (struct ws_reply){ WS_STEP_CLONE, errno };
+                } else {
+                        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+                        if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+                                    sizeof(attr)) < 0)
+                                r = (struct ws_reply){ WS_STEP_FLAGS, errno };
+                }
+        } else {
+                char size[32];
+                snprintf(size, sizeof(size), "%" PRIu64, disk_bytes);
+                int fs = (int)syscall(SYS_fsopen, "tmpfs", 1 /* FSOPEN_CLOEXEC */);
+                /* No uid= option: the root directory is created as our
+                 * uid, the session's owner. */
+                if (fs >= 0 && syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0) == 0 &&
+                    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) == 0 &&
+                    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+                        tree = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+                                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                if (tree < 0)
+                        r = (struct ws_reply){ WS_STEP_TMPFS, errno };
+        }
+        if (r.step != 0 && tree >= 0) {
+                close(tree);
+                tree = -1;
+        }
+        send_with_fds(sock, &r, sizeof(r), &tree, tree >= 0 ? 1 : 0);
+        _exit(0);
+}
+
+/* The same detached mount as workspace_tree(), for an ordinary user, who
+ * may not call open_tree() or fsopen() in the host's namespaces: a child
+ * in a user and mount namespace of its own makes it and hands it over.
+ * The session's init attaches it in its own mount namespace as for root;
+ * there is no idmapping (the zygote's uid 0 is the caller's own uid, the
+ * owner of the directory) and nothing is staged in a shared place. */
+static int workspace_tree_user(const corral_jail_config *cfg, corral_error **ret_err)
+{
+        cleanup_free char *real = NULL;
+        struct stat want = { 0 };
+        if (cfg->workspace) {
+                real = realpath(cfg->workspace, NULL);
+                if (real == NULL)
+                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "workspace '%s'", cfg->workspace);
+                if (stat(real, &want) < 0 || !S_ISDIR(want.st_mode))
+                        return corral_usage(ret_err, "workspace '%s' is not a directory", cfg->workspace);
+        }
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return corral_fail(ret_err, errno, "cannot create the session's workspace");
+        uid_t uid = getuid();
+        gid_t gid = getgid();
+        int pidfd = -1;
+        struct clone_args ca;
+        memset(&ca, 0, sizeof(ca));
+        ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_PIDFD;
+        ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+        ca.exit_signal = 0;
+        long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+        if (pid == 0) {
+                close(sv[0]);
+                ws_helper(sv[1], real, &want, cfg->disk_bytes, uid, gid);
+        }
+        int e = errno;
+        close(sv[1]);
+        if (pid < 0) {
+                close(sv[0]);
+                return corral_fail(ret_err, e, "cannot create a user namespace for the session's workspace");
+        }
+        struct ws_reply r = { 0, 0 };
+        int tree = -1, nfds = 0;
+        ssize_t n = recv_msg_until(sv[0], &r, sizeof(r), &tree, 1, &nfds, NULL, monotonic_ms() + FORK_TIMEOUT_MS);
+        e = errno;
+        close(sv[0]);
+        siginfo_t si;
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        syscall(SYS_waitid, 3 /* P_PIDFD */, pidfd, &si, WEXITED | __WALL, NULL);
+        close(pidfd);
+        if (n == (ssize_t)sizeof(r) && r.step == 0 && nfds == 1)
+                return tree;
+        if (nfds == 1)
+                close(tree);
+        if (n != (ssize_t)sizeof(r))
+                return corral_fail(ret_err, n < 0 ? e : EPROTO, "cannot create the session's workspace");
+        static const char *const what[] = { [WS_STEP_MAP] = "map the ids for",
+                                            [WS_STEP_OPEN] = "open", [WS_STEP_SAME] = "recheck",
+                                            [WS_STEP_CLONE] = "clone the mount of",
+                                            [WS_STEP_FLAGS] = "set flags on", [WS_STEP_TMPFS] = "mount a tmpfs for" };
+        const char *w = r.step > 0 && (size_t)r.step < ARRAY_SIZE(what) ? what[r.step] : "set up";
+        if (real)
+                return corral_fail(ret_err, r.err, "cannot %s the workspace '%s' in a user namespace of corral's",
+                                   w, real);
+        return corral_fail(ret_err, r.err, "cannot %s the session's workspace in a user namespace of corral's", w);
+}
+
+static atomic_uint warm_seq;
+
+int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **ret, corral_error **ret_err)
+{
+        if (warm_supported(cfg, ret_err) < 0)
+                return -1;
+        double deadline = monotonic_ms() + timeout_s * 1000;
+        struct warm *w = NULL;
+        pthread_mutex_lock(&Z.lock);
+        if (Z.failed && Z.running) {
+                /* A dead zygote: start a new one. */
+                zygote_stop();
+        }
+        if (!Z.running && zygote_start(ret_err) < 0) {
+                pthread_mutex_unlock(&Z.lock);
+                return -1;
+        }
+        while (Z.n_pool == 0 && !Z.failed && !Z.stopping) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                double left = deadline - monotonic_ms();
+                if (left <= 0)
+                        break;
+                long long ns = (long long)ts.tv_nsec + (long long)(left * 1e6);
+                ts.tv_sec += (time_t)(ns / 1000000000LL);
+                ts.tv_nsec = (long)(ns % 1000000000LL);
+                pthread_cond_timedwait(&Z.cond, &Z.lock, &ts);
+        }
+        if (Z.n_pool > 0) {
+                w = Z.pool[0];
+                memmove(Z.pool, Z.pool + 1, (size_t)(Z.n_pool - 1) * sizeof(Z.pool[0]));
+                Z.n_pool--;
+                pthread_cond_broadcast(&Z.cond); /* refill */
+        }
+        uint32_t host_uid = __atomic_load_n(&Z.host_uid, __ATOMIC_ACQUIRE);
+        bool no_slot = false;
+        if (w != NULL && Z.n_ids > 0) {
+                size_t i = 0;
+                while (i < Z.n_ids && Z.used[i])
+                        i++;
+                if (i < Z.n_ids) {
+                        Z.used[i] = true;
+                        w->slot = (int)i + 1;
+                        w->gen = Z.gen;
+                        host_uid = Z.ids[i];
+                } else {
+                        no_slot = true;
+                }
+        }
+        char *why = Z.why ? strdup(Z.why) : NULL;
+        pthread_mutex_unlock(&Z.lock);
+        if (w == NULL) {
+                corral_fail(ret_err, ETIMEDOUT, "no warm session within %g s%s%s", timeout_s, why ? ": " : "",
+                            why ? why : "");
+                free(why);
+                return -1;
+        }
+        free(why);
+        if (no_slot) {
+                warm_free(w);
+                return corral_fail(ret_err, EBUSY, "too many warm sessions at once (%d per process)",
+                                   ZYGOTE_SESSION_IDS);
+        }
+
+        /* Its cgroup first: the interpreter is forked into it. */
+        const struct cgroup_layout *layout = cgroup_host_layout();
+        struct cgroup_limits lim = { .memory_bytes = cfg->memory_bytes, .pids = cfg->pids, .cpus = cfg->cpus };
+        char name[64];
+        /* corral-<pid>-<n> like a jail's, so that a later corral sweeps it if
+         * we are SIGKILLed; n counts from 2^31, clear of the jails' counter. */
+        snprintf(name, sizeof(name), "corral-%d-%u", (int)getpid(), 0x80000000u + atomic_fetch_add(&warm_seq, 1));
+        corral_error *cg_err = NULL;
+        if ((layout->v2_dir || layout->v1_memory || layout->v1_pids) &&
+            cgroup_create(layout, name, &lim, &w->cg, &cg_err) == 0) {
+                w->have_cg = true;
+                if (cgroup_attach_v1(&w->cg, w->pid, &cg_err) < 0) {
+                        corral_error_free(cg_err);
+                        cg_err = NULL;
+                        cgroup_destroy(&w->cg);
+                        w->have_cg = false;
+                }
+        }
+        corral_error_free(cg_err);
+        w->backend = !w->have_cg || w->cg.memory == CG_NONE ? CORRAL_BACKEND_RLIMIT
+                     : w->cg.memory == CG_V2               ? CORRAL_BACKEND_CGROUP_V2
+                                                           : CORRAL_BACKEND_CGROUP_V1;
+        if (w->backend == CORRAL_BACKEND_RLIMIT && cfg->require_cgroups) {
+                warm_free(w);
+                return corral_make_error(ret_err, CORRAL_ERR_UNSUPPORTED, 0,
+                                         "no usable cgroup for memory and process limits (see 'corral doctor')");
+        }
+
+        int tree = geteuid() == 0 ? workspace_tree(cfg, host_uid, ret_err) : workspace_tree_user(cfg, ret_err);
+        if (tree < 0) {
+                warm_free(w);
+                return -1;
+        }
+        /* The claim: limits, environment, workspace. */
+        struct zygote_claim c = { .type = ZYGOTE_MSG_CLAIM, .loopback = cfg->net == CORRAL_NET_LOOPBACK,
+                                  .uid = (uint32_t)w->slot,
+                                  .disk_bytes = cfg->disk_bytes, .nofile = cfg->nofile,
+                                  .cpu_time_s = cfg->cpu_time_s > 0 ? (uint64_t)ceil(cfg->cpu_time_s) : 0,
+                                  .rlimit_as = w->backend == CORRAL_BACKEND_RLIMIT ? cfg->memory_bytes : 0,
+                                  .rlimit_nproc = w->have_cg && w->cg.pids != CG_NONE ? 0 : cfg->pids };
+        struct capbuf msg = { .cap = sizeof(c) + ZYGOTE_MAX_ENV };
+        capbuf_append(&msg, (const char *)&c, sizeof(c));
+        uint32_t envc = 0;
+        for (size_t i = 0; cfg->env && cfg->env[i]; i++) {
+                size_t before = msg.len;
+                capbuf_append(&msg, cfg->env[i], strlen(cfg->env[i]) + 1);
+                if (msg.truncated) {
+                        msg.len = before;
+                        break;
+                }
+                envc++;
+        }
+        memcpy(msg.data + offsetof(struct zygote_claim, envc), &envc, sizeof(envc));
+        int r = send_with_fds(w->ctl, msg.data, msg.len, &tree, 1);
+        int e = errno;
+        capbuf_release(&msg);
+        close(tree);
+        if (r < 0) {
+                warm_free(w);
+                return corral_fail(ret_err, e, "cannot hand the warm session its workspace");
+        }
+        *ret = w;
+        return 0;
+}
+
+int warm_frames_fd(struct warm *w)
+{
+        return w->frames;
+}
+
+void warm_release(struct warm *w)
+{
+        warm_free(w);
+}
+
+/* ---- supervising a claimed session ---- */
+
+static void pump(int fd, const corral_jail_io *io, int stream, bool *eof)
+{
+        char buf[65536];
+        for (int rounds = 0; rounds < 16; rounds++) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return;
+                if (n <= 0) {
+                        *eof = true;
+                        return;
+                }
+                if (io && io->on_output)
+                        io->on_output(io->userdata, stream, buf, (size_t)n);
+        }
+}
+
+int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
+             corral_error **ret_err)
+{
+        memset(ret, 0, sizeof(*ret));
+        double t0 = monotonic_ms();
+        cleanup_close int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (tfd < 0) {
+                warm_free(w);
+                return corral_fail(ret_err, errno, "cannot arm the session's timer");
+        }
+        double t = cfg->timeout_s;
+        struct itimerspec its = { .it_value = { .tv_sec = (time_t)t, .tv_nsec = (long)((t - floor(t)) * 1e9) } };
+        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+                its.it_value.tv_nsec = 1;
+        timerfd_settime(tfd, 0, &its, NULL);
+
+        bool frames_eof = false, diag_eof = false, ctl_eof = false, gone = false;
+        bool exited = false, violation = false, timed_out = false, cancelled = false, setup_failed = false;
+        int status = 0, vnr = 0, step = 0, serr = 0;
+        uint32_t varch = 0;
+        int cancel_fd = io && io->cancel_fd > 0 ? io->cancel_fd : -1;
+        while (!gone) {
+                struct pollfd p[6] = {
+                        { .fd = frames_eof ? -1 : w->frames, .events = POLLIN },
+                        { .fd = diag_eof ? -1 : w->diag, .events = POLLIN },
+                        { .fd = ctl_eof ? -1 : w->ctl, .events = POLLIN },
+                        { .fd = w->pidfd, .events = POLLIN },
+                        { .fd = tfd, .events = POLLIN },
+                        { .fd = cancel_fd, .events = POLLIN },
+                };
+                if (poll(p, 6, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (p[0].revents)
+                        pump(w->frames, io, 1, &frames_eof);
+                if (p[1].revents)
+                        pump(w->diag, io, 2, &diag_eof);
+                if (p[2].revents) {
+                        struct init_msg m;
+                        ssize_t n = recv(w->ctl, &m, sizeof(m), MSG_DONTWAIT);
+                        if (n == (ssize_t)sizeof(m)) {
+                                if (m.type == MSG_SECCOMP_VIOLATION && !violation) {
+                                        violation = true;
+                                        vnr = m.a;
+                                        varch = (uint32_t)m.b;
+                                } else if (m.type == MSG_EXITED) {
+                                        exited = true;
+                                        status = m.a;
+                                } else if (m.type == MSG_SETUP_FAILED) {
+                                        setup_failed = true;
+                                        step = m.a;
+                                        serr = m.b;
+                                }
+                        } else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+                                ctl_eof = true;
+                        }
+                }
+                if (p[4].revents && !timed_out) {
+                        timed_out = true;
+                        syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+                }
+                if (cancel_fd >= 0 && p[5].revents && !cancelled) {
+                        cancelled = true;
+                        syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+                }
+                if (p[3].revents)
+                        gone = true;
+        }
+        /* What was written before the end. */
+        if (!frames_eof)
+                pump(w->frames, io, 1, &frames_eof);
+        if (!diag_eof)
+                pump(w->diag, io, 2, &diag_eof);
+        for (;;) {
+                struct init_msg m;
+                ssize_t n = recv(w->ctl, &m, sizeof(m), MSG_DONTWAIT);
+                if (n != (ssize_t)sizeof(m))
+                        break;
+                if (m.type == MSG_SECCOMP_VIOLATION && !violation) {
+                        violation = true;
+                        vnr = m.a;
+                        varch = (uint32_t)m.b;
+                } else if (m.type == MSG_EXITED) {
+                        exited = true;
+                        status = m.a;
+                } else if (m.type == MSG_SETUP_FAILED) {
+                        setup_failed = true;
+                        step = m.a;
+                        serr = m.b;
+                }
+        }
+        struct cgroup_stats st = { 0 };
+        if (w->have_cg) {
+                cgroup_kill(&w->cg);
+                cgroup_read_stats(&w->cg, &st);
+        }
+        ret->backend = w->backend;
+        ret->wall_ms = monotonic_ms() - t0;
+        ret->cpu_ms = st.have_cpu ? (double)st.cpu_usec / 1000.0 : 0;
+        ret->memory_peak_bytes = st.memory_peak;
+        int rc = 0;
+        if (setup_failed) {
+                corral_fail(ret_err, serr, "cannot set up the warm session: could not %s", zstep_name(step));
+                rc = -1;
+        } else if (violation) {
+                ret->status = CORRAL_STATUS_KILLED;
+                ret->limit = CORRAL_LIMIT_SECCOMP;
+                ret->signal = SIGSYS;
+                ret->exit_code = 128 + SIGSYS;
+                ret->seccomp_syscall = vnr;
+                ret->seccomp_syscall_name = jail_seccomp_syscall_name(vnr, varch);
+                if (asprintf(&ret->reason, "forbidden system call %s", ret->seccomp_syscall_name
+                                                                           ? ret->seccomp_syscall_name
+                                                                           : "(unknown)") < 0)
+                        ret->reason = NULL;
+        } else if (cancelled) {
+                ret->status = CORRAL_STATUS_KILLED;
+                ret->limit = CORRAL_LIMIT_CANCELLED;
+                ret->signal = SIGKILL;
+                ret->exit_code = 137;
+                ret->reason = strdup("cancelled");
+        } else if (timed_out) {
+                ret->status = CORRAL_STATUS_TIMEOUT;
+                ret->limit = CORRAL_LIMIT_WALL_TIME;
+                ret->exit_code = 124;
+                ret->reason = strdup("wall-clock limit reached");
+        } else if (st.oom_kills > 0) {
+                ret->status = CORRAL_STATUS_OOM;
+                ret->limit = CORRAL_LIMIT_MEMORY;
+                ret->signal = SIGKILL;
+                ret->exit_code = 137;
+                if (asprintf(&ret->reason, "memory limit of %" PRIu64 " bytes reached", cfg->memory_bytes) < 0)
+                        ret->reason = NULL;
+        } else if (exited && WIFEXITED(status)) {
+                ret->exit_code = WEXITSTATUS(status);
+                ret->status = ret->exit_code == 0 ? CORRAL_STATUS_OK : CORRAL_STATUS_ERROR;
+        } else if (exited && WIFSIGNALED(status)) {
+                ret->status = CORRAL_STATUS_KILLED;
+                ret->signal = WTERMSIG(status);
+                ret->limit = CORRAL_LIMIT_SIGNAL;
+                ret->exit_code = 128 + ret->signal;
+                if (asprintf(&ret->reason, "killed by signal %d", ret->signal) < 0)
+                        ret->reason = NULL;
+        } else {
+                ret->status = CORRAL_STATUS_KILLED;
+                ret->signal = SIGKILL;
+                ret->exit_code = 137;
+                ret->reason = strdup("the session's init ended without a report");
+        }
+        warm_free(w);
+        return rc;
+}

@@ -1,0 +1,589 @@
+"""`corral session`: persistent Python interpreters in jails, end to end.
+
+Every test gets its own runtime directory (XDG_RUNTIME_DIR), so its sessions
+are invisible to other tests and to other users of the machine, and each
+session it starts is stopped at teardown."""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server"))
+from modelserver import ScriptedServer, text, tool_call  # noqa: E402
+
+from conftest import CORRAL  # noqa: E402
+
+
+class Sessions:
+    """Start sessions in a private runtime dir; stop them all at the end."""
+
+    def __init__(self, rundir):
+        self.rundir = rundir
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=rundir)
+        self.started = []
+
+    def corral(self, *args, timeout=90, env=None):
+        return subprocess.run([CORRAL, "session", *args], capture_output=True, text=True, timeout=timeout,
+                              env=env or self.env)
+
+    def start(self, *opts):
+        r = self.corral("start", "--json", *opts)
+        assert r.returncode == 0, r.stderr
+        info = json.loads(r.stdout)
+        self.started.append(info["id"])
+        return info
+
+    def step(self, sid, code, *opts, timeout=90):
+        """(rc, parsed JSON result, stderr) of one step."""
+        r = self.corral("exec", sid, "--json", *opts, "-c", code, timeout=timeout)
+        assert r.stdout, f"no JSON (rc={r.returncode}, stderr={r.stderr!r})"
+        return r.returncode, json.loads(r.stdout), r.stderr
+
+    def stop_all(self):
+        for sid in self.started:
+            self.corral("stop", sid)
+
+
+@pytest.fixture
+def sessions():
+    rundir = tempfile.mkdtemp(prefix="corral-test-run-")
+    os.chmod(rundir, 0o700)
+    s = Sessions(rundir)
+    yield s
+    s.stop_all()
+    shutil.rmtree(rundir, ignore_errors=True)
+
+
+def pid_alive(pid):
+    """True while pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def descendants(pid):
+    """Every live process whose parent chain reaches pid."""
+    parents = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if fields[0] != "Z":
+                    parents[int(p)] = int(fields[1])
+            except OSError:
+                pass
+    out = set()
+    for p in parents:
+        q = p
+        while q in parents and q > 1:
+            q = parents[q]
+            if q == pid:
+                out.add(p)
+                break
+    return out
+
+
+def cgroup_dirs(pid):
+    """The cgroup directories corral made for jails of supervisor pid."""
+    found = []
+    for root, dirs, _ in os.walk("/sys/fs/cgroup"):
+        for d in dirs:
+            if d.startswith(f"corral-{pid}-"):
+                found.append(os.path.join(root, d))
+        if root.count("/") > 6:
+            dirs[:] = []
+    return found
+
+
+def wait_until(pred, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+def png_size_and_pixels(path):
+    """(width, height) of a PNG after decoding every IDAT byte: a truncated or
+    corrupt file raises."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", None
+    while pos < len(data):
+        (n,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        (crc,) = struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])
+        assert zlib.crc32(kind + body) == crc, f"bad CRC in {kind!r}"
+        if kind == b"IHDR":
+            width, height, depth, color = struct.unpack(">IIBB", body[:10])
+            channels = {2: 3, 6: 4, 0: 1, 4: 2}[color]
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    assert len(raw) == height * (1 + width * channels * depth // 8)
+    return width, height
+
+
+# ---- the driver's protocol, without a jail ----
+
+def test_driver_protocol(tmp_path):
+    """docs/sessions.md's frames, spoken to the driver directly: ready,
+    exec -> out + result, ping -> pong, an unknown op, an interrupt for a step
+    that is not running (ignored), end of file on fd 3 -> exit 0."""
+    src = os.path.join(os.environ.get("CORRAL_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "../..")),
+                       "src/session/driver.py")
+    p = subprocess.Popen([sys.executable, "-u", src], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         cwd=tmp_path)
+
+    def send(obj):
+        b = json.dumps(obj).encode()
+        p.stdin.write(struct.pack(">I", len(b)) + b)
+        p.stdin.flush()
+
+    def recv():
+        (n,) = struct.unpack(">I", p.stdout.read(4))
+        return json.loads(p.stdout.read(n))
+
+    try:
+        ready = recv()
+        assert ready["t"] == "ready" and ready["python"] == sys.version.split()[0]
+        send({"op": "interrupt", "id": 1})
+        send({"op": "exec", "id": 1, "code": "import os, sys\nprint('a')\nos.write(2, b'b')\nz = 2\nz * 21"})
+        frames = [recv()]
+        while frames[-1]["t"] != "result":
+            frames.append(recv())
+        out = "".join(f["data"] for f in frames if f["t"] == "out" and f["stream"] == "stdout")
+        err = "".join(f["data"] for f in frames if f["t"] == "out" and f["stream"] == "stderr")
+        res = frames[-1]
+        assert (out, err) == ("a\n", "b") and all(f["id"] == 1 for f in frames)
+        assert res["status"] == "ok" and res["value"] == "42" and res["value_type"] == "int"
+        assert res["stdout_bytes"] == 2 and res["figures"] == [] and res["peak_memory_bytes"] > 0
+        send({"op": "ping", "id": 7})
+        assert recv() == {"t": "pong", "id": 7}
+        send({"op": "frobnicate", "id": 8})
+        bad = recv()
+        assert bad["id"] == 8 and bad["status"] == "error" and bad["error"]["type"] == "ProtocolError"
+        send({"op": "exec", "id": 9, "code": "z"})
+        assert recv()["value"] == "2"
+        p.stdin.close()
+        assert p.wait(10) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+# ---- state and results ----
+
+def test_state_persists_across_steps(sessions):
+    sid = sessions.start()["id"]
+    rc, r, _ = sessions.step(sid, "import math\nx = 41\nrows = [1, 2, 3]")
+    assert rc == 0 and r["status"] == "ok" and r["value"] is None
+    rc, r, _ = sessions.step(sid, "x + 1")
+    assert rc == 0 and r["value"] == {"text": "42", "type": "int"}
+    rc, r, _ = sessions.step(sid, "rows.append(4)\nround(math.pi, 3), len(rows)")
+    assert r["value"]["text"] == "(3.142, 4)"
+    assert [r["step"] for r in [r]] == [3] and r["state_lost"] is False and r["restarted"] is False
+
+
+def test_stdout_stderr_and_value(sessions):
+    sid = sessions.start()["id"]
+    rc, r, _ = sessions.step(sid, "import sys\nprint('out')\nprint('err', file=sys.stderr)\n'v' * 3")
+    assert rc == 0
+    assert r["stdout"] == "out\n" and r["stderr"] == "err\n" and r["value"]["text"] == "'vvv'"
+    # print() returns None: no value; plain CLI prints the value after the output
+    rc, r, _ = sessions.step(sid, "print(5)")
+    assert r["value"] is None and r["stdout"] == "5\n"
+    p = sessions.corral("exec", sid, "-c", "print('a')\n6 * 7")
+    assert p.returncode == 0 and p.stdout == "a\n42\n"
+
+
+def test_step_from_a_file(sessions, tmp_path):
+    sid = sessions.start()["id"]
+    f = tmp_path / "step.py"
+    f.write_text("total = sum(range(10))\ntotal\n")
+    p = sessions.corral("exec", sid, str(f))
+    assert p.returncode == 0 and p.stdout == "45\n", p.stderr
+    rc, r, _ = sessions.step(sid, "total * 2")
+    assert r["value"]["text"] == "90"
+    p = sessions.corral("exec", sid, str(tmp_path / "missing.py"))
+    assert p.returncode == 2 and "missing.py" in p.stderr
+
+
+def test_relative_bind_survives_a_restart(sessions, tmp_path):
+    """The supervisor runs in /: a bind given relative to the caller's
+    directory must still resolve, also for the interpreter after a crash."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "f.txt").write_text("hello")
+    for p in (tmp_path, tmp_path / "data", tmp_path / "data" / "f.txt"):
+        os.chmod(p, 0o755)
+    p = subprocess.run([CORRAL, "session", "start", "--ro-bind", "data:/data"], capture_output=True, text=True,
+                       cwd=tmp_path, env=sessions.env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    sid = p.stdout.strip()
+    sessions.started.append(sid)
+    rc, r, _ = sessions.step(sid, "open('/data/f.txt').read()")
+    assert r["value"]["text"] == "'hello'", r
+    sessions.step(sid, "import os\nos._exit(1)")
+    rc, r, _ = sessions.step(sid, "open('/data/f.txt').read()")
+    assert r["restarted"] is True and r["value"]["text"] == "'hello'", r
+
+
+def test_dataframe_value_is_a_compact_table(sessions):
+    sid = sessions.start()["id"]
+    rc, r, _ = sessions.step(sid, "import pandas as pd\n"
+                                  "df = pd.DataFrame({'city': ['Oslo', 'Rome'] * 50, 'n': range(100)})\ndf")
+    assert rc == 0, r
+    v = r["value"]
+    assert v["type"] == "dataframe"
+    assert "city" in v["text"] and "Oslo" in v["text"] and "[100 rows x 2 columns]" in v["text"]
+    assert "..." in v["text"] and len(v["text"].splitlines()) <= 40
+
+
+def test_figures_saved_without_savefig(sessions):
+    info = sessions.start()
+    sid = info["id"]
+    rc, r, _ = sessions.step(sid, "import matplotlib.pyplot as plt\n"
+                                  "plt.plot([1, 3, 2])\n"
+                                  "fig = plt.figure(figsize=(3, 2), dpi=100)\n"
+                                  "_ = fig.gca().bar(['a', 'b'], [1, 2])")
+    assert rc == 0, r
+    figs = r["figures"]
+    assert len(figs) == 2
+    sizes = []
+    for f in figs:
+        assert f["path"].startswith("/workspace/output/figures/")
+        assert f["host_path"].startswith(info["workspace"])
+        sizes.append(png_size_and_pixels(f["host_path"]))
+        assert (f["width"], f["height"]) == sizes[-1]
+    assert sizes == [(640, 480), (300, 200)]
+    # closed afterwards: the next step starts with no figure and saves none
+    rc, r, _ = sessions.step(sid, "plt.get_fignums()")
+    assert r["value"]["text"] == "[]" and r["figures"] == []
+
+
+def test_exception_traceback_trimmed_to_user_code(sessions):
+    sid = sessions.start()["id"]
+    rc, r, _ = sessions.step(sid, "def inner():\n    return 1 / 0\n\ndef outer():\n    return inner()\n\nouter()")
+    assert rc == 1 and r["status"] == "error" and r["state_lost"] is False
+    tb = r["error"]["traceback"]
+    assert r["error"]["type"] == "ZeroDivisionError"
+    assert tb.startswith("Traceback (most recent call last):")
+    assert "line 7, in <module>" in tb and "in inner" in tb and "return 1 / 0" in tb
+    assert "driver.py" not in tb and "corral-session" not in tb
+    rc, r, _ = sessions.step(sid, "def (:")
+    assert rc == 1 and r["error"]["type"] == "SyntaxError" and "driver.py" not in r["error"]["traceback"]
+    # the namespace survived both
+    rc, r, _ = sessions.step(sid, "outer.__name__")
+    assert rc == 0 and r["value"]["text"] == "'outer'"
+    # plain CLI: the traceback goes to stderr
+    p = sessions.corral("exec", sid, "-c", "raise ValueError('nope')")
+    assert p.returncode == 1 and "ValueError: nope" in p.stderr and "driver.py" not in p.stderr
+
+
+# ---- limits, timeouts and faults ----
+
+def test_timeout_interrupts_and_keeps_state(sessions):
+    sid = sessions.start()["id"]
+    sessions.step(sid, "x = 7")
+    t = time.monotonic()
+    rc, r, _ = sessions.step(sid, "while True:\n    pass", "--timeout", "1")
+    took = time.monotonic() - t
+    assert rc == 124 and r["status"] == "timeout" and r["state_lost"] is False, r
+    assert "KeyboardInterrupt" in r["reason"]
+    assert 0.9 < took < 2.5, took
+    rc, r, _ = sessions.step(sid, "x")
+    assert rc == 0 and r["value"]["text"] == "7" and r["restarted"] is False
+
+
+def test_timeout_hard_stop_after_grace(sessions):
+    sid = sessions.start("--grace", "0.5")["id"]
+    sessions.step(sid, "x = 7")
+    t = time.monotonic()
+    rc, r, _ = sessions.step(sid, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                  "while True:\n    time.sleep(0.01)", "--timeout", "1")
+    took = time.monotonic() - t
+    assert rc == 124 and r["status"] == "timeout" and r["state_lost"] is True, r
+    assert 1.4 < took < 4, took
+    rc, r, _ = sessions.step(sid, "x")
+    assert rc == 1 and r["error"]["type"] == "NameError" and r["restarted"] is True
+
+
+CRASHES = {
+    "os_exit": ("import os\nos._exit(3)", 3, "exited with status 3"),
+    "segfault": ("import ctypes\nctypes.string_at(0)", 139, "signal 11"),
+    "memory": ("hog = []\nwhile True:\n    hog.append(bytearray(16 << 20))", 137, "memory"),
+}
+
+
+def limits_backend():
+    r = subprocess.run([CORRAL, "exec", "--json", "-m", "256M", "--", "/bin/true"], capture_output=True, text=True,
+                       timeout=60)
+    return json.loads(r.stdout)["limits_backend"]
+
+
+@pytest.mark.parametrize("kind", sorted(CRASHES))
+def test_crash_loses_state_and_next_step_is_clean(sessions, kind):
+    code, want_rc, want_reason = CRASHES[kind]
+    sid = sessions.start("-m", "256M")["id"]
+    rc, r, _ = sessions.step(sid, "x = 1\nimport os\nos.getpid()")
+    assert rc == 0
+    rc, r, _ = sessions.step(sid, code, "--timeout", "30")
+    if kind == "memory" and limits_backend() == "rlimit":
+        # Without a cgroup the limit is RLIMIT_AS: the allocation fails with
+        # MemoryError in the user's code and the interpreter lives on.
+        assert r["status"] == "error" and r["error"]["type"] == "MemoryError" and not r["state_lost"], r
+        rc, r, _ = sessions.step(sid, "del hog\nx")
+        assert rc == 0 and r["value"]["text"] == "1", r
+        return
+    assert r["status"] == "lost" and r["state_lost"] is True, r
+    assert rc == want_rc and want_reason in r["reason"], r
+    rc, r, _ = sessions.step(sid, "x")
+    assert rc == 1 and r["error"]["type"] == "NameError" and r["restarted"] is True
+    rc, r, _ = sessions.step(sid, "y = 2\ny * 21")
+    assert rc == 0 and r["value"]["text"] == "42" and r["restarted"] is False
+
+
+def test_output_cap_per_step(sessions):
+    sid = sessions.start()["id"]
+    rc, r, _ = sessions.step(sid, "print('x' * 100000)", "--output-limit", "1K")
+    assert rc == 0 and len(r["stdout"]) == 1024 and r["stdout_truncated"] is True
+    assert r["stdout_bytes"] >= 100001
+    # the cap is per step: the next one has its whole allowance again
+    rc, r, _ = sessions.step(sid, "print('y' * 500)", "--output-limit", "1K")
+    assert r["stdout"] == "y" * 500 + "\n" and r["stdout_truncated"] is False
+
+
+def test_peak_memory_reported_per_step(sessions):
+    sid = sessions.start()["id"]
+    rc, r, _ = sessions.step(sid, "b = bytearray(120 << 20)\nb[::4096] = b'x' * len(b[::4096])\ndel b")
+    assert rc == 0 and r["peak_memory_bytes"] >= 120 << 20, r
+    rc, r2, _ = sessions.step(sid, "1")
+    assert 0 < r2["peak_memory_bytes"] < r["peak_memory_bytes"] - (60 << 20), (r2, r)
+
+
+def test_streaming_output_arrives_while_the_step_runs(sessions):
+    sid = sessions.start()["id"]
+    p = subprocess.Popen([CORRAL, "session", "exec", sid, "-c",
+                          "import time\nprint('first', flush=True)\ntime.sleep(2)\nprint('second')"],
+                         stdout=subprocess.PIPE, text=True, env=sessions.env)
+    t = time.monotonic()
+    first = p.stdout.readline()
+    took = time.monotonic() - t
+    rest = p.stdout.read()
+    assert p.wait(10) == 0
+    assert first == "first\n" and took < 1.5, took
+    assert rest == "second\n"
+
+
+# ---- the supervisor ----
+
+def gone(info):
+    """What of a session is still on the host (empty when nothing)."""
+    left = []
+    if pid_alive(info["pid"]):
+        left.append(f"supervisor {info['pid']}")
+    left += [f"process {p}" for p in descendants(info["pid"])]
+    if os.path.exists(info["socket"]):
+        left.append(info["socket"])
+    if os.path.exists(info["workspace"]):
+        left.append(info["workspace"])
+    left += cgroup_dirs(info["pid"])
+    with open("/proc/self/mountinfo") as f:
+        left += [line for line in f if info["workspace"] in line]
+    return left
+
+
+def test_stop_leaves_nothing(sessions):
+    info = sessions.start()
+    sid = info["id"]
+    rc, r, _ = sessions.step(sid, "import os\nopen('output/f.txt', 'w').write('x')\nos.getpid()")
+    assert rc == 0
+    assert os.path.exists(os.path.join(info["workspace"], "output", "f.txt"))
+    assert descendants(info["pid"]), "the supervisor has no jail under it"
+    p = sessions.corral("stop", sid)
+    assert p.returncode == 0, p.stderr
+    assert wait_until(lambda: not gone(info), 5), gone(info)
+    # and it is really gone for the CLI
+    p = sessions.corral("exec", sid, "-c", "1")
+    assert p.returncode == 2 and f"no session '{sid}'" in p.stderr
+    p = sessions.corral("list", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout) == []
+
+
+def test_idle_timeout_ends_the_session(sessions):
+    info = sessions.start("--idle-timeout", "1")
+    sid = info["id"]
+    rc, r, _ = sessions.step(sid, "x = 1")
+    assert rc == 0
+    p = sessions.corral("list", "--json")
+    assert [s["id"] for s in json.loads(p.stdout)] == [sid]
+    assert wait_until(lambda: not gone(info), 6), gone(info)
+    p = sessions.corral("exec", sid, "-c", "x")
+    assert p.returncode == 2 and "no session" in p.stderr
+
+
+def test_lifetime_limit_ends_a_busy_session(sessions):
+    info = sessions.start("--lifetime", "2", "--idle-timeout", "100")
+    sid = info["id"]
+    for _ in range(3):
+        sessions.step(sid, "x = 1")
+        time.sleep(0.3)
+    assert wait_until(lambda: not gone(info), 6), gone(info)
+
+
+def test_sigterm_to_the_supervisor_cleans_up(sessions):
+    info = sessions.start()
+    sessions.step(info["id"], "x = 1")
+    os.kill(info["pid"], 15)
+    assert wait_until(lambda: not gone(info), 5), gone(info)
+
+
+def test_list_and_unknown_ids(sessions):
+    a = sessions.start()["id"]
+    b = sessions.start()["id"]
+    sessions.step(a, "1")
+    p = sessions.corral("list", "--json")
+    listed = {s["id"]: s for s in json.loads(p.stdout)}
+    assert set(listed) == {a, b} and listed[a]["steps"] == 1 and listed[b]["steps"] == 0
+    p = sessions.corral("list")
+    assert a in p.stdout and b in p.stdout
+    for args in (["exec", "0123456789ab", "-c", "1"], ["stop", "0123456789ab"], ["exec", "../../etc", "-c", "1"]):
+        p = sessions.corral(*args)
+        assert p.returncode == 2 and "no session" in p.stderr, (args, p.stderr)
+    p = sessions.corral("exec", a)
+    assert p.returncode == 2 and "nothing to run" in p.stderr
+    p = sessions.corral("frobnicate")
+    assert p.returncode == 2 and "unknown subcommand" in p.stderr
+
+
+BROKEN_DRIVERS = {
+    "exits": ("import sys\nsys.stderr.write('driver gave up')\nsys.exit(4)\n", "ended before it was ready"),
+    "malformed": ("import os\nos.write(1, b'\\xff\\xff\\xff\\xff' + b'x' * 64)\nimport time\ntime.sleep(30)\n",
+                  "malformed frame"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN_DRIVERS))
+def test_start_fails_cleanly_with_a_broken_interpreter(sessions, tmp_path, kind):
+    """A driver that dies or talks garbage before it is ready: `start` says
+    so (125) and the supervisor leaves nothing behind."""
+    code, want = BROKEN_DRIVERS[kind]
+    drv = tmp_path / "driver.py"
+    drv.write_text(code)
+    os.chmod(drv, 0o644)
+    os.chmod(tmp_path, 0o755)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = dict(sessions.env, CORRAL_SESSION_DRIVER=str(drv), TMPDIR=str(tmpdir))
+    p = sessions.corral("start", env=env)
+    assert p.returncode == 125 and want in p.stderr, p.stderr
+    sockdir = os.path.join(sessions.rundir, "corral", "sessions")
+    assert not os.path.exists(sockdir) or os.listdir(sockdir) == []
+    assert wait_until(lambda: os.listdir(tmpdir) == [], 5), os.listdir(tmpdir)  # the temporary workspace
+
+
+def test_runtime_dir_must_be_private(sessions, tmp_path):
+    base = tmp_path / "xdg"
+    (base / "corral" / "sessions").mkdir(parents=True)
+    os.chmod(base, 0o700)
+    os.chmod(base / "corral", 0o755)
+    env = dict(sessions.env, XDG_RUNTIME_DIR=str(base))
+    p = sessions.corral("start", env=env)
+    assert p.returncode == 125 and "refusing to use" in p.stderr and "0700" in p.stderr, p.stderr
+    assert os.listdir(base / "corral" / "sessions") == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another uid")
+def test_another_uid_cannot_use_the_socket(sessions):
+    info = sessions.start()
+    sock = info["socket"]
+    probe = ("import json, socket, struct, sys\n"
+             "s = socket.socket(socket.AF_UNIX)\n"
+             "try:\n"
+             "    s.connect(sys.argv[1])\n"
+             "except OSError as e:\n"
+             "    print('refused', e.errno); sys.exit(0)\n"
+             "b = json.dumps({'op': 'info'}).encode()\n"
+             "try:\n"
+             "    s.sendall(struct.pack('>I', len(b)) + b)\n"
+             "    s.settimeout(5)\n"
+             "    print('answer', len(s.recv(100)))\n"
+             "except OSError as e:\n"
+             "    print('closed', e.errno)\n")
+
+    def as_nobody(path):
+        def drop():
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+        return subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True,
+                              preexec_fn=drop, timeout=20)
+
+    # the private directory keeps it from even reaching the socket
+    p = as_nobody(sock)
+    assert p.stdout.startswith("refused 13"), p.stdout + p.stderr
+    # with the directories opened up, the supervisor itself still refuses it
+    dirs = [os.path.dirname(sock), os.path.dirname(os.path.dirname(sock)), sessions.rundir]
+    modes = [os.stat(d).st_mode & 0o777 for d in dirs]
+    try:
+        for d in dirs:
+            os.chmod(d, 0o711)
+        os.chmod(sock, 0o666)
+        p = as_nobody(sock)
+    finally:
+        for d, m in zip(dirs, modes):
+            os.chmod(d, m)
+        os.chmod(sock, 0o600)
+    # connected, then dropped without a byte of answer
+    assert p.stdout.strip() in ("answer 0", "closed 32", "closed 104"), p.stdout + p.stderr
+    # and the owner still can
+    rc, r, _ = sessions.step(info["id"], "1 + 1")
+    assert rc == 0 and r["value"]["text"] == "2"
+
+
+# ---- corral run ----
+
+def run_agent(tmp_path, srv, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CORRAL_MODEL", "XDG_CONFIG"))}
+    env["NO_COLOR"] = "1"
+    return subprocess.run([CORRAL, "run", "--base-url", srv.base_url, "--model", "gpt-test", "--json", *args],
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path, env=env)
+
+
+def test_run_python_shares_one_session(tmp_path):
+    turns = [tool_call("run_python", code="import matplotlib.pyplot as plt\nx = 6 * 7\nplt.plot([1, 2])"),
+             tool_call("run_python", code="x") | {"expect": {"contains": ["figures/step1-1.png"]}},
+             text("42") | {"expect": {"contains": ["value of the last expression:\n42"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run_agent(tmp_path, srv, "-o", str(tmp_path / "out"), "compute")
+    srv.assert_ok()
+    assert r.returncode == 0, r.stderr
+    png = tmp_path / "out" / "figures" / "step1-1.png"
+    assert png_size_and_pixels(str(png)) == (640, 480)
+    system = srv.requests[0]["messages"][0]["content"]
+    assert "variables, imports and loaded data persist" in system
+
+
+def test_run_stateless_starts_fresh_processes(tmp_path):
+    turns = [tool_call("run_python", code="x = 6 * 7"),
+             tool_call("run_python", code="print(x)"),
+             text("no state") | {"expect": {"contains": ["NameError"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run_agent(tmp_path, srv, "--stateless", "compute")
+    srv.assert_ok()
+    assert r.returncode == 0, r.stderr
+    assert "Each run starts a fresh process" in srv.requests[0]["messages"][0]["content"]

@@ -1,0 +1,4 @@
+# rule: SH-RM-001
+# attempts: rm: cannot remove '/(usr|etc|bin|lib|proc|dev)[^']*': (Read-only file system|Permission denied|Device or resource busy)
+# jail: -t 2
+bash -c 'rm -rf /*'

@@ -1,0 +1,6 @@
+# rule: PY-DYN-001
+# attempts: pwned-42
+import builtins
+
+payload = "import os\nos.system('echo pwned-$((6*7))')\n"
+builtins.exec(payload)

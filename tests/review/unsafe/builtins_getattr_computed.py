@@ -1,0 +1,6 @@
+# rule: PY-DYN-003
+# attempts: pwned-42
+import builtins
+
+fn = getattr(builtins, "ex" + "ec".upper().lower())
+fn("import os; os.system('echo pwned-$((6*7))')")

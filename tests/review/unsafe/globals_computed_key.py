@@ -1,0 +1,6 @@
+# rule: PY-DYN-004
+# attempts: pwned-42
+import os  # noqa: F401
+
+key = "o" + "s"
+globals()[key].system("echo pwned-$((6*7))")

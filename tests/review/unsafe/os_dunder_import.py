@@ -1,0 +1,3 @@
+# rule: PY-PROC-002
+# attempts: pwned-42
+__import__("os").system("echo pwned-$((6*7))")

@@ -1,0 +1,9 @@
+# rule: PY-PROC-004
+# attempts: openpty attempt: (\[Errno \d+\]|out of pty devices)
+import os
+
+try:
+    master, slave = os.openpty()
+    print("openpty attempt: got", master, slave)
+except OSError as e:
+    print("openpty attempt:", e)
