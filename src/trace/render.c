@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../workspace/artifact.h"
 #include "format.h"
 #include "render.h"
 
@@ -701,8 +702,9 @@ static void render_tool_call(render *r, const json_t *ev)
         out_str(r, "\n");
 }
 
-/* "+ output/top5.csv (312 B)" for each entry of a workspace diff or an
- * artifact list (objects with path/change/size or bytes, or strings). */
+/* "+ output/top5.csv (312 B, CSV 5 rows × 2 columns)" for each entry of a
+ * workspace diff or an artifact list (objects with path/change/size or
+ * bytes and the fields of artifact.h, or strings). */
 static void out_artifacts(render *r, const json_t *list, const char *first_indent, const char *indent)
 {
         size_t i;
@@ -724,11 +726,13 @@ static void out_artifacts(render *r, const json_t *list, const char *first_inden
                 double size = -1;
                 if (!trace_jnum(a, "size", &size))
                         trace_jnum(a, "bytes", &size);
-                char sz[48] = "";
+                char sz[160] = "", what[112] = "";
+                if (json_is_object(a)) /* typed by content: "PNG 1200×600" */
+                        artifact_describe(a, what, sizeof(what));
                 if (size >= 0 && !(change && strcmp(change, "deleted") == 0)) {
                         char h[32];
                         trace_fmt_size(h, sizeof(h), size);
-                        snprintf(sz, sizeof(sz), " (%s)", h);
+                        snprintf(sz, sizeof(sz), " (%s%s%s)", h, what[0] ? ", " : "", what);
                 }
                 char *line = NULL;
                 if (asprintf(&line, "%s %s%s%s%s%s", sign, path, sz, type && strcmp(type, "file") != 0 ? " [" : "",

@@ -1,6 +1,6 @@
 #!/bin/bash
 # run.sh [TARGET...]: what `make fuzz` runs.  Builds the libFuzzer targets
-# with clang in build-fuzz/ and fuzzes each (default: all five) for
+# with clang in build-fuzz/ and fuzzes each (default: all) for
 # FUZZ_SECONDS (default 60), starting from its committed corpus.
 #
 #   FUZZ_SECONDS=N  seconds per target
@@ -19,7 +19,13 @@ cd "$(dirname "$0")/../.."
 build=${FUZZ_BUILD:-build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz-utf8 fuzz-parse fuzz-result-json fuzz-profile fuzz-cgroup fuzz-sse fuzz-chat fuzz-textproto fuzz-trace)
+# Default: every target (each has a committed corpus of its own).
+if [ ${#targets[@]} -eq 0 ]; then
+        for c in tests/fuzz/corpus/fuzz-*/; do
+                t=$(basename "$c")
+                [ -f "tests/fuzz/$t.c" ] && targets+=("$t")
+        done
+fi
 
 if ! command -v clang >/dev/null; then
         echo "fuzzing needs clang and its libFuzzer runtime: apt-get install clang libclang-rt-14-dev" >&2

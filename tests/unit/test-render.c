@@ -23,7 +23,8 @@ static const char sample[] =
         "{\"v\":1,\"type\":\"tool_result\",\"t_ms\":4,\"ts\":\"x\",\"iteration\":1,\"id\":\"c1\",\"name\":\"run_python\","
         "\"ok\":true,\"content\":\"1\",\"ms\":600,\"exec\":{\"status\":\"ok\",\"exit_code\":0,\"stdout\":\"1\\n\","
         "\"stderr\":\"warn\\n\",\"wall_ms\":412.3},\"artifacts\":[{\"path\":\"output/top5.csv\",\"change\":\"created\","
-        "\"type\":\"file\",\"size\":312},{\"path\":\"output/log\",\"change\":\"modified\",\"type\":\"file\",\"size\":2048},"
+        "\"type\":\"file\",\"size\":312,\"format\":\"csv\",\"rows\":5,\"columns\":2},"
+        "{\"path\":\"output/log\",\"change\":\"modified\",\"type\":\"file\",\"size\":2048},"
         "{\"path\":\"output/old\",\"change\":\"deleted\",\"type\":\"file\",\"size\":1}]}\n"
         "{\"v\":1,\"type\":\"tool_call\",\"t_ms\":5,\"ts\":\"x\",\"iteration\":2,\"id\":\"c2\",\"name\":\"run_shell\","
         "\"arguments\":{\"command\":\"ls -la\"},\"command\":\"ls -la\"}\n"
@@ -133,7 +134,8 @@ TEST(layout_without_colour)
         CHECK(strstr(out, "   1 │ import pandas as pd\n   2 │ print(1)\n") != NULL);
         CHECK(strstr(out, "  ✓ ok · exit 0 · 412 ms\n") != NULL);
         CHECK(strstr(out, "  out │ 1\n  err │ warn\n") != NULL);
-        CHECK(strstr(out, "  + output/top5.csv (312 B)\n  ~ output/log (2 KiB)\n  - output/old\n") != NULL);
+        CHECK(strstr(out, "  + output/top5.csv (312 B, CSV 5 rows × 2 columns)\n  ~ output/log (2 KiB)\n  - output/old\n") !=
+              NULL);
         CHECK(strstr(out, "── step 2 · run_shell ──") != NULL);
         CHECK(strstr(out, "  $ ls -la\n") != NULL);
         CHECK(strstr(out, "  ✗ timeout · exit 124 · 30 s · wall-clock limit of 30 s reached\n") != NULL);
