@@ -111,57 +111,11 @@ static void step_status(const json_t *result, char *buf, size_t size, bool *ret_
         }
 }
 
-/* "+ output/top5.csv (312 B)" into f, for one artifact (object or string);
- * ret_class: created/modified/deleted. */
-static bool artifact_line(const json_t *a, FILE *f, const char **ret_class)
-{
-        const char *path = json_is_string(a) ? json_string_value(a) : trace_jstr(a, "path");
-        if (path == NULL)
-                return false;
-        const char *change = trace_jstr(a, "change");
-        const char *sign = "+";
-        *ret_class = "created";
-        if (change && strcmp(change, "modified") == 0) {
-                sign = "~";
-                *ret_class = "modified";
-        } else if (change && strcmp(change, "deleted") == 0) {
-                sign = "-";
-                *ret_class = "deleted";
-        }
-        fprintf(f, "%s %s", sign, path);
-        double size;
-        if (strcmp(*ret_class, "deleted") != 0 && (trace_jnum(a, "size", &size) || trace_jnum(a, "bytes", &size))) {
-                char sz[32];
-                trace_fmt_size(sz, sizeof(sz), size);
-                fprintf(f, " (%s)", sz);
-        }
-        const char *type = trace_jstr(a, "type");
-        if (type && strcmp(type, "file") != 0)
-                fprintf(f, " [%s]", type);
-        return true;
-}
-
 /* How a run_start input is named: a string, or its "dest", else "source". */
 static const char *input_name(const json_t *in)
 {
         const char *p = json_is_string(in) ? json_string_value(in) : trace_jstr(in, "dest");
         return p ? p : trace_jstr(in, "source");
-}
-
-/* artifact_line() as a string (malloc'd), or NULL when there is none. */
-static char *artifact_text(const json_t *a, const char **ret_class)
-{
-        char *line = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&line, &size);
-        if (f == NULL)
-                return NULL;
-        bool ok = artifact_line(a, f, ret_class);
-        if (fclose(f) != 0 || !ok) {
-                free(line);
-                return NULL;
-        }
-        return line;
 }
 
 /* A one-line summary of a file tool's arguments: the path, a size for writes. */
@@ -353,7 +307,7 @@ static void md_run_end(const json_t *ev, FILE *f)
         json_t *a;
         json_array_foreach (arts, i, a) {
                 const char *cls;
-                cleanup_free char *line = artifact_text(a, &cls);
+                cleanup_free char *line = trace_artifact_line(a, &cls);
                 if (line) {
                         fputs(i == 0 ? "- artifacts:\n  - " : "  - ", f);
                         md_code(f, line);
@@ -442,7 +396,7 @@ static void md_artifacts(const json_t *arts, FILE *f)
         bool first = true;
         json_array_foreach (arts, i, a) {
                 const char *cls;
-                cleanup_free char *line = artifact_text(a, &cls);
+                cleanup_free char *line = trace_artifact_line(a, &cls);
                 if (line) {
                         fputs(first ? "Files: " : ", ", f);
                         md_code(f, line);
@@ -616,7 +570,7 @@ static void html_artifacts(FILE *f, const json_t *arts)
         json_t *a;
         json_array_foreach (arts, i, a) {
                 const char *cls;
-                cleanup_free char *line = artifact_text(a, &cls);
+                cleanup_free char *line = trace_artifact_line(a, &cls);
                 if (line) {
                         fprintf(f, "<li class=\"%s\">", cls);
                         h(f, line);

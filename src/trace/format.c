@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../workspace/artifact.h"
 #include "format.h"
 
 const char *trace_jstr(const json_t *o, const char *key)
@@ -65,4 +66,36 @@ void trace_fmt_count(char *buf, size_t size, unsigned long long n)
                 buf[o++] = digits[i];
         }
         buf[o] = '\0';
+}
+
+char *trace_artifact_line(const json_t *a, const char **ret_change)
+{
+        const char *path = json_is_string(a) ? json_string_value(a) : trace_jstr(a, "path");
+        if (path == NULL)
+                return NULL;
+        const char *change = trace_jstr(a, "change"), *sign = "+", *cls = "created";
+        if (change && strcmp(change, "modified") == 0) {
+                sign = "~";
+                cls = "modified";
+        } else if (change && strcmp(change, "deleted") == 0) {
+                sign = "-";
+                cls = "deleted";
+        }
+        if (ret_change)
+                *ret_change = cls;
+        char sz[160] = "", what[112] = "";
+        double size;
+        if (strcmp(cls, "deleted") != 0 && (trace_jnum(a, "size", &size) || trace_jnum(a, "bytes", &size))) {
+                char h[32];
+                trace_fmt_size(h, sizeof(h), size);
+                if (json_is_object(a)) /* typed by content: "PNG 1200×600" */
+                        artifact_describe(a, what, sizeof(what));
+                snprintf(sz, sizeof(sz), " (%s%s%s)", h, what[0] ? ", " : "", what);
+        }
+        const char *type = trace_jstr(a, "type");
+        bool odd = type && strcmp(type, "file") != 0;
+        char *line = NULL;
+        if (asprintf(&line, "%s %s%s%s%s%s", sign, path, sz, odd ? " [" : "", odd ? type : "", odd ? "]" : "") < 0)
+                return NULL;
+        return line;
 }

@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../workspace/artifact.h"
 #include "format.h"
 #include "render.h"
 
@@ -710,35 +709,13 @@ static void out_artifacts(render *r, const json_t *list, const char *first_inden
         size_t i;
         json_t *a;
         json_array_foreach (list, i, a) {
-                const char *path = json_is_string(a) ? json_string_value(a) : trace_jstr(a, "path");
-                if (path == NULL)
+                const char *change = NULL;
+                char *line = trace_artifact_line(a, &change);
+                if (line == NULL)
                         continue;
-                const char *change = trace_jstr(a, "change");
-                const char *type = trace_jstr(a, "type");
-                const char *sign = "+", *color = C_GREEN;
-                if (change && strcmp(change, "modified") == 0) {
-                        sign = "~";
-                        color = C_YELLOW;
-                } else if (change && strcmp(change, "deleted") == 0) {
-                        sign = "-";
-                        color = C_RED;
-                }
-                double size = -1;
-                if (!trace_jnum(a, "size", &size))
-                        trace_jnum(a, "bytes", &size);
-                char sz[160] = "", what[112] = "";
-                if (json_is_object(a)) /* typed by content: "PNG 1200×600" */
-                        artifact_describe(a, what, sizeof(what));
-                if (size >= 0 && !(change && strcmp(change, "deleted") == 0)) {
-                        char h[32];
-                        trace_fmt_size(h, sizeof(h), size);
-                        snprintf(sz, sizeof(sz), " (%s%s%s)", h, what[0] ? ", " : "", what);
-                }
-                char *line = NULL;
-                if (asprintf(&line, "%s %s%s%s%s%s", sign, path, sz, type && strcmp(type, "file") != 0 ? " [" : "",
-                             type && strcmp(type, "file") != 0 ? type : "",
-                             type && strcmp(type, "file") != 0 ? "]" : "") < 0)
-                        continue;
+                const char *color = strcmp(change, "modified") == 0  ? C_YELLOW
+                                    : strcmp(change, "deleted") == 0 ? C_RED
+                                                                     : C_GREEN;
                 if (i == 0 && first_indent) {
                         color_on(r, C_DIM);
                         out_str(r, first_indent);

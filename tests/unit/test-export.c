@@ -26,7 +26,8 @@ static const char sample[] =
         "{\"v\":1,\"type\":\"tool_result\",\"t_ms\":4,\"ts\":\"x\",\"iteration\":1,\"id\":\"c1\",\"name\":\"run_python\","
         "\"ok\":true,\"content\":\"1\",\"ms\":600,\"exec\":{\"status\":\"ok\",\"exit_code\":0,\"stdout\":"
         "\"<script>alert(1)</script>\\nline 2\\n\",\"stderr\":\"warn \\\"quoted\\\" & 'single'\\n\",\"wall_ms\":412.3},"
-        "\"artifacts\":[{\"path\":\"output/top5.csv\",\"change\":\"created\",\"type\":\"file\",\"size\":312}]}\n"
+        "\"artifacts\":[{\"path\":\"output/top5.csv\",\"change\":\"created\",\"type\":\"file\",\"size\":312,"
+        "\"format\":\"csv\",\"rows\":5,\"columns\":2}]}\n"
         "{\"v\":1,\"type\":\"tool_call\",\"t_ms\":5,\"ts\":\"x\",\"iteration\":2,\"id\":\"c2\",\"name\":\"run_shell\","
         "\"arguments\":{\"command\":\"ls -la\"},\"command\":\"ls -la\"}\n"
         "{\"v\":1,\"type\":\"tool_call\",\"t_ms\":5,\"ts\":\"x\",\"iteration\":2,\"id\":\"c3\",\"name\":\"read_file\","
@@ -160,7 +161,7 @@ TEST(ipynb_structure)
         CHECK_STR(o0, "<script>alert(1)</script>\nline 2\n");
         CHECK_STR(json_string_value(json_object_get(json_array_get(outs, 1), "name")), "stderr");
         cleanup_free char *files = joined(json_object_get(json_array_get(cells, 3), "source"));
-        CHECK(files && strstr(files, "`+ output/top5.csv (312 B)`") != NULL);
+        CHECK(files && strstr(files, "`+ output/top5.csv (312 B, CSV 5 rows × 2 columns)`") != NULL);
 
         json_t *sh = json_array_get(cells, 4);
         CHECK_INT(json_integer_value(json_object_get(sh, "execution_count")), 2);
@@ -207,7 +208,7 @@ TEST(html_escaped_and_self_contained)
         CHECK(strstr(html, "<pre class=\"code\">import pandas as pd") != NULL);
         CHECK(strstr(html, "<span class=\"badge ok\">ok · exit 0 · 412 ms</span>") != NULL);
         CHECK(strstr(html, "<span class=\"badge fail\">error · exit 2 · 30 ms</span>") != NULL);
-        CHECK(strstr(html, "+ output/top5.csv (312 B)") != NULL);
+        CHECK(strstr(html, "+ output/top5.csv (312 B, CSV 5 rows × 2 columns)") != NULL);
         CHECK(strstr(html, "<span class=\"badge ok\">answered</span>") != NULL);
         CHECK(strstr(html, "A, B &amp; C.") != NULL);
         CHECK(strstr(html, "</html>\n") != NULL);
