@@ -179,23 +179,35 @@ static int open_dest_parent(struct workspace *ws, const char *path, char *dest, 
         return cur;
 }
 
-int workspace_stage_input(struct workspace *ws, const char *spec, uint64_t *budget, json_t **ret_entry,
-                          corral_error **ret_err)
+/* "PATH[:DEST]" of --input: the path (a regular file or a directory, *st
+ * its stat) and the checked DEST (default: PATH's base name). */
+static int input_spec(const char *spec, char **ret_path, char **ret_dest, struct stat *st, corral_error **ret_err)
 {
         if (spec == NULL || spec[0] == '\0')
                 return corral_usage(ret_err, "an input to stage is empty: give PATH or PATH:NAME");
         cleanup_free char *path = NULL, *dest = NULL;
         if (parse_spec(spec, &path, &dest, ret_err) < 0)
                 return -1;
-        struct stat st;
-        if (stat(path, &st) < 0)
+        if (stat(path, st) < 0)
                 return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot stage '%s'", path);
-        if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
                 return corral_usage(ret_err, "cannot stage '%s': it is %s; inputs are regular files and directories",
-                                    path, ws_type_phrase(st.st_mode));
+                                    path, ws_type_phrase(st->st_mode));
         if (dest == NULL && default_dest(path, &dest, ret_err) < 0)
                 return -1;
         if (check_dest(dest, ret_err) < 0)
+                return -1;
+        *ret_path = TAKE_PTR(path);
+        *ret_dest = TAKE_PTR(dest);
+        return 0;
+}
+
+int workspace_stage_input(struct workspace *ws, const char *spec, uint64_t *budget, json_t **ret_entry,
+                          corral_error **ret_err)
+{
+        cleanup_free char *path = NULL, *dest = NULL;
+        struct stat st;
+        if (input_spec(spec, &path, &dest, &st, ret_err) < 0)
                 return -1;
         cleanup_close int src = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         struct stat sst;
@@ -562,20 +574,9 @@ const struct ws_staged *workspace_staged_at(const struct workspace *ws, const ch
 
 int ws_manifest_add_input(struct ws_manifest *m, const char *spec, corral_error **ret_err)
 {
-        if (spec == NULL || spec[0] == '\0')
-                return corral_usage(ret_err, "an input to stage is empty: give PATH or PATH:NAME");
         cleanup_free char *path = NULL, *dest = NULL;
-        if (parse_spec(spec, &path, &dest, ret_err) < 0)
-                return -1;
         struct stat st;
-        if (stat(path, &st) < 0)
-                return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot stage '%s'", path);
-        if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-                return corral_usage(ret_err, "cannot stage '%s': it is %s; inputs are regular files and directories",
-                                    path, ws_type_phrase(st.st_mode));
-        if (dest == NULL && default_dest(path, &dest, ret_err) < 0)
-                return -1;
-        if (check_dest(dest, ret_err) < 0)
+        if (input_spec(spec, &path, &dest, &st, ret_err) < 0)
                 return -1;
         struct ws_manifest_entry e = { .kind = S_ISDIR(st.st_mode) ? WS_SOURCE_DIR : WS_SOURCE_FILE,
                                        .from_input = true };
