@@ -48,7 +48,7 @@ def find_tool(name, env_var=None):
     return None, f"'{name}' not on PATH{hint}"
 
 
-def spawn(argv, stdout=None, limit_s=None):
+def spawn(argv, stdout=None, limit_s=None, env=None):
     """Start argv with stdin and stderr on /dev/null, stdout on the given fd
     (or /dev/null). The child leads its own process group when limit_s is
     set, so a runaway can be killed with its descendants. Returns the pid."""
@@ -59,7 +59,7 @@ def spawn(argv, stdout=None, limit_s=None):
     else:
         actions.append((os.POSIX_SPAWN_DUP2, stdout, 1))
     kw = {"setpgroup": 0} if limit_s is not None else {}
-    return os.posix_spawn(argv[0], argv, ENV, file_actions=actions, **kw)
+    return os.posix_spawn(argv[0], argv, ENV if env is None else env, file_actions=actions, **kw)
 
 
 def reap(pid, limit_s=None):
@@ -80,11 +80,11 @@ def reap(pid, limit_s=None):
     return status, rusage, killed
 
 
-def timed_run(argv, limit_s=None):
-    """Run argv once with output discarded.
+def timed_run(argv, limit_s=None, env=None):
+    """Run argv once with output discarded (environment ENV unless env).
     Returns (elapsed_ns, exit_code, rusage, killed_by_watchdog)."""
     t0 = time.perf_counter_ns()
-    pid = spawn(argv, limit_s=limit_s)
+    pid = spawn(argv, limit_s=limit_s, env=env)
     status, rusage, killed = reap(pid, limit_s)
     t1 = time.perf_counter_ns()
     return t1 - t0, os.waitstatus_to_exitcode(status), rusage, killed

@@ -215,6 +215,9 @@ char *corral_jail_result_to_json(const corral_jail_result *res);
 
 /* Profiles: limits, mounts and environment in JSON (docs/profile.md). */
 int corral_jail_config_load_profile(corral_jail_config *cfg, const char *path, corral_error **ret_err);
+/* The same from a profile's text; name only appears in messages. */
+int corral_jail_config_load_profile_text(corral_jail_config *cfg, const char *text, size_t len, const char *name,
+                                         corral_error **ret_err);
 char *corral_jail_config_to_profile_json(const corral_jail_config *cfg);
 
 /* Parsers shared with the CLI; each returns -1 and a usage error on bad

@@ -1,18 +1,14 @@
-/* session.c: `corral session start|exec|archive|stop|list`, sessions that
- * outlive the command (docs/sessions.md).  `archive`, `stop --archive` and
- * `start --from` pause and resume one through a workspace archive
- * (src/session/pause.c).
+/* session.c: `corral session start|exec|archive|stop|list|shutdown`,
+ * sessions that outlive the command (docs/sessions.md).  `archive`, `stop
+ * --archive` and `start --from` pause and resume one through a workspace
+ * archive (src/session/pause.c).
  *
- * `start` forks a supervisor per session: daemonised (setsid, double fork,
- * stdio on /dev/null), it holds the session (src/session/session.h) and
- * serves one unix socket, <runtime dir>/<ID>.sock, in a private 0700
- * directory ($XDG_RUNTIME_DIR/corral/sessions, else /tmp/corral-$UID/
- * sessions), accepting only peers of its own uid (SO_PEERCRED).  It ends on
- * `stop`, on the idle timeout, the lifetime limit or SIGTERM, and leaves
- * nothing behind: the jail is torn down, the socket unlinked and a
- * temporary workspace removed before it answers `stop`.  Client and
- * supervisor speak the driver's framing: a 4-byte big-endian length, then a
- * JSON object.
+ * These are the clients.  Sessions live in the session host (session-host.c),
+ * one process per user and runtime directory that `start` launches when none
+ * runs; each session is served on <runtime dir>/<ID>.sock and ends on `stop`,
+ * its idle timeout, its lifetime limit or the host's end, leaving nothing
+ * behind: the jail is torn down, the socket unlinked and a temporary
+ * workspace removed before `stop` is answered.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -38,24 +34,32 @@
 
 #include "../lib/util.h"
 #include "../session/session.h"
+#include "../session/warm.h"
 #include "../trace/render.h"
 #include "../workspace/workspace.h"
 #include "cli.h"
+#include "session-host.h"
+#include "session-wire.h"
 
-#define ID_LEN 12
-#define CLIENT_FRAME_MAX (128u << 20)
 
 static const char help_text[] =
-        "usage: corral session start [JAIL OPTIONS] [-w DIR] [--idle-timeout S] [--lifetime S] [--grace S] [--warm]\n"
+        "usage: corral session start [JAIL OPTIONS] [-w DIR] [--idle-timeout S] [--lifetime S] [--grace S]\n"
+        "                            [--warm | --cold]\n"
         "                            [--from FILE.tar] [--json]\n"
         "       corral session exec ID (-c CODE | FILE) [--timeout S] [--output-limit SIZE] [--json]\n"
         "       corral session archive ID FILE.tar [--wait S] [--json]\n"
         "       corral session stop ID [--archive FILE.tar [--wait S] [--json]]\n"
         "       corral session list [--json]\n"
+        "       corral session status [--json]\n"
+        "       corral session shutdown\n"
         "\n"
         "A session is a Python interpreter in a jail that keeps its variables, imports and data\n"
         "from step to step.  `start` prints its ID; the session lives on in the background until\n"
-        "`stop`, its idle timeout or its lifetime limit.\n"
+        "`stop`, its idle timeout or its lifetime limit.  Sessions live in the session host, one\n"
+        "background process per user that `start` launches when none runs; it keeps the zygote of\n"
+        "warm sessions for CORRAL_SESSION_LINGER seconds (default 300) after the last session\n"
+        "ends.  `status` describes it ({\"pid\", \"sessions\", \"zygote_pid\", \"pool\", \"linger_s\"}\n"
+        "with --json, null when none runs); `shutdown` stops it and every session now.\n"
         "\n"
         "start options:\n"
         "  -w, --workspace DIR     host directory at /workspace (default: a private temporary\n"
@@ -69,14 +73,17 @@ static const char help_text[] =
         "      --lifetime S        end the session S seconds after it started (default 3600)\n"
         "      --grace S           after a step's time limit interrupts it (KeyboardInterrupt),\n"
         "                          wait S seconds before killing the interpreter (default 2)\n"
-        "      --warm              fork the interpreter from a zygote with numpy, pandas, matplotlib\n"
-        "                          and scipy already imported (docs/sessions.md)\n"
+        "      --warm              fork the interpreter from the host's zygote, with numpy, pandas,\n"
+        "                          matplotlib and scipy already imported (docs/sessions.md): the\n"
+        "                          default, except with --rootfs, --bind or --net host\n"
+        "      --cold              start a fresh interpreter (nothing imported)\n"
         "      --from FILE.tar     resume: the workspace starts as the archive's contents (corral\n"
         "                          session archive, corral run --archive); with -w, DIR must be\n"
         "                          new or empty.  Files come back, variables and imports do not.\n"
         "                          A refused archive (a path out of the tree, a symlink out, a\n"
         "                          device, a bomb: see corral workspace) leaves nothing behind\n"
-        "      --json              print {\"id\", \"pid\", \"socket\", \"workspace\", \"from\"}\n"
+        "      --json              print {\"id\", \"pid\" (the host's), \"socket\", \"workspace\", \"from\",\n"
+        "                          \"warm\"}\n"
         "exec options:\n"
         "  -c, --code CODE         the Python code of the step (or a FILE)\n"
         "  -t, --timeout SECONDS   this step's wall-clock limit\n"
@@ -109,6 +116,7 @@ enum {
         OPT_LIFETIME,
         OPT_GRACE,
         OPT_WARM,
+        OPT_COLD,
         OPT_FROM,
         OPT_ARCHIVE,
         OPT_WAIT,
@@ -118,544 +126,6 @@ enum {
         EXIT_START_REFUSED = 1,  /* start --from: the archive was refused or unreadable */
         EXIT_ARCHIVE_BUSY = 1,   /* archive: a step still ran after --wait */
 };
-
-/* ---- frames ---- */
-
-static int frame_write(int fd, json_t *obj)
-{
-        cleanup_free char *body = json_dumps(obj, JSON_COMPACT);
-        if (body == NULL)
-                return -1;
-        size_t n = strlen(body);
-        unsigned char head[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
-                                  (unsigned char)n };
-        if (write_all(fd, head, 4) < 0 || write_all(fd, body, n) < 0)
-                return -1;
-        return 0;
-}
-
-/* Read n bytes; timeout_ms < 0 waits forever.  -1 on EOF, error or timeout. */
-static int read_full(int fd, void *buf, size_t n, int timeout_ms)
-{
-        size_t got = 0;
-        while (got < n) {
-                if (timeout_ms >= 0) {
-                        struct pollfd p = { .fd = fd, .events = POLLIN };
-                        int r = poll(&p, 1, timeout_ms);
-                        if (r < 0 && errno == EINTR)
-                                continue;
-                        if (r <= 0)
-                                return -1;
-                }
-                ssize_t k = read(fd, (char *)buf + got, n - got);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return -1;
-                got += (size_t)k;
-        }
-        return 0;
-}
-
-static json_t *frame_read(int fd, int timeout_ms)
-{
-        unsigned char head[4];
-        if (read_full(fd, head, 4, timeout_ms) < 0)
-                return NULL;
-        uint32_t n = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
-        if (n > CLIENT_FRAME_MAX)
-                return NULL;
-        cleanup_free char *body = malloc((size_t)n + 1);
-        if (body == NULL || read_full(fd, body, n, timeout_ms) < 0)
-                return NULL;
-        json_t *j = json_loadb(body, n, 0, NULL);
-        if (!json_is_object(j)) {
-                json_decref(j);
-                return NULL;
-        }
-        return j;
-}
-
-/* ---- the runtime directory ---- */
-
-/* A directory that must be ours alone: created 0700 when missing, then
- * checked (not a symlink, our uid, no access for group or others), so that
- * nobody else can plant or read a socket in it. */
-static int private_dir(const char *path, bool create, corral_error **err)
-{
-        if (create && mkdir(path, 0700) < 0 && errno != EEXIST)
-                return corral_fail(err, errno, "cannot create '%s'", path);
-        struct stat st;
-        if (lstat(path, &st) < 0)
-                return corral_fail(err, errno, "cannot use '%s'", path);
-        if (!S_ISDIR(st.st_mode))
-                return corral_fail(err, 0, "refusing to use '%s': not a directory", path);
-        if (st.st_uid != geteuid() || (st.st_mode & 077) != 0)
-                return corral_fail(err, 0,
-                                   "refusing to use '%s': owned by uid %u with mode %03o; it must be a private "
-                                   "directory (0700) of uid %u: remove it or fix its owner and mode",
-                                   path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777), (unsigned)geteuid());
-        return 0;
-}
-
-/* The sessions directory; NULL with err set.  Without create, a missing
- * directory gives NULL with errno ENOENT and no error. */
-static char *runtime_dir(bool create, corral_error **err)
-{
-        const char *xdg = getenv("XDG_RUNTIME_DIR");
-        char *parent = NULL, *dir = NULL;
-        struct stat st;
-        if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
-                if (asprintf(&parent, "%s/corral", xdg) < 0)
-                        parent = NULL;
-        } else if (asprintf(&parent, "/tmp/corral-%u", (unsigned)geteuid()) < 0) {
-                parent = NULL;
-        }
-        if (parent == NULL || asprintf(&dir, "%s/sessions", parent) < 0) {
-                free(parent);
-                corral_fail(err, ENOMEM, "out of memory");
-                return NULL;
-        }
-        if (!create && lstat(dir, &st) < 0 && errno == ENOENT) {
-                free(parent);
-                free(dir);
-                errno = ENOENT;
-                return NULL;
-        }
-        if (private_dir(parent, create, err) < 0 || private_dir(dir, create, err) < 0) {
-                free(parent);
-                free(dir);
-                errno = EPERM;
-                return NULL;
-        }
-        free(parent);
-        return dir;
-}
-
-static bool id_valid(const char *id)
-{
-        if (strlen(id) != ID_LEN)
-                return false;
-        for (const char *p = id; *p; p++)
-                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-                        return false;
-        return true;
-}
-
-static int socket_path(const char *dir, const char *id, struct sockaddr_un *sa, corral_error **err)
-{
-        memset(sa, 0, sizeof(*sa));
-        sa->sun_family = AF_UNIX;
-        int n = snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s.sock", dir, id);
-        if (n < 0 || (size_t)n >= sizeof(sa->sun_path))
-                return corral_fail(err, ENAMETOOLONG, "the session socket path under '%s' is too long", dir);
-        return 0;
-}
-
-/* Connect to session id: the fd, or -1 with err (kind usage for an
- * unknown session).  A socket nobody listens on any more is removed. */
-static int session_connect(const char *id, corral_error **err)
-{
-        if (!id_valid(id))
-                return corral_usage(err, "no session '%s': a session ID is %d hex digits (see 'corral session list')",
-                                    id, ID_LEN);
-        corral_error *e = NULL;
-        cleanup_free char *dir = runtime_dir(false, &e);
-        if (dir == NULL) {
-                if (e == NULL)
-                        return corral_usage(err, "no session '%s' (see 'corral session list')", id);
-                if (err)
-                        *err = e;
-                else
-                        corral_error_free(e);
-                return -1;
-        }
-        struct sockaddr_un sa;
-        if (socket_path(dir, id, &sa, err) < 0)
-                return -1;
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return corral_fail(err, errno, "cannot create a socket");
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                int en = errno;
-                close(fd);
-                if (en == ENOENT)
-                        return corral_usage(err, "no session '%s' (see 'corral session list')", id);
-                if (en == ECONNREFUSED) {
-                        unlink(sa.sun_path);
-                        return corral_usage(err, "no session '%s': its supervisor is gone", id);
-                }
-                return corral_fail(err, en, "cannot connect to session '%s'", id);
-        }
-        return fd;
-}
-
-/* ---- the supervisor ---- */
-
-struct daemon {
-        char id[ID_LEN + 1];
-        struct session *s;
-        struct workspace *ws;    /* our temporary workspace, or NULL */
-        char *ws_root;
-        char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
-        int listen_fd;
-        double default_timeout;
-        uint64_t default_output;
-        time_t started;
-        int client;              /* the connection of the step running now */
-        bool client_gone;
-        const char *from;        /* --from: the archive (absolute) */
-        bool ws_root_given;      /* -w DIR */
-        bool ws_existed;         /* -w DIR was there before --from extracted into it */
-};
-
-static void daemon_cleanup(struct daemon *d)
-{
-        session_free(d->s);
-        d->s = NULL;
-        if (d->listen_fd >= 0)
-                close(d->listen_fd);
-        d->listen_fd = -1;
-        if (d->sock[0])
-                unlink(d->sock);
-        d->sock[0] = '\0';
-        workspace_close(d->ws, true);
-        d->ws = NULL;
-}
-
-static void daemon_on_output(void *userdata, int stream, const char *data, size_t len)
-{
-        struct daemon *d = userdata;
-        if (d->client_gone)
-                return;
-        /* A chunk cut at the step's cap may end inside a UTF-8 sequence. */
-        size_t n = 0;
-        cleanup_free char *text = utf8_sanitize(data, len, &n);
-        json_t *f = text ? json_pack("{s:s,s:s,s:s%}", "t", "out", "stream", stream == 2 ? "stderr" : "stdout",
-                                     "data", text, n)
-                         : NULL;
-        if (f && frame_write(d->client, f) < 0)
-                d->client_gone = true;
-        json_decref(f);
-}
-
-/* Add the host path of each figure in our workspace. */
-static void figures_host_paths(struct daemon *d, json_t *figures)
-{
-        size_t i;
-        json_t *f;
-        json_array_foreach(figures, i, f) {
-                const char *p = json_string_value(json_object_get(f, "path"));
-                if (p && strncmp(p, "/workspace/", 11) == 0 && strstr(p, "..") == NULL) {
-                        char *h = NULL;
-                        if (asprintf(&h, "%s/%s", d->ws_root, p + 11) >= 0) {
-                                json_object_set_new(f, "host_path", json_string(h));
-                                free(h);
-                        }
-                }
-        }
-}
-
-static void daemon_exec(struct daemon *d, int fd, json_t *req)
-{
-        json_t *code = json_object_get(req, "code");
-        json_t *reply = NULL;
-        if (!json_is_string(code)) {
-                reply = json_pack("{s:s,s:s}", "t", "error", "message", "exec needs \"code\" (a string)");
-                goto out;
-        }
-        struct session_step_limits lim = { .timeout_s = d->default_timeout, .output_limit = d->default_output,
-                                           .cancel_fd = -1 };
-        json_t *t = json_object_get(req, "timeout");
-        if (json_is_number(t) && json_number_value(t) > 0 && json_number_value(t) <= 31536000)
-                lim.timeout_s = json_number_value(t);
-        json_t *o = json_object_get(req, "output_limit");
-        if (json_is_integer(o) && json_integer_value(o) > 0 && json_integer_value(o) <= (1 << 30))
-                lim.output_limit = (uint64_t)json_integer_value(o);
-        d->client = fd;
-        d->client_gone = false;
-        struct session_callbacks cb = { .on_output = daemon_on_output, .userdata = d };
-        struct session_result res;
-        corral_error *err = NULL;
-        if (session_exec(d->s, json_string_value(code), json_string_length(code), &lim, &cb, &res, &err) < 0) {
-                reply = json_pack("{s:s,s:s}", "t", "error", "message", err ? err->msg : "cannot run the step");
-                corral_error_free(err);
-                goto out;
-        }
-        json_t *r = session_result_to_json(&res);
-        session_result_release(&res);
-        if (r) {
-                json_object_set_new(r, "session", json_string(d->id));
-                figures_host_paths(d, json_object_get(r, "figures"));
-                reply = json_pack("{s:s,s:o}", "t", "result", "result", r);
-        }
-out:
-        if (reply)
-                frame_write(fd, reply);
-        json_decref(reply);
-}
-
-static json_t *daemon_info(struct daemon *d)
-{
-        const char *why = NULL;
-        double left = (session_deadline_ms(d->s, &why) - monotonic_ms()) / 1000;
-        return json_pack("{s:s,s:s,s:i,s:I,s:s?,s:s,s:I,s:b,s:f,s:s,s:O?}", "t", "info", "id", d->id, "pid",
-                         (int)getpid(), "started", (json_int_t)d->started, "workspace", d->ws_root, "socket", d->sock,
-                         "steps", (json_int_t)session_steps(d->s), "alive", session_alive(d->s), "expires_in_s",
-                         left > 0 ? left : 0, "expires_by", why, "from", session_from(d->s));
-}
-
-static void reply_error(int fd, const corral_error *err, const char *fallback)
-{
-        json_t *r = json_pack("{s:s,s:s,s:i}", "t", "error", "message", err ? err->msg : fallback, "kind",
-                              err ? err->kind : CORRAL_ERR_INTERNAL);
-        if (r)
-                frame_write(fd, r);
-        json_decref(r);
-}
-
-/* path (absolute; its last component need not exist) lies in dir. */
-static bool inside_dir(const char *path, const char *dir)
-{
-        cleanup_free char *copy = strdup(path);
-        char *slash = copy ? strrchr(copy, '/') : NULL;
-        if (slash == NULL)
-                return false;
-        *slash = '\0';
-        cleanup_free char *parent = realpath(copy[0] ? copy : "/", NULL);
-        size_t n = strlen(dir);
-        return parent && strncmp(parent, dir, n) == 0 && (parent[n] == '\0' || parent[n] == '/');
-}
-
-/* Archive the workspace, between steps: this process serves one request
- * at a time, so no step runs and none starts until the answer.  The client
- * may have stopped waiting while a step ran (--wait): it confirms with a
- * "go" after our "idle", and without it nothing is written.  With stop,
- * the session ends only once the archive is written.  True when the
- * session must end. */
-static bool daemon_archive(struct daemon *d, int fd, json_t *req)
-{
-        const char *path = json_string_value(json_object_get(req, "path"));
-        bool stop = json_is_true(json_object_get(req, "stop"));
-        if (path == NULL || path[0] != '/') {
-                corral_error e = { .kind = CORRAL_ERR_USAGE, .msg = (char *)"archive needs an absolute \"path\"" };
-                reply_error(fd, &e, NULL);
-                return false;
-        }
-        json_t *idle = json_pack("{s:s}", "t", "idle");
-        int sent = idle ? frame_write(fd, idle) : -1;
-        json_decref(idle);
-        json_t *go = sent == 0 ? frame_read(fd, 5000) : NULL;
-        const char *op = json_string_value(json_object_get(go, "op"));
-        bool confirmed = op && strcmp(op, "go") == 0;
-        json_decref(go);
-        if (!confirmed)
-                return false; /* the client gave up: nothing is written */
-        corral_error *err = NULL;
-        if (stop && d->ws && inside_dir(path, d->ws_root)) {
-                corral_usage(&err, "'%s' is inside the session's temporary workspace, which stop removes: write "
-                                   "the archive elsewhere",
-                             path);
-                reply_error(fd, err, NULL);
-                corral_error_free(err);
-                return false;
-        }
-        json_t *report = NULL;
-        if (session_archive(d->s, path, d->id, &report, &err) < 0) {
-                reply_error(fd, err, "cannot archive the session");
-                corral_error_free(err);
-                return false;
-        }
-        json_object_set_new(report, "session", json_string(d->id));
-        json_object_set_new(report, "stopped", json_boolean(stop));
-        if (stop)
-                daemon_cleanup(d);
-        json_t *r = json_pack("{s:s,s:o}", "t", "archived", "report", report);
-        if (r)
-                frame_write(fd, r);
-        json_decref(r);
-        return stop;
-}
-
-/* Serve one connection; true when the session must end. */
-static bool daemon_serve(struct daemon *d, int fd)
-{
-        struct ucred cred;
-        socklen_t len = sizeof(cred);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != geteuid())
-                return false; /* another user: not even an answer */
-        json_t *req = frame_read(fd, 5000);
-        const char *op = json_string_value(json_object_get(req, "op"));
-        bool end = false;
-        if (op && strcmp(op, "exec") == 0) {
-                daemon_exec(d, fd, req);
-        } else if (op && strcmp(op, "info") == 0) {
-                json_t *info = daemon_info(d);
-                if (info)
-                        frame_write(fd, info);
-                json_decref(info);
-        } else if (op && strcmp(op, "archive") == 0) {
-                end = daemon_archive(d, fd, req);
-        } else if (op && strcmp(op, "stop") == 0) {
-                /* Everything is gone before the answer; the connection
-                 * closes when this process exits. */
-                daemon_cleanup(d);
-                json_t *r = json_pack("{s:s}", "t", "stopped");
-                if (r)
-                        frame_write(fd, r);
-                json_decref(r);
-                end = true;
-        } else if (req) {
-                json_t *r = json_pack("{s:s,s:s}", "t", "error", "message", "unknown request");
-                if (r)
-                        frame_write(fd, r);
-                json_decref(r);
-        }
-        json_decref(req);
-        return end;
-}
-
-static void daemon_loop(struct daemon *d, int cancel_fd)
-{
-        for (;;) {
-                double left = session_deadline_ms(d->s, NULL) - monotonic_ms();
-                if (left <= 0)
-                        return;
-                struct pollfd p[2] = { { .fd = d->listen_fd, .events = POLLIN }, { .fd = cancel_fd, .events = POLLIN } };
-                int n = poll(p, 2, left > 60000 ? 60000 : (int)left + 1);
-                if (n < 0 && errno != EINTR)
-                        return;
-                if (n > 0 && p[1].revents)
-                        return;
-                if (n > 0 && (p[0].revents & POLLIN)) {
-                        int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-                        if (fd < 0)
-                                continue;
-                        bool end = daemon_serve(d, fd);
-                        close(fd);
-                        if (end)
-                                return;
-                }
-        }
-}
-
-/* Report to `start` through the ready pipe: "ok PID WORKSPACE", "error
- * KIND MESSAGE", or "refused KIND MESSAGE" when --from's archive was. */
-static void ready_report(int fd, const corral_error *err, bool refused, const char *workspace)
-{
-        char buf[8192];
-        int n = err ? snprintf(buf, sizeof(buf), "%s %d %s", refused ? "refused" : "error", err->kind, err->msg)
-                    : snprintf(buf, sizeof(buf), "ok %d %s", (int)getpid(), workspace);
-        if (n > 0)
-                write_all(fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
-        close(fd);
-}
-
-static __attribute__((noreturn)) void daemon_main(struct daemon *d, corral_jail_config *cfg,
-                                                  const struct session_options *opt, int ready_fd)
-{
-        corral_error *err = NULL;
-        char *dir = NULL;
-        bool refused = false;    /* --from's archive was refused */
-        struct sockaddr_un sa;
-        /* Nothing the caller left open (a pipe a test harness waits on, a
-         * terminal) may stay open for the session's life. */
-        if (ready_fd < 3)
-                ready_fd = fcntl(ready_fd, F_DUPFD_CLOEXEC, 3); /* corral ran with stdio closed */
-        if (ready_fd > 3)
-                syscall(SYS_close_range, 3, ready_fd - 1, 0);
-        syscall(SYS_close_range, ready_fd + 1, ~0U, 0);
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null >= 0) {
-                dup2(null, 0);
-                dup2(null, 1);
-                dup2(null, 2);
-                if (null > 2)
-                        close(null);
-        }
-        umask(077);
-        if (chdir("/") < 0)
-                goto fail_errno;
-        int cancel_fd = cli_catch_signals();
-        struct session_options sopt = *opt;
-        bool restored = false;
-        if (d->from) {
-                /* Resume: the archive is extracted here, before the
-                 * session, so that a refusal is told apart (exit 1). */
-                if (cfg->workspace == NULL) {
-                        const char *tmp = getenv("TMPDIR");
-                        if (asprintf(&cfg->workspace, "%s/corral-run-XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp") <
-                            0) {
-                                cfg->workspace = NULL;
-                                goto fail_errno;
-                        }
-                        if (mkdtemp(cfg->workspace) == NULL) {
-                                corral_fail(&err, errno, "cannot create a workspace directory '%s'", cfg->workspace);
-                                free(cfg->workspace);
-                                cfg->workspace = NULL;
-                                goto fail;
-                        }
-                }
-                if (session_restore(d->from, cfg->workspace, NULL, &err) < 0) {
-                        refused = true;
-                        if (d->ws_existed)
-                                goto fail;
-                        /* Ours (a temporary one, or -w DIR made for it):
-                         * the extraction left it as it was. */
-                        (void)rmdir(cfg->workspace);
-                        goto fail;
-                }
-                restored = true;
-                sopt.from = d->from;
-                sopt.from_extracted = true;
-                if (!d->ws_root_given)
-                        (void)chmod(cfg->workspace, 0700); /* a private temporary workspace */
-        }
-        if (cfg->workspace == NULL) {
-                if (workspace_open(NULL, &d->ws, &err) < 0)
-                        goto fail;
-                cfg->workspace = strdup(d->ws->root);
-                if (cfg->workspace == NULL)
-                        goto fail_errno;
-        } else if (restored && !d->ws_root_given) {
-                /* Removed with the session, like any temporary workspace. */
-                if (workspace_open(cfg->workspace, &d->ws, &err) < 0)
-                        goto fail;
-        }
-        d->ws_root = cfg->workspace;
-        if (session_start(cfg, &sopt, &d->s, &err) < 0) {
-                if (restored && d->ws_root_given)
-                        session_restore_undo(cfg->workspace, d->ws_existed);
-                goto fail;
-        }
-        d->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        dir = runtime_dir(true, &err);
-        if (dir == NULL || socket_path(dir, d->id, &sa, &err) < 0)
-                goto fail;
-        if (d->listen_fd < 0 || bind(d->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                corral_fail(&err, errno, "cannot create the session's socket '%s'", sa.sun_path);
-                goto fail;
-        }
-        memcpy(d->sock, sa.sun_path, sizeof(d->sock));
-        if (chmod(d->sock, 0600) < 0 || listen(d->listen_fd, 16) < 0) {
-                corral_fail(&err, errno, "cannot listen on '%s'", d->sock);
-                goto fail;
-        }
-        free(dir);
-        ready_report(ready_fd, NULL, false, d->ws_root);
-        daemon_loop(d, cancel_fd);
-        daemon_cleanup(d);
-        _exit(0);
-fail_errno:
-        corral_fail(&err, errno, "cannot start the session's supervisor");
-fail:
-        /* Clean first: when `start` says it failed, nothing is left. */
-        daemon_cleanup(d);
-        ready_report(ready_fd, err, refused, NULL);
-        corral_error_free(err);
-        free(dir);
-        _exit(EXIT_CORRAL);
-}
 
 /* The supervisor runs in "/" and starts interpreters again after a loss:
  * host paths given relative to the caller's directory are made absolute
@@ -684,6 +154,7 @@ struct start_opts {
         bool json;
         const char *ws_arg;      /* -w DIR as given */
         const char *from;        /* --from FILE */
+        int temperature;         /* OPT_WARM, OPT_COLD or 0: warm where the options allow */
 };
 
 static int start_apply(int c, const char *arg, void *userdata, corral_error **err)
@@ -702,7 +173,10 @@ static int start_apply(int c, const char *arg, void *userdata, corral_error **er
                 o->json = true;
                 return 0;
         case OPT_WARM:
-                o->sopt.warm = true;
+        case OPT_COLD:
+                if (o->temperature && o->temperature != c)
+                        return corral_usage(err, "--warm and --cold exclude each other");
+                o->temperature = c;
                 return 0;
         case OPT_IDLE:
                 target = &o->sopt.idle_timeout_s;
@@ -777,7 +251,7 @@ static void note_resumed(const json_t *from)
         const char *id = json_string_value(json_object_get(from, "session"));
         json_t *steps = json_object_get(from, "steps");
         fprintf(stderr, "corral session: resumed from an archive");
-        if (id && id_valid(id))
+        if (id && wire_id_valid(id))
                 fprintf(stderr, " of session %s", id);
         if (json_is_integer(steps))
                 fprintf(stderr, " (%" JSON_INTEGER_FORMAT " step%s)", json_integer_value(steps),
@@ -791,7 +265,8 @@ static int cmd_start(int argc, char **argv)
                 { "workspace", required_argument, NULL, 'w' },   { "json", no_argument, NULL, OPT_JSON },
                 { "idle-timeout", required_argument, NULL, OPT_IDLE }, { "lifetime", required_argument, NULL, OPT_LIFETIME },
                 { "grace", required_argument, NULL, OPT_GRACE }, { "help", no_argument, NULL, 'h' },
-                { "warm", no_argument, NULL, OPT_WARM }, { "from", required_argument, NULL, OPT_FROM },
+                { "warm", no_argument, NULL, OPT_WARM }, { "cold", no_argument, NULL, OPT_COLD },
+                { "from", required_argument, NULL, OPT_FROM },
                 { NULL, 0, NULL, 0 },
         };
         corral_jail_config cfg;
@@ -800,7 +275,7 @@ static int cmd_start(int argc, char **argv)
         session_options_init(&o.sopt);
         corral_error *err = NULL;
         int status = EXIT_CORRAL;
-        cleanup_free char *dir = NULL, *from_abs = NULL;
+        cleanup_free char *dir = NULL, *from_abs = NULL, *profile = NULL;
         cleanup_free struct option *longopts = cli_merge_options(own);
         /* The driver is the program; validate() wants one. */
         char *placeholder[] = { "python3", NULL };
@@ -832,94 +307,97 @@ static int cmd_start(int argc, char **argv)
                 goto fail;
         }
         absolute_paths(&cfg);
+        /* Warm unless asked otherwise or the options need a cold session
+         * (--rootfs, --bind, --net host, a system directory
+         * as the workspace); an explicit --warm that cannot
+         * be is refused by the host with the reason. */
+        o.sopt.warm = o.temperature == OPT_WARM || (o.temperature == 0 && warm_supported(&cfg, NULL) == 0);
         if (cfg.net == CORRAL_NET_HOST)
                 fprintf(stderr, "corral session: warning: --net host gives the session the host's network\n");
 
-        struct daemon d = { .listen_fd = -1, .client = -1, .default_timeout = cfg.timeout_s,
-                            .default_output = cfg.output_limit, .started = time(NULL), .from = from_abs,
-                            .ws_root_given = cfg.workspace != NULL, .ws_existed = ws_existed };
+        char id[ID_LEN + 1];
         unsigned char rnd[ID_LEN / 2];
         if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
                 corral_fail(&err, errno, "cannot make a session ID");
                 goto fail;
         }
         for (size_t i = 0; i < sizeof(rnd); i++)
-                snprintf(d.id + 2 * i, 3, "%02x", rnd[i]);
-        dir = runtime_dir(true, &err);
+                snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+        dir = wire_runtime_dir(true, &err);
         if (dir == NULL)
                 goto fail;
-
-        int ready[2];
-        if (pipe2(ready, O_CLOEXEC) < 0) {
-                corral_fail(&err, errno, "cannot start the session's supervisor");
+        /* The host runs the session (session-host.c); it gets the
+         * configuration as a profile, every path absolute. */
+        profile = corral_jail_config_to_profile_json(&cfg);
+        const char *tmp = getenv("TMPDIR");
+        json_t *req = profile ? json_pack("{s:s,s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:b,s:s?,s:b,s:s}", "op", "start", "id",
+                                          id, "profile", profile, "uid_base", (json_int_t)cfg.uid_base, "uid_count",
+                                          (json_int_t)cfg.uid_count, "idle_timeout", o.sopt.idle_timeout_s,
+                                          "lifetime", o.sopt.lifetime_s, "grace", o.sopt.grace_s, "warm",
+                                          o.sopt.warm, "from", from_abs, "ws_existed", ws_existed, "tmpdir",
+                                          tmp && tmp[0] == '/' ? tmp : "/tmp")
+                              : NULL;
+        if (req == NULL) {
+                corral_fail(&err, ENOMEM, "cannot start the session");
                 goto fail;
         }
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid < 0) {
-                close(ready[0]);
-                close(ready[1]);
-                corral_fail(&err, errno, "cannot start the session's supervisor");
-                goto fail;
+        signal(SIGPIPE, SIG_IGN);
+        json_t *reply = NULL;
+        /* A host that was ending when we connected closes without an
+         * answer before it ever read the request: ask a new one, once. */
+        for (int attempt = 0; attempt < 2 && reply == NULL; attempt++) {
+                int fd = session_host_connect(true, &err);
+                if (fd < 0) {
+                        json_decref(req);
+                        goto fail;
+                }
+                if (wire_write(fd, req) == 0)
+                        reply = wire_read(fd, -1);
+                close(fd);
         }
-        if (pid == 0) {
-                close(ready[0]);
-                setsid();
-                pid_t grandchild = fork();
-                if (grandchild != 0)
-                        _exit(grandchild < 0 ? EXIT_CORRAL : 0);
-                daemon_main(&d, &cfg, &o.sopt, ready[1]);
-        }
-        close(ready[1]);
-        waitpid(pid, NULL, 0);
-        char buf[8192];
-        size_t got = 0;
-        while (got < sizeof(buf) - 1) {
-                ssize_t n = read(ready[0], buf + got, sizeof(buf) - 1 - got);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                got += (size_t)n;
-        }
-        close(ready[0]);
-        buf[got] = '\0';
-        int dpid = 0, kind = 0, off = 0;
-        if (sscanf(buf, "ok %d %n", &dpid, &off) >= 1 && off > 0) {
-                const char *workspace = buf + off;
+        json_decref(req);
+        const char *t = json_string_value(json_object_get(reply, "t"));
+        if (t && strcmp(t, "started") == 0) {
+                const char *workspace = json_string_value(json_object_get(reply, "workspace"));
+                int hpid = (int)json_integer_value(json_object_get(reply, "pid"));
                 /* No step has run yet: .corral/session.json is the archive's. */
-                json_t *from = from_abs ? session_origin(from_abs, workspace) : NULL;
+                json_t *from = from_abs && workspace ? session_origin(from_abs, workspace) : NULL;
                 if (from && !o.json)
                         note_resumed(from);
                 if (o.json) {
-                        char sock[sizeof(d.sock)];
-                        snprintf(sock, sizeof(sock), "%s/%s.sock", dir, d.id);
-                        json_t *j = json_pack("{s:s,s:i,s:s,s:s,s:o?}", "id", d.id, "pid", dpid, "socket", sock,
-                                              "workspace", workspace, "from", from ? json_incref(from) : json_null());
-                        char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-                        if (s)
-                                puts(s);
-                        free(s);
+                        char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+                        snprintf(sock, sizeof(sock), "%s/%s.sock", dir, id);
+                        json_t *j = json_pack("{s:s,s:i,s:s,s:s?,s:o?,s:b}", "id", id, "pid", hpid, "socket", sock,
+                                              "workspace", workspace, "from", from ? json_incref(from) : json_null(),
+                                              "warm", o.sopt.warm);
+                        char *js = j ? json_dumps(j, JSON_COMPACT) : NULL;
+                        if (js)
+                                puts(js);
+                        free(js);
                         json_decref(j);
                 } else {
-                        puts(d.id);
+                        puts(id);
                 }
                 json_decref(from);
+                json_decref(reply);
                 status = EXIT_OK;
                 goto out;
         }
-        if (sscanf(buf, "refused %d %n", &kind, &off) >= 1 && off > 0) {
+        const char *msg = json_string_value(json_object_get(reply, "message"));
+        int kind = (int)json_integer_value(json_object_get(reply, "kind"));
+        bool refused = json_is_true(json_object_get(reply, "refused"));
+        if (msg)
+                corral_make_error(&err, kind, 0, "%s", msg);
+        else
+                corral_fail(&err, 0, "the session host ended before the session was ready");
+        json_decref(reply);
+        if (msg && refused) {
                 /* As `corral workspace extract`: 1, or 125 without libarchive. */
-                corral_make_error(&err, kind, 0, "%s", buf + off);
                 cli_error_obj("session", err);
                 status = kind == CORRAL_ERR_UNSUPPORTED ? EXIT_CORRAL : EXIT_START_REFUSED;
                 goto out;
         }
-        if (sscanf(buf, "error %d %n", &kind, &off) >= 1 && off > 0)
-                corral_make_error(&err, kind, 0, "%s", buf + off);
-        else
-                corral_fail(&err, 0, "the session's supervisor ended before it was ready");
-        if (kind == CORRAL_ERR_USAGE)
+        if (msg && kind == CORRAL_ERR_USAGE)
                 goto usage;
 fail:
         cli_error_obj("session", err);
@@ -1051,7 +529,7 @@ static int cmd_exec_step(int argc, char **argv)
                 corral_usage(&err, "the code is not valid UTF-8");
                 goto usage;
         }
-        fd = session_connect(id, &err);
+        fd = wire_connect(id, &err);
         if (fd < 0)
                 goto connect_failed;
         req = json_pack("{s:s,s:s}", "op", "exec", "code", code);
@@ -1060,12 +538,12 @@ static int cmd_exec_step(int argc, char **argv)
         if (req && output > 0)
                 json_object_set_new(req, "output_limit", json_integer((json_int_t)output));
         signal(SIGPIPE, SIG_IGN);
-        if (req == NULL || frame_write(fd, req) < 0) {
+        if (req == NULL || wire_write(fd, req) < 0) {
                 corral_fail(&err, errno, "cannot send the step to session '%s'", id);
                 goto fail;
         }
         for (;;) {
-                json_t *f = frame_read(fd, -1);
+                json_t *f = wire_read(fd, -1);
                 if (f == NULL) {
                         corral_fail(&err, 0, "session '%s' ended during the step (see 'corral session list')", id);
                         goto fail;
@@ -1121,8 +599,8 @@ static json_t *ask(int fd, const char *op)
 {
         json_t *req = json_pack("{s:s}", "op", op);
         json_t *r = NULL;
-        if (req && frame_write(fd, req) == 0)
-                r = frame_read(fd, 10000);
+        if (req && wire_write(fd, req) == 0)
+                r = wire_read(fd, 10000);
         json_decref(req);
         return r;
 }
@@ -1180,14 +658,14 @@ static int archive_request(const char *id, const char *file, bool stop, double w
                 return EXIT_CORRAL;
         }
         signal(SIGPIPE, SIG_IGN);
-        int fd = session_connect(id, &err);
+        int fd = wire_connect(id, &err);
         if (fd < 0) {
                 cli_error_obj("session", err);
                 status = err && err->kind == CORRAL_ERR_USAGE ? EXIT_USAGE_SUBCOMMAND : EXIT_CORRAL;
                 goto out;
         }
         req = json_pack("{s:s,s:s,s:b}", "op", "archive", "path", path, "stop", stop);
-        if (req == NULL || frame_write(fd, req) < 0) {
+        if (req == NULL || wire_write(fd, req) < 0) {
                 cli_error("session", "cannot send the request to session '%s'", id);
                 goto out;
         }
@@ -1219,12 +697,12 @@ static int archive_request(const char *id, const char *file, bool stop, double w
                         noted = true;
                 }
         }
-        r = frame_read(fd, 10000);
+        r = wire_read(fd, 10000);
         const char *t = json_string_value(json_object_get(r, "t"));
         if (t && strcmp(t, "idle") == 0) {
                 json_decref(r);
                 json_t *go = json_pack("{s:s}", "op", "go");
-                r = go && frame_write(fd, go) == 0 ? frame_read(fd, -1) : NULL;
+                r = go && wire_write(fd, go) == 0 ? wire_read(fd, -1) : NULL;
                 json_decref(go);
                 t = json_string_value(json_object_get(r, "t"));
         }
@@ -1324,7 +802,7 @@ static int cmd_stop(int argc, char **argv)
                 return EXIT_USAGE_SUBCOMMAND;
         }
         signal(SIGPIPE, SIG_IGN);
-        int fd = session_connect(argv[1], &err);
+        int fd = wire_connect(argv[1], &err);
         if (fd < 0) {
                 cli_error_obj("session", err);
                 int kind = err ? err->kind : 0;
@@ -1360,7 +838,7 @@ static int cmd_list(int argc, char **argv)
         }
         signal(SIGPIPE, SIG_IGN);
         corral_error *err = NULL;
-        cleanup_free char *dir = runtime_dir(false, &err);
+        cleanup_free char *dir = wire_runtime_dir(false, &err);
         json_t *all = json_array();
         if (dir == NULL && err) {
                 cli_error_obj("session", err);
@@ -1377,7 +855,7 @@ static int cmd_list(int argc, char **argv)
                 char id[ID_LEN + 1];
                 memcpy(id, de->d_name, ID_LEN);
                 id[ID_LEN] = '\0';
-                int fd = session_connect(id, NULL);
+                int fd = wire_connect(id, NULL);
                 if (fd < 0)
                         continue;
                 json_t *info = ask(fd, "info");
@@ -1412,6 +890,102 @@ static int cmd_list(int argc, char **argv)
         return EXIT_OK;
 }
 
+/* The host's state: pid, sessions, zygote, pool, linger. */
+static int cmd_status(int argc, char **argv)
+{
+        bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
+        if (argc > 2 || (argc == 2 && !json)) {
+                if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+                        fputs(help_text, stdout);
+                        return EXIT_OK;
+                }
+                cli_error("session", "usage: corral session status [--json]");
+                return EXIT_USAGE_SUBCOMMAND;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        corral_error *err = NULL;
+        int fd = session_host_connect(false, &err);
+        json_t *info = NULL;
+        if (fd >= 0) {
+                info = ask(fd, "info");
+                close(fd);
+        } else if (err && err->kind != CORRAL_ERR_USAGE) {
+                cli_error_obj("session", err);
+                corral_error_free(err);
+                return EXIT_CORRAL;
+        }
+        corral_error_free(err);
+        if (info)
+                json_object_del(info, "t");
+        if (json) {
+                char *js = json_dumps(info ? info : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+                if (js)
+                        puts(js);
+                free(js);
+        } else if (info == NULL) {
+                puts("no session host is running");
+        } else {
+                int zpid = (int)json_integer_value(json_object_get(info, "zygote_pid"));
+                printf("session host %d: %d session%s", (int)json_integer_value(json_object_get(info, "pid")),
+                       (int)json_integer_value(json_object_get(info, "sessions")),
+                       json_integer_value(json_object_get(info, "sessions")) == 1 ? "" : "s");
+                if (zpid > 0)
+                        printf(", zygote %d with %d warm in its pool, kept %.0f s after the last session", zpid,
+                               (int)json_integer_value(json_object_get(info, "pool")),
+                               json_number_value(json_object_get(info, "linger_s")));
+                putchar('\n');
+        }
+        json_decref(info);
+        return EXIT_OK;
+}
+
+/* Stop the host and every session in it; 0 also when none runs. */
+static int cmd_shutdown(int argc, char **argv)
+{
+        if (argc != 1) {
+                if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+                        fputs(help_text, stdout);
+                        return EXIT_OK;
+                }
+                cli_error("session", "usage: corral session shutdown");
+                return EXIT_USAGE_SUBCOMMAND;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        corral_error *err = NULL;
+        int fd = session_host_connect(false, &err);
+        if (fd < 0) {
+                int kind = err ? err->kind : 0;
+                if (kind != CORRAL_ERR_USAGE)
+                        cli_error_obj("session", err);
+                corral_error_free(err);
+                return kind == CORRAL_ERR_USAGE ? EXIT_OK : EXIT_CORRAL; /* none runs */
+        }
+        json_t *info = ask(fd, "info");
+        close(fd);
+        int pid = (int)json_integer_value(json_object_get(info, "pid"));
+        json_decref(info);
+        fd = session_host_connect(false, NULL);
+        json_t *r = fd >= 0 ? ask(fd, "shutdown") : NULL;
+        if (fd >= 0)
+                close(fd);
+        const char *t = json_string_value(json_object_get(r, "t"));
+        bool ok = t && strcmp(t, "stopping") == 0;
+        json_decref(r);
+        /* Wait until it has cleaned up and exited (its sessions' steps
+         * are cancelled, so this is quick). */
+        int pidfd = ok && pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+        if (pidfd >= 0) {
+                struct pollfd p = { .fd = pidfd, .events = POLLIN };
+                ok = poll(&p, 1, 60000) == 1;
+                close(pidfd);
+        }
+        if (!ok) {
+                cli_error("session", "the session host did not confirm that it stopped");
+                return EXIT_CORRAL;
+        }
+        return EXIT_OK;
+}
+
 int cmd_session(int argc, char **argv)
 {
         if (argc < 2) {
@@ -1433,6 +1007,20 @@ int cmd_session(int argc, char **argv)
                 return cmd_archive(argc - 1, argv + 1);
         if (strcmp(verb, "list") == 0)
                 return cmd_list(argc - 1, argv + 1);
-        cli_error("session", "unknown subcommand '%s': expected start, exec, archive, stop or list", verb);
+        if (strcmp(verb, "shutdown") == 0)
+                return cmd_shutdown(argc - 1, argv + 1);
+        if (strcmp(verb, "status") == 0)
+                return cmd_status(argc - 1, argv + 1);
+        if (strcmp(verb, "host") == 0) {
+                /* Internal: `start` runs the host so (session-host.c). */
+                char *end = NULL;
+                long fd = argc == 4 && strcmp(argv[2], "--ready-fd") == 0 ? strtol(argv[3], &end, 10) : -1;
+                if (fd < 3 || fd > 1024 || end == NULL || *end != '\0') {
+                        cli_error("session", "usage: corral session host --ready-fd N (started by 'corral session start')");
+                        return EXIT_USAGE_SUBCOMMAND;
+                }
+                session_host_main((int)fd);
+        }
+        cli_error("session", "unknown subcommand '%s': expected start, exec, archive, stop, list, status or shutdown", verb);
         return EXIT_USAGE_SUBCOMMAND;
 }

@@ -56,6 +56,8 @@ static int get_string(json_t *v, const char *key, char **ret, corral_error **ret
         return 0;
 }
 
+static int apply_profile(corral_jail_config *cfg, json_t *root, const char *path, corral_error **ret_err);
+
 int corral_jail_config_load_profile(corral_jail_config *cfg, const char *path, corral_error **ret_err)
 {
         json_error_t jerr;
@@ -63,6 +65,26 @@ int corral_jail_config_load_profile(corral_jail_config *cfg, const char *path, c
         if (root == NULL)
                 return corral_usage(ret_err, "cannot read profile '%s': %s (line %d, column %d)", path, jerr.text,
                                     jerr.line, jerr.column);
+        int r = apply_profile(cfg, root, path, ret_err);
+        json_decref(root);
+        return r;
+}
+
+int corral_jail_config_load_profile_text(corral_jail_config *cfg, const char *text, size_t len, const char *name,
+                                         corral_error **ret_err)
+{
+        json_error_t jerr;
+        json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (root == NULL)
+                return corral_usage(ret_err, "cannot read profile '%s': %s (line %d, column %d)", name, jerr.text,
+                                    jerr.line, jerr.column);
+        int r = apply_profile(cfg, root, name, ret_err);
+        json_decref(root);
+        return r;
+}
+
+static int apply_profile(corral_jail_config *cfg, json_t *root, const char *path, corral_error **ret_err)
+{
         int r = 0;
         if (!json_is_object(root)) {
                 r = corral_usage(ret_err, "profile '%s': expected a JSON object", path);
@@ -177,7 +199,6 @@ int corral_jail_config_load_profile(corral_jail_config *cfg, const char *path, c
         if (r < 0 && ret_err && *ret_err && strstr((*ret_err)->msg, path) == NULL)
                 corral_error_prefix(ret_err, "profile '%s'", path);
 out:
-        json_decref(root);
         return r < 0 ? -1 : 0;
 }
 

@@ -539,6 +539,9 @@ int session_start(const corral_jail_config *cfg, const struct session_options *o
                 session_free(s);
                 return -1;
         }
+        /* Idle and lifetime count from when it is ready: a zygote may have
+         * had to start first. */
+        s->t_start = s->t_last = monotonic_ms();
         *ret = s;
         return 0;
 }

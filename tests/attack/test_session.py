@@ -32,17 +32,26 @@ print(json.dumps({"ns": ns, "pids": pids, "ifaces": [n for _, n in socket.if_nam
 """
 
 
-class Session:
-    """One session in a private runtime dir, stopped (and checked gone) at the end."""
+PIDNS = "import os\nos.stat('/proc/self/ns/pid').st_ino"
 
-    def __init__(self, *opts, env=None):
-        self.rundir = tempfile.mkdtemp(prefix="corral-attack-run-")
-        os.chmod(self.rundir, 0o700)
-        self.env = dict(env or os.environ, XDG_RUNTIME_DIR=self.rundir)
+
+class Session:
+    """One session, in a runtime dir shared by the test's sessions (so warm
+    ones share one session host and its zygote), stopped at the end.
+
+    kind "warm" is `corral session start`'s default (forked from the host's
+    zygote), "cold" adds --cold."""
+
+    def __init__(self, rundir, kind, *opts, env=None):
+        self.rundir = rundir
+        self.env = dict(env or os.environ, XDG_RUNTIME_DIR=rundir, CORRAL_SESSION_LINGER="0")
+        if kind == "cold":
+            opts = ("--cold",) + opts
         r = self._corral("start", "--json", *opts)
         assert r.returncode == 0, f"corral session start failed: {r.stderr}"
         self.info = json.loads(r.stdout)
         self.id = self.info["id"]
+        assert self.info["warm"] == (kind == "warm"), self.info
 
     def _corral(self, *args, timeout=60):
         return subprocess.run([CORRAL, "session", *args], capture_output=True, text=True, timeout=timeout,
@@ -55,34 +64,27 @@ class Session:
         res["rc"] = r.returncode
         return res
 
+    def pidns(self):
+        """The inode of the interpreter's pid namespace now (a step)."""
+        return int(self.step(PIDNS)["value"]["text"])
+
     def interpreter_pids(self):
-        """Host pids of the processes under the supervisor."""
-        return descendants(self.info["pid"])
+        """Host pids of the session's processes: those in its pid namespace."""
+        return in_pidns(self.pidns())
 
     def stop(self):
         self._corral("stop", self.id)
-        shutil.rmtree(self.rundir, ignore_errors=True)
 
 
-def descendants(pid):
-    parents = {}
+def in_pidns(ino):
+    out = set()
     for p in os.listdir("/proc"):
         if p.isdigit():
             try:
-                with open(f"/proc/{p}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                if fields[0] != "Z":
-                    parents[int(p)] = int(fields[1])
+                if os.stat(f"/proc/{p}/ns/pid").st_ino == ino:
+                    out.add(int(p))
             except OSError:
                 pass
-    out = set()
-    for p in parents:
-        q = p
-        while q in parents and q > 1:
-            q = parents[q]
-            if q == pid:
-                out.add(p)
-                break
     return out
 
 
@@ -92,24 +94,37 @@ def last_json(res):
     return json.loads(lines[-1])
 
 
-@pytest.fixture
-def session():
+@pytest.fixture(params=["warm", "cold"])
+def session(request):
+    rundir = tempfile.mkdtemp(prefix="corral-attack-run-")
+    os.chmod(rundir, 0o700)
     made = []
 
     def start(*opts, env=None):
-        s = Session(*opts, env=env)
+        s = Session(rundir, request.param, *opts, env=env)
         made.append(s)
         return s
 
     yield start
     for s in made:
         s.stop()
+    subprocess.run([CORRAL, "session", "shutdown"], capture_output=True, timeout=60,
+                   env=dict(os.environ, XDG_RUNTIME_DIR=rundir))
+    shutil.rmtree(rundir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def session_preflight():
-    """Prove, from the host, that a session's interpreter is isolated."""
-    s = Session("--pids", "32", "-m", "256M")
+    """Prove, from the host, that a session's interpreter is isolated, warm
+    and cold."""
+    for kind in ("warm", "cold"):
+        preflight_one(kind)
+
+
+def preflight_one(kind):
+    rundir = tempfile.mkdtemp(prefix="corral-attack-run-")
+    os.chmod(rundir, 0o700)
+    s = Session(rundir, kind, "--pids", "32", "-m", "256M")
     problems = []
     try:
         res = s.step(PROBE_NS)
@@ -129,7 +144,7 @@ def session_preflight():
         # Host side: the interpreter's own namespaces, read from the host.
         pids = s.interpreter_pids()
         if not pids:
-            problems.append("no process under the session's supervisor")
+            problems.append("no process in the session's pid namespace")
         for p in pids:
             for kind in ("pid", "net"):
                 try:
@@ -143,7 +158,10 @@ def session_preflight():
                 problems.append(f"host pid {p} of the session runs as host root")
     finally:
         s.stop()
+        subprocess.run([CORRAL, "session", "shutdown"], capture_output=True, timeout=60, env=s.env)
+        shutil.rmtree(rundir, ignore_errors=True)
     if problems:
+        problems.insert(0, f"({kind} sessions)")
         pytest.exit("session attack preflight FAILED, no attack was run:\n  " + "\n  ".join(problems), returncode=1)
 
 
@@ -175,12 +193,12 @@ def test_fork_bomb_bounded_by_the_session_pids_limit(session):
     res = s.step(FORK_BOMB, "--timeout", "10")
     assert int(res["stdout"].split()[0]) == 0 or int(res["stdout"].split()[0]) < 48
     assert len(s.interpreter_pids()) <= 48 + 1
-    info = s.info
+    ns = s.pidns()
     s.stop()
     deadline = time.monotonic() + 5
-    while descendants(info["pid"]) and time.monotonic() < deadline:
+    while in_pidns(ns) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert descendants(info["pid"]) == set(), "processes of the session outlived it"
+    assert in_pidns(ns) == set(), "processes of the session outlived it"
 
 
 KILL_ALL = r"""
@@ -235,7 +253,10 @@ def test_host_processes_invisible_from_a_session(session, host_process):
                  "print(json.dumps(procs))\n")
     procs = last_json(res)
     assert sorted(procs) == ["1", "2"], procs  # corral-init and the interpreter
-    assert procs["1"].strip() == "corral-init" and "driver.py" in procs["2"]
+    if s.info["warm"]:  # both forked from the zygote: its init and the interpreter
+        assert all("python3-zygote" in c for c in procs.values()), procs
+    else:
+        assert procs["1"].strip() == "corral-init" and "driver.py" in procs["2"]
     assert m not in res["stdout"] and str(victim.pid) not in procs
 
 

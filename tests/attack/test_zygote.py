@@ -25,7 +25,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 
-from corral_attack import UID_RANGE, alive  # noqa: E402
+from corral_attack import CORRAL, UID_RANGE, alive  # noqa: E402
 from warmhost import WarmHost, available, host_uid, ns_inode_of, procs_named, session_host_pids  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not available(), reason="warm sessions need tests/warm-sessions")
@@ -446,6 +446,47 @@ def test_the_zygote_holds_no_api_key():
         assert _readable_memory_has(h.proc.pid, secret.encode())
     finally:
         h.close()
+
+
+def test_the_session_host_holds_no_api_key():
+    """`corral session start` launches the session host from a client whose
+    environment holds a key: the host is exec'd afresh with an allowlist, so
+    neither its environment nor its memory nor its zygote holds the key."""
+    secret = f"sk-corral-test-{uuid.uuid4().hex}"
+    rundir = tempfile.mkdtemp(prefix="corral-attack-run-")
+    os.chmod(rundir, 0o700)
+    env = dict(os.environ, XDG_RUNTIME_DIR=rundir, OPENAI_API_KEY=secret, CORRAL_API_KEY=secret,
+               SOME_TOKEN=secret)
+    try:
+        r = subprocess.run([CORRAL, "session", "start", "--json"], capture_output=True, text=True, env=env,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        info = json.loads(r.stdout)
+        r = subprocess.run([CORRAL, "session", "exec", info["id"], "--json", "-c",
+                            "import os\n[k for k, v in os.environ.items() if 'sk-corral' in v]"],
+                           capture_output=True, text=True, env=env, timeout=60)
+        assert json.loads(r.stdout)["value"]["text"] == "[]", r.stdout
+        status = json.loads(subprocess.run([CORRAL, "session", "status", "--json"], capture_output=True,
+                                           text=True, env=env, timeout=60).stdout)
+        host, zygote = status["pid"], status["zygote_pid"]
+        assert host == info["pid"] and zygote > 0
+        for pid in (host, zygote):
+            for what in ("environ", "cmdline"):
+                with open(f"/proc/{pid}/{what}", "rb") as f:
+                    assert secret.encode() not in f.read(), (pid, what)
+            assert not _readable_memory_has(pid, secret.encode()), pid
+        # the search can succeed: a process that holds it is found out
+        holder = subprocess.Popen([sys.executable, "-c", "import sys, time; k = sys.argv[1] * 1; time.sleep(30)",
+                                   secret], stdin=subprocess.DEVNULL)
+        try:
+            time.sleep(0.3)
+            assert _readable_memory_has(holder.pid, secret.encode())
+        finally:
+            holder.kill()
+            holder.wait()
+    finally:
+        subprocess.run([CORRAL, "session", "shutdown"], capture_output=True, env=env, timeout=60)
+        shutil.rmtree(rundir, ignore_errors=True)
 
 
 def _cgroups_of(pid):

@@ -22,11 +22,18 @@ from conftest import CORRAL  # noqa: E402
 
 
 class Sessions:
-    """Start sessions in a private runtime dir; stop them all at the end."""
+    """Start sessions in a private runtime dir; stop them all at the end.
 
-    def __init__(self, rundir):
+    kind "warm" starts them as `corral session start` does by default (forked
+    from the session host's zygote where the options allow), "cold" with
+    --cold.  The host keeps no zygote after its last session here
+    (CORRAL_SESSION_LINGER=0), so a stopped session leaves no process at all;
+    test_zygote.py tests the linger."""
+
+    def __init__(self, rundir, kind="warm"):
         self.rundir = rundir
-        self.env = dict(os.environ, XDG_RUNTIME_DIR=rundir)
+        self.kind = kind
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=rundir, CORRAL_SESSION_LINGER="0")
         self.started = []
 
     def corral(self, *args, timeout=90, env=None):
@@ -34,6 +41,8 @@ class Sessions:
                               env=env or self.env)
 
     def start(self, *opts):
+        if self.kind == "cold" and "--warm" not in opts:
+            opts = ("--cold",) + opts
         r = self.corral("start", "--json", *opts)
         assert r.returncode == 0, r.stderr
         info = json.loads(r.stdout)
@@ -49,13 +58,14 @@ class Sessions:
     def stop_all(self):
         for sid in self.started:
             self.corral("stop", sid)
+        self.corral("shutdown")
 
 
-@pytest.fixture
-def sessions():
+@pytest.fixture(params=["warm", "cold"])
+def sessions(request):
     rundir = tempfile.mkdtemp(prefix="corral-test-run-")
     os.chmod(rundir, 0o700)
-    s = Sessions(rundir)
+    s = Sessions(rundir, request.param)
     yield s
     s.stop_all()
     shutil.rmtree(rundir, ignore_errors=True)
@@ -482,6 +492,13 @@ def test_start_fails_cleanly_with_a_broken_interpreter(sessions, tmp_path, kind)
     """A driver that dies or talks garbage before it is ready: `start` says
     so (125) and the supervisor leaves nothing behind."""
     code, want = BROKEN_DRIVERS[kind]
+    if sessions.kind == "warm":
+        # The zygote imports the driver and talks its own protocol: a driver
+        # that writes garbage and hangs is a zygote that never gets ready
+        # (reported at the claim timeout, 30 s; the cold run covers it).
+        if kind == "malformed":
+            pytest.skip("a warm start reports a hung zygote only at its 30 s claim timeout")
+        want = "the zygote did not start"
     drv = tmp_path / "driver.py"
     drv.write_text(code)
     os.chmod(drv, 0o644)
@@ -489,7 +506,7 @@ def test_start_fails_cleanly_with_a_broken_interpreter(sessions, tmp_path, kind)
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     env = dict(sessions.env, CORRAL_SESSION_DRIVER=str(drv), TMPDIR=str(tmpdir))
-    p = sessions.corral("start", env=env)
+    p = sessions.corral("start", *(["--cold"] if sessions.kind == "cold" else []), env=env)
     assert p.returncode == 125 and want in p.stderr, p.stderr
     sockdir = os.path.join(sessions.rundir, "corral", "sessions")
     assert not os.path.exists(sockdir) or os.listdir(sockdir) == []

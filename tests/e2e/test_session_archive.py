@@ -71,7 +71,8 @@ class Sessions:
         self.tmpdir = os.path.join(base, "tmp")
         os.mkdir(self.rundir, 0o700)
         os.mkdir(self.tmpdir, 0o700)
-        self.env = dict(os.environ, XDG_RUNTIME_DIR=self.rundir, TMPDIR=self.tmpdir)
+        # The host ends with its last session: nothing lingers (test_zygote.py tests the linger).
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=self.rundir, TMPDIR=self.tmpdir, CORRAL_SESSION_LINGER="0")
         self.started = []
 
     def corral(self, *args, timeout=120):
@@ -107,6 +108,7 @@ class Sessions:
     def stop_all(self):
         for sid in self.started:
             self.corral("stop", sid)
+        self.corral("shutdown")
 
 
 @pytest.fixture

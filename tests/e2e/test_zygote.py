@@ -149,35 +149,151 @@ def _descendants(pid):
     return out
 
 
-def test_cli_warm_start_exec_stop_leaves_nothing():
-    rundir = tempfile.mkdtemp(prefix="corral-zygote-run-")
-    os.chmod(rundir, 0o700)
-    env = dict(os.environ, XDG_RUNTIME_DIR=rundir)
+PIDNS_STEP = "import os\nos.stat('/proc/self/ns/pid').st_ino"
+
+
+def _in_pidns(ino):
+    """Host pids of the processes in the pid namespace with inode ino."""
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if os.stat(f"/proc/{p}/ns/pid").st_ino == ino:
+                    out.append(int(p))
+            except OSError:
+                pass
+    return out
+
+
+def _wait_gone(pids, seconds=10):
+    deadline = time.time() + seconds
+    while time.time() < deadline and any(os.path.exists(f"/proc/{p}") for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if os.path.exists(f"/proc/{p}")]
+
+
+def _host_cgroups(pid):
+    return [d for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified")
+            if os.path.isdir(root) for d in os.listdir(root) if d.startswith(f"corral-{pid}-")]
+
+
+class CliHost:
+    """`corral session` in a private runtime dir (one session host)."""
+
+    def __init__(self, **env):
+        self.rundir = tempfile.mkdtemp(prefix="corral-zygote-run-")
+        os.chmod(self.rundir, 0o700)
+        self.tmp = tempfile.mkdtemp(prefix="corral-zygote-tmp-")
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=self.rundir, TMPDIR=self.tmp, **env)
+
+    def corral(self, *args, timeout=120):
+        return subprocess.run([CORRAL, "session", *args], capture_output=True, text=True, env=self.env,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def start(self, *opts):
+        r = self.corral("start", "--json", *opts)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    def step(self, sid, code):
+        r = self.corral("exec", sid, "--json", "-c", code)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["value"]["text"]
+
+    def zygotes(self, host_pid):
+        """The host's zygote (`corral session status`), as a list."""
+        info = json.loads(self.corral("status", "--json").stdout)
+        assert info is None or info["pid"] == host_pid
+        return [info["zygote_pid"]] if info and info["zygote_pid"] else []
+
+    def close(self):
+        self.corral("shutdown")
+        shutil.rmtree(self.rundir, ignore_errors=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def test_cli_sessions_share_one_zygote_and_shutdown_leaves_nothing():
+    h = CliHost()
     try:
-        r = subprocess.run([CORRAL, "session", "start", "--warm", "--json"], capture_output=True, text=True,
-                           env=env, timeout=120)
+        a = h.start()
+        assert a["warm"] is True  # the default where the options allow it
+        assert h.step(a["id"], "import sys\n'pandas' in sys.modules") == "True"
+        zygotes = h.zygotes(a["pid"])
+        assert len(zygotes) == 1, "no zygote (or several) under the session host"
+        b = h.start()
+        assert b["pid"] == a["pid"], "a second session got a host of its own"
+        assert h.zygotes(b["pid"]) == zygotes
+        ns_a, ns_b = int(h.step(a["id"], PIDNS_STEP)), int(h.step(b["id"], PIDNS_STEP))
+        assert ns_a != ns_b and _in_pidns(ns_a) and _in_pidns(ns_b)
+        listed = json.loads(h.corral("list", "--json").stdout)
+        assert sorted(s["id"] for s in listed) == sorted([a["id"], b["id"]])
+        assert all(s["warm"] and s["pid"] == a["pid"] for s in listed)
+        # stop: the session's processes and workspace go, the zygote stays for the next
+        assert h.corral("stop", a["id"]).returncode == 0
+        assert _wait_gone(_in_pidns(ns_a)) == []
+        assert not os.path.exists(a["workspace"])
+        assert h.corral("stop", b["id"]).returncode == 0
+        assert _wait_gone(_in_pidns(ns_b)) == []
+        assert all(os.path.exists(f"/proc/{p}") for p in zygotes + [a["pid"]]), "the host did not linger"
+        c = h.start()
+        assert c["pid"] == a["pid"]
+        assert h.step(c["id"], "import sys\n'pandas' in sys.modules") == "True"
+        # shutdown: every session stopped, then the zygote and the host, nothing left
+        r = h.corral("shutdown")
         assert r.returncode == 0, r.stderr
-        info = json.loads(r.stdout)
-        r = subprocess.run([CORRAL, "session", "exec", info["id"], "--json", "-c",
-                            "import sys\n'pandas' in sys.modules"], capture_output=True, text=True, env=env,
-                           timeout=60)
-        assert r.returncode == 0, r.stderr
-        assert json.loads(r.stdout)["value"]["text"] == "True"
-        zygotes = [p for p in _descendants(info["pid"]) if p in procs_named(ZYGOTE_COMM)]
-        assert zygotes, "no zygote under the session's supervisor"
-        r = subprocess.run([CORRAL, "session", "stop", info["id"]], capture_output=True, text=True, env=env,
-                           timeout=60)
-        assert r.returncode == 0, r.stderr
-        deadline = time.time() + 10
-        while time.time() < deadline and any(os.path.exists(f"/proc/{p}") for p in zygotes + [info["pid"]]):
-            time.sleep(0.05)
-        assert not any(os.path.exists(f"/proc/{p}") for p in zygotes + [info["pid"]])
-        cgroups = [d for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified")
-                   if os.path.isdir(root) for d in os.listdir(root)
-                   if d.startswith(f"corral-{info['pid']}-")]
-        assert cgroups == []
+        assert _wait_gone(zygotes + [a["pid"]]) == []
+        assert _host_cgroups(a["pid"]) == []
+        assert os.listdir(os.path.join(h.rundir, "corral", "sessions")) == []
+        assert os.listdir(h.tmp) == [], "a temporary workspace outlived the host"
+        assert h.corral("shutdown").returncode == 0  # none runs: nothing to do
     finally:
-        shutil.rmtree(rundir, ignore_errors=True)
+        h.close()
+
+
+def test_cli_host_ends_after_its_linger():
+    h = CliHost(CORRAL_SESSION_LINGER="0.5")
+    try:
+        s = h.start()
+        zygotes = h.zygotes(s["pid"])
+        assert zygotes
+        assert h.corral("stop", s["id"]).returncode == 0
+        assert _wait_gone(zygotes + [s["pid"]]) == []
+        assert os.listdir(os.path.join(h.rundir, "corral", "sessions")) == []
+        # and the next start brings a new host up
+        t = h.start()
+        assert t["pid"] != s["pid"] and h.step(t["id"], "1 + 1") == "2"
+    finally:
+        h.close()
+
+
+def test_cli_cold_sessions_need_no_zygote_and_the_host_leaves_with_them():
+    h = CliHost()
+    try:
+        s = h.start("--cold")
+        assert s["warm"] is False
+        assert not h.zygotes(s["pid"])
+        assert h.step(s["id"], "import sys\n'pandas' in sys.modules") == "False"
+        assert h.corral("stop", s["id"]).returncode == 0
+        assert _wait_gone([s["pid"]]) == [], "a host without a zygote lingered"
+    finally:
+        h.close()
+
+
+def test_cli_sigkill_of_the_host_leaves_no_session_running():
+    h = CliHost()
+    try:
+        a, b = h.start(), h.start("--cold")
+        ns = [int(h.step(x["id"], PIDNS_STEP)) for x in (a, b)]
+        zygotes = h.zygotes(a["pid"])
+        os.kill(a["pid"], 9)
+        assert _wait_gone(zygotes + [p for n in ns for p in _in_pidns(n)]) == []
+        # a stale socket is no obstacle: the next start makes a new host
+        c = h.start()
+        assert c["pid"] != a["pid"] and h.step(c["id"], "6 * 7") == "42"
+        r = h.corral("exec", a["id"], "-c", "1")
+        assert r.returncode == 2 and "no session" in r.stderr, r.stderr
+    finally:
+        h.close()
 
 
 def test_cli_warm_refuses_what_it_cannot_do(tmp_path):

@@ -415,6 +415,14 @@ static void round_trip(const char *text)
         /* And the second serialisation is identical to the first. */
         cleanup_free char *json2 = corral_jail_config_to_profile_json(&b);
         CHECK_STR(json2, json);
+        /* From the text (how `corral session start` hands a session to
+         * the host): the same configuration. */
+        corral_jail_config c;
+        corral_jail_config_init(&c);
+        CHECK_INT(corral_jail_config_load_profile_text(&c, json, strlen(json), "request", &err), 0);
+        cleanup_free char *json3 = corral_jail_config_to_profile_json(&c);
+        CHECK_STR(json3, json);
+        corral_jail_config_release(&c);
         corral_error_free(err);
         corral_jail_config_release(&a);
         corral_jail_config_release(&b);
@@ -449,6 +457,28 @@ TEST(round_trips)
         corral_jail_config_release(&cfg);
 }
 
+TEST(profile_text_errors)
+{
+        static const char *const bad[][2] = {
+                { "{\"memory\": -1}", "profile key 'memory'" },
+                { "{\"timeout\": 1, \"timeout\": 2}", "duplicate" },
+                { "[1]", "expected a JSON object" },
+                { "{\"memroy\": \"1G\"}", "memroy" },
+                { "{", "cannot read profile 'request'" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                corral_jail_config cfg;
+                corral_jail_config_init(&cfg);
+                corral_error *err = NULL;
+                CHECK_INT(corral_jail_config_load_profile_text(&cfg, bad[i][0], strlen(bad[i][0]), "request", &err), -1);
+                CHECK(err && err->kind == CORRAL_ERR_USAGE && strstr(err->msg, bad[i][1]) != NULL);
+                if (err && strstr(err->msg, bad[i][1]) == NULL)
+                        printf("#   %s -> %s\n", bad[i][0], err->msg);
+                corral_error_free(err);
+                corral_jail_config_release(&cfg);
+        }
+}
+
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
         return remove(path);
@@ -469,6 +499,7 @@ int main(void)
         RUN(syntax_errors_locate);
         RUN(fixed_bugs);
         RUN(round_trips);
+        RUN(profile_text_errors);
         nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
         return DONE();
 }

@@ -1,0 +1,187 @@
+/* session-wire.c: what `corral session`'s clients and its host share: the
+ * framing (a 4-byte big-endian length, then a JSON object, as the driver's),
+ * the private runtime directory and the sockets in it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "../lib/util.h"
+#include "session-wire.h"
+
+int wire_write(int fd, json_t *obj)
+{
+        cleanup_free char *body = json_dumps(obj, JSON_COMPACT);
+        if (body == NULL)
+                return -1;
+        size_t n = strlen(body);
+        unsigned char head[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
+                                  (unsigned char)n };
+        if (write_all(fd, head, 4) < 0 || write_all(fd, body, n) < 0)
+                return -1;
+        return 0;
+}
+
+/* Read n bytes; timeout_ms < 0 waits forever.  -1 on EOF, error or timeout. */
+static int read_full(int fd, void *buf, size_t n, int timeout_ms)
+{
+        size_t got = 0;
+        while (got < n) {
+                if (timeout_ms >= 0) {
+                        struct pollfd p = { .fd = fd, .events = POLLIN };
+                        int r = poll(&p, 1, timeout_ms);
+                        if (r < 0 && errno == EINTR)
+                                continue;
+                        if (r <= 0)
+                                return -1;
+                }
+                ssize_t k = read(fd, (char *)buf + got, n - got);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return -1;
+                got += (size_t)k;
+        }
+        return 0;
+}
+
+json_t *wire_read(int fd, int timeout_ms)
+{
+        unsigned char head[4];
+        if (read_full(fd, head, 4, timeout_ms) < 0)
+                return NULL;
+        uint32_t n = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
+        if (n > CLIENT_FRAME_MAX)
+                return NULL;
+        cleanup_free char *body = malloc((size_t)n + 1);
+        if (body == NULL || read_full(fd, body, n, timeout_ms) < 0)
+                return NULL;
+        json_t *j = json_loadb(body, n, 0, NULL);
+        if (!json_is_object(j)) {
+                json_decref(j);
+                return NULL;
+        }
+        return j;
+}
+
+/* ---- the runtime directory ---- */
+
+/* A directory that must be ours alone: created 0700 when missing, then
+ * checked (not a symlink, our uid, no access for group or others), so that
+ * nobody else can plant or read a socket in it. */
+static int private_dir(const char *path, bool create, corral_error **err)
+{
+        if (create && mkdir(path, 0700) < 0 && errno != EEXIST)
+                return corral_fail(err, errno, "cannot create '%s'", path);
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return corral_fail(err, errno, "cannot use '%s'", path);
+        if (!S_ISDIR(st.st_mode))
+                return corral_fail(err, 0, "refusing to use '%s': not a directory", path);
+        if (st.st_uid != geteuid() || (st.st_mode & 077) != 0)
+                return corral_fail(err, 0,
+                                   "refusing to use '%s': owned by uid %u with mode %03o; it must be a private "
+                                   "directory (0700) of uid %u: remove it or fix its owner and mode",
+                                   path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777), (unsigned)geteuid());
+        return 0;
+}
+
+/* The sessions directory; NULL with err set.  Without create, a missing
+ * directory gives NULL with errno ENOENT and no error. */
+char *wire_runtime_dir(bool create, corral_error **err)
+{
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        char *parent = NULL, *dir = NULL;
+        struct stat st;
+        if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+                if (asprintf(&parent, "%s/corral", xdg) < 0)
+                        parent = NULL;
+        } else if (asprintf(&parent, "/tmp/corral-%u", (unsigned)geteuid()) < 0) {
+                parent = NULL;
+        }
+        if (parent == NULL || asprintf(&dir, "%s/sessions", parent) < 0) {
+                free(parent);
+                corral_fail(err, ENOMEM, "out of memory");
+                return NULL;
+        }
+        if (!create && lstat(dir, &st) < 0 && errno == ENOENT) {
+                free(parent);
+                free(dir);
+                errno = ENOENT;
+                return NULL;
+        }
+        if (private_dir(parent, create, err) < 0 || private_dir(dir, create, err) < 0) {
+                free(parent);
+                free(dir);
+                errno = EPERM;
+                return NULL;
+        }
+        free(parent);
+        return dir;
+}
+
+bool wire_id_valid(const char *id)
+{
+        if (strlen(id) != ID_LEN)
+                return false;
+        for (const char *p = id; *p; p++)
+                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+                        return false;
+        return true;
+}
+
+int wire_socket_path(const char *dir, const char *id, struct sockaddr_un *sa, corral_error **err)
+{
+        memset(sa, 0, sizeof(*sa));
+        sa->sun_family = AF_UNIX;
+        int n = snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s.sock", dir, id);
+        if (n < 0 || (size_t)n >= sizeof(sa->sun_path))
+                return corral_fail(err, ENAMETOOLONG, "the session socket path under '%s' is too long", dir);
+        return 0;
+}
+
+/* Connect to session id: the fd, or -1 with err (kind usage for an
+ * unknown session).  A socket nobody listens on any more is removed. */
+int wire_connect(const char *id, corral_error **err)
+{
+        if (!wire_id_valid(id))
+                return corral_usage(err, "no session '%s': a session ID is %d hex digits (see 'corral session list')",
+                                    id, ID_LEN);
+        corral_error *e = NULL;
+        cleanup_free char *dir = wire_runtime_dir(false, &e);
+        if (dir == NULL) {
+                if (e == NULL)
+                        return corral_usage(err, "no session '%s' (see 'corral session list')", id);
+                if (err)
+                        *err = e;
+                else
+                        corral_error_free(e);
+                return -1;
+        }
+        struct sockaddr_un sa;
+        if (wire_socket_path(dir, id, &sa, err) < 0)
+                return -1;
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return corral_fail(err, errno, "cannot create a socket");
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                int en = errno;
+                close(fd);
+                if (en == ENOENT)
+                        return corral_usage(err, "no session '%s' (see 'corral session list')", id);
+                if (en == ECONNREFUSED) {
+                        unlink(sa.sun_path);
+                        return corral_usage(err, "no session '%s': its supervisor is gone", id);
+                }
+                return corral_fail(err, en, "cannot connect to session '%s'", id);
+        }
+        return fd;
+}
+
