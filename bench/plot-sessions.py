@@ -54,7 +54,8 @@ def latency(ax, r):
 
 
 def scenario(ax, sc):
-    modes = [("session", "session (corral run)", "tab:blue"),
+    modes = [("session", "corral run (warm session)", "tab:blue"),
+             ("cold", "corral run --cold", "tab:purple"),
              ("stateless", "fresh process (--stateless)", "tab:orange")]
     if sc.get("warm"):
         modes.append(("warm", "warm session (session exec)", "tab:green"))

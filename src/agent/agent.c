@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../session/session.h"
 #include "agent-internal.h"
 
 #define TRIM_KEEP_LAST 4     /* the newest messages are never shortened */
@@ -415,6 +416,10 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
         }
         if (cfg->wall_budget_s > 0)
                 st.deadline_ms = monotonic_ms() + cfg->wall_budget_s * 1000;
+        /* The zygote starts while the model thinks about the first turn. */
+        bool prewarm = !cfg->stateless && !cfg->cold && session_warm_supported(cfg->jail, NULL) == 0;
+        if (prewarm)
+                session_prewarm();
 
         json_t *start = json_pack("{s:s, s:s, s:o}", "task", cfg->task, "protocol", text ? "text" : "tools", "limits",
                                   limits_json(cfg->jail));
@@ -557,6 +562,8 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
         }
         ret->text_protocol = text;
         agent_session_close(&st);
+        if (prewarm)
+                session_prewarm_end();
         agent_images_clear(&st);
         ws_snapshot_free(st.last_snapshot);
         free(answer);

@@ -46,6 +46,8 @@ struct agent_config {
         uint64_t context_tokens;      /* the model's context, for trimming (default 32768) */
         bool text_protocol;           /* no tool calling: fenced code blocks */
         bool stateless;               /* run_python in a fresh process per step, not one session */
+        bool cold;                    /* the session's interpreter started afresh, not forked warm
+                                       * from a zygote (docs/sessions.md) */
         size_t observation_bytes;     /* per stream in an observation (default 8 KiB) */
         size_t read_bytes;            /* read_file cap (default 64 KiB) */
         /* Figures for the model (docs/sessions.md): the figures of a

@@ -409,7 +409,23 @@ static void exec_in_session(struct agent_state *st, const corral_jail_config *jc
                 opt.on_notice = on_jail_notice;
                 opt.notice_userdata = st;
                 opt.lifetime_s = cfg->wall_budget_s > 0 ? cfg->wall_budget_s + 60 : 86400;
-                if (session_start(jc, &opt, &st->session, &err) < 0) {
+                /* Warm, forked from the zygote started with the run
+                 * (agent_run()), unless asked otherwise or the options need
+                 * a cold interpreter (--rootfs, --net host, binds outside
+                 * /workspace); a zygote that cannot start is no reason to
+                 * fail the run: a cold session, with a notice. */
+                opt.warm = !cfg->cold && session_warm_supported(jc, NULL) == 0;
+                if (session_start(jc, &opt, &st->session, &err) < 0 && opt.warm) {
+                        cleanup_free char *why = NULL;
+                        if (asprintf(&why, "no warm session (%s): a cold one instead", err ? err->msg : "?") < 0)
+                                why = NULL;
+                        if (why)
+                                on_jail_notice(st, why);
+                        corral_error_clear(&err);
+                        opt.warm = false;
+                        (void)session_start(jc, &opt, &st->session, &err);
+                }
+                if (st->session == NULL) {
                         s->fatal = true;
                         s->err = err;
                         return;

@@ -82,6 +82,9 @@ static const char help_text[] =
         "      --stateless         run each run_python step in a fresh process (default: one\n"
         "                          Python session per run: variables and imports persist,\n"
         "                          figures are saved to output/figures/; docs/sessions.md)\n"
+        "      --cold              start the session's interpreter afresh (default: forked from a\n"
+        "                          zygote with numpy, pandas, matplotlib and scipy imported,\n"
+        "                          started while the model answers the first turn)\n"
         "      --images auto|on|off  also show the model a step's figures as images (auto, the\n"
         "                          default: when the config file's \"modalities\" for the model\n"
         "                          list \"image\"); turned off for the run, with a notice, when\n"
@@ -136,6 +139,7 @@ enum {
         OPT_ARCHIVE_INPUTS,
         OPT_FROM,
         OPT_STATELESS,
+        OPT_COLD,
         OPT_REVIEW_POLICY,
         OPT_LLM_REVIEW,
         OPT_REVIEWER_MODEL,
@@ -172,6 +176,7 @@ static const struct option run_options[] = {
         { "archive-inputs", no_argument, NULL, OPT_ARCHIVE_INPUTS },
         { "from", required_argument, NULL, OPT_FROM },
         { "stateless", no_argument, NULL, OPT_STATELESS },
+        { "cold", no_argument, NULL, OPT_COLD },
         { "review-policy", required_argument, NULL, OPT_REVIEW_POLICY },
         { "llm-review", no_argument, NULL, OPT_LLM_REVIEW },
         { "reviewer-model", required_argument, NULL, OPT_REVIEWER_MODEL },
@@ -242,6 +247,9 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 return 0;
         case OPT_STATELESS:
                 o->agent.stateless = true;
+                return 0;
+        case OPT_COLD:
+                o->agent.cold = true;
                 return 0;
         case OPT_LLM_REVIEW:
                 o->llm_review = true;

@@ -99,6 +99,12 @@ CORRAL_HIDDEN void uidpool_release(struct uid_lease *lease);
 /* A detached bind of path (caller must be root), read-only unless writable,
  * always nosuid and nodev; with idmap_to, the path's owner appears as that
  * host id.  -1 when the kernel or filesystem cannot do it. */
+/* What a jail's caller hears (corral_jail_io.on_notice) when its limits
+ * fall back to rlimits; warm sessions say the same. */
+#define JAIL_NOTICE_RLIMITS \
+        "no usable cgroup: memory and process limits fall back to rlimits (per process, not per tree; see " \
+        "'corral doctor')"
+
 CORRAL_HIDDEN int idmap_open_tree(const char *path, bool recursive, uint32_t idmap_to, bool writable,
                                   corral_error **ret_err);
 /* The same for what fd (O_PATH is enough) refers to; path names it in

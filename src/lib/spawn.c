@@ -795,9 +795,7 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
                         goto out;
                 }
                 if (io && io->on_notice)
-                        io->on_notice(io->userdata,
-                                      "no usable cgroup: memory and process limits fall back to rlimits "
-                                      "(per process, not per tree; see 'corral doctor')");
+                        io->on_notice(io->userdata, JAIL_NOTICE_RLIMITS);
         }
         corral_error_free(cg_err);
 

@@ -450,6 +450,21 @@ struct session {
         json_t *from;            /* resumed from an archive: session_origin(), or NULL */
 };
 
+void session_prewarm(void)
+{
+        warm_prestart();
+}
+
+void session_prewarm_end(void)
+{
+        warm_prestart_end();
+}
+
+int session_warm_supported(const corral_jail_config *cfg, corral_error **ret_err)
+{
+        return warm_supported(cfg, ret_err);
+}
+
 void session_options_init(struct session_options *o)
 {
         /* Every field, also those added later, starts at zero. */

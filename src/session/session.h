@@ -56,6 +56,14 @@ struct session_options {
 };
 CORRAL_HIDDEN void session_options_init(struct session_options *o);
 
+/* Warm sessions to come (corral run): start their zygote now, in the
+ * background, so that the first warm session_start() finds it ready.
+ * session_prewarm_end() after the last session_free(). */
+CORRAL_HIDDEN void session_prewarm(void);
+CORRAL_HIDDEN void session_prewarm_end(void);
+/* Whether cfg can run warm: 0, or -1 and the reason (a usage error). */
+CORRAL_HIDDEN int session_warm_supported(const corral_jail_config *cfg, corral_error **ret_err);
+
 struct session_step_limits {
         double timeout_s;        /* wall time of the step (default 30) */
         uint64_t output_limit;   /* per stream per step; 0: the jail's output_limit */

@@ -10,14 +10,16 @@
  * A session's isolation is made inside it (zygote.c); what only the host
  * can do is done here at claim time: the session's cgroup (its init is moved
  * there before it forks the interpreter; rlimits without one) and its
- * workspace, passed as a detached mount: cloned and idmapped to the
- * session's own host uid as root (workspace_tree()), cloned in a user and
- * mount namespace of our own as an ordinary user (workspace_tree_user()).
+ * workspace and its binds (beneath /workspace), passed as detached mounts:
+ * cloned and idmapped to the session's own host uid as root
+ * (workspace_tree(), bind_tree()), cloned in a user and mount namespace of
+ * our own as an ordinary user (trees_user()).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/mount.h>
 #include <linux/sched.h>
 #include <math.h>
@@ -146,8 +148,10 @@ static void find_zygote(void)
         const char *env = getenv("CORRAL_ZYGOTE");
         char exe[4096];
         struct stat st;
-        if (env && stat(env, &st) == 0 && S_ISREG(st.st_mode)) {
-                zygote_path = realpath(env, NULL);
+        if (env && env[0]) {
+                /* Asked for: that one or none, never another silently. */
+                if (stat(env, &st) == 0 && S_ISREG(st.st_mode))
+                        zygote_path = realpath(env, NULL);
                 return;
         }
         ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 32);
@@ -182,7 +186,10 @@ static const char *zygote_binary(corral_error **ret_err)
 {
         static pthread_once_t once = PTHREAD_ONCE_INIT;
         pthread_once(&once, find_zygote);
-        if (zygote_path == NULL)
+        const char *env = getenv("CORRAL_ZYGOTE");
+        if (zygote_path == NULL && env && env[0])
+                corral_fail(ret_err, ENOENT, "CORRAL_ZYGOTE='%s' is not a program", env);
+        else if (zygote_path == NULL)
                 corral_fail(ret_err, ENOENT,
                             "cannot find corral-zygote (install it beside corral or set CORRAL_ZYGOTE)");
         return zygote_path;
@@ -255,7 +262,7 @@ static ssize_t recv_msg_until(int fd, void *buf, size_t len, int *fds, int max_f
                 break;
         }
         union {
-                char buf[CMSG_SPACE(sizeof(int) * 4) + CMSG_SPACE(sizeof(struct ucred))];
+                char buf[CMSG_SPACE(sizeof(int) * (ZYGOTE_MAX_BINDS + 4)) + CMSG_SPACE(sizeof(struct ucred))];
                 struct cmsghdr align;
         } u;
         struct iovec iov = { buf, len };
@@ -286,9 +293,13 @@ static ssize_t recv_msg_until(int fd, void *buf, size_t len, int *fds, int max_f
 static int send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
 {
         union {
-                char buf[CMSG_SPACE(sizeof(int) * 4)];
+                char buf[CMSG_SPACE(sizeof(int) * (ZYGOTE_MAX_BINDS + 4))];
                 struct cmsghdr align;
         } u;
+        if (nfds > ZYGOTE_MAX_BINDS + 4) {
+                errno = EINVAL;
+                return -1;
+        }
         memset(&u, 0, sizeof(u));
         struct iovec iov = { (void *)buf, len };
         struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -317,6 +328,7 @@ static const char *zstep_name(int step)
                 [ZSTEP_LOOPBACK] = "bring up loopback",            [ZSTEP_USERNS] = "enter its user namespace",
                 [ZSTEP_RLIMIT] = "set resource limits",            [ZSTEP_CAPS] = "drop its capabilities",
                 [ZSTEP_SECCOMP] = "load the seccomp filter",       [ZSTEP_PYTHON] = "start the driver",
+                [ZSTEP_BIND] = "attach a bind beneath /workspace",
         };
         return step > 0 && (size_t)step < ARRAY_SIZE(names) && names[step] ? names[step] : "set up";
 }
@@ -638,6 +650,39 @@ void warm_unref(void)
         pthread_mutex_unlock(&Z.lock);
 }
 
+static pthread_t prestart_thread;
+static bool prestarted;
+
+static void *prestart_main(void *arg)
+{
+        pthread_mutex_lock(&Z.lock);
+        if (Z.failed && Z.running)
+                zygote_stop();
+        if (!Z.running)
+                (void)zygote_start(NULL);
+        pthread_mutex_unlock(&Z.lock);
+        return arg;
+}
+
+void warm_prestart(void)
+{
+        if (prestarted)
+                return;
+        warm_ref();
+        prestarted = pthread_create(&prestart_thread, NULL, prestart_main, NULL) == 0;
+        if (!prestarted)
+                warm_unref();
+}
+
+void warm_prestart_end(void)
+{
+        if (!prestarted)
+                return;
+        pthread_join(prestart_thread, NULL);
+        prestarted = false;
+        warm_unref();
+}
+
 pid_t warm_zygote_pid(void)
 {
         pthread_mutex_lock(&Z.lock);
@@ -654,13 +699,46 @@ int warm_pool_size(void)
         return n;
 }
 
+/* dst relative to /workspace, or NULL unless it lies strictly beneath it
+ * with no empty, "." or ".." component. */
+static const char *bind_beneath_workspace(const char *dst)
+{
+        if (strncmp(dst, "/workspace/", 11) != 0 || dst[11] == '\0')
+                return NULL;
+        const char *rel = dst + 11;
+        for (const char *c = rel; *c;) {
+                size_t n = strcspn(c, "/");
+                if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return NULL;
+                c += n;
+                if (*c == '/' && *++c == '\0')
+                        return NULL;
+        }
+        return rel;
+}
+
 int warm_supported(const corral_jail_config *cfg, corral_error **ret_err)
 {
         if (cfg->rootfs)
                 return corral_usage(ret_err, "warm sessions run on the host's Python: --rootfs needs a cold "
                                              "session");
-        if (cfg->n_binds > 0)
-                return corral_usage(ret_err, "warm sessions take no --bind yet: start a cold session");
+        if (cfg->n_binds > ZYGOTE_MAX_BINDS)
+                return corral_usage(ret_err, "warm sessions take at most %d binds: start a cold session",
+                                    ZYGOTE_MAX_BINDS);
+        size_t dests = 0;
+        for (size_t i = 0; i < cfg->n_binds; i++) {
+                /* The zygote's root is the host's, read-only: a session's
+                 * binds go where it can make mount points, its workspace. */
+                const char *rel = bind_beneath_workspace(cfg->binds[i].dst);
+                if (rel == NULL)
+                        return corral_usage(ret_err, "warm sessions take binds only beneath /workspace (not '%s'): "
+                                                     "start a cold session",
+                                            cfg->binds[i].dst);
+                dests += strlen(rel) + 1;
+        }
+        if (dests > ZYGOTE_MAX_DESTS)
+                return corral_usage(ret_err, "the binds' destinations are too long for a warm session: start a "
+                                             "cold session");
         if (cfg->workspace) {
                 /* As plan.c refuses it to a cold jail: as root what the
                  * session writes there lands as the directory's owner. */
@@ -715,96 +793,285 @@ static int workspace_tree(const corral_jail_config *cfg, uint32_t host_uid, corr
         return mnt;
 }
 
-/* What the helper of workspace_tree_user() reports. */
+/* Make rel's mount point beneath the directory root (the host workspace,
+ * or the session's tmpfs), parents included, never through a symlink: one
+ * component at a time, O_NOFOLLOW.  The session's init, which attaches the
+ * bind, may not create files there (the idmap has no place for its uid). */
+static int make_mountpoint(int root, const char *rel, bool is_dir)
+{
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s", rel) >= (int)sizeof(path)) {
+                errno = ENAMETOOLONG;
+                return -1;
+        }
+        int dir = fcntl(root, F_DUPFD_CLOEXEC, 3);
+        for (char *comp = path; dir >= 0;) {
+                char *slash = strchr(comp, '/');
+                if (slash)
+                        *slash = '\0';
+                if (slash || is_dir) {
+                        (void)mkdirat(dir, comp, 0755);
+                } else {
+                        int f = openat(dir, comp, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+                        if (f >= 0)
+                                close(f);
+                }
+                int next = openat(dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC | (slash || is_dir ? O_DIRECTORY : 0));
+                int e = errno;
+                close(dir);
+                if (next < 0) {
+                        errno = e;
+                        return -1;
+                }
+                if (slash == NULL) {
+                        struct stat st;
+                        bool ok = fstat(next, &st) == 0 && (is_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+                        close(next);
+                        errno = ok ? 0 : ELOOP;
+                        return ok ? 0 : -1;
+                }
+                dir = next;
+                comp = slash + 1;
+        }
+        return -1;
+}
+
+/* Every bind's mount point beneath root. */
+static int make_mountpoints(int root, const corral_jail_config *cfg, corral_error **ret_err)
+{
+        for (size_t i = 0; i < cfg->n_binds; i++) {
+                const struct corral_bind *b = &cfg->binds[i];
+                struct stat st;
+                if (b->src_fd >= 0 ? fstat(b->src_fd, &st) < 0 : stat(b->src, &st) < 0)
+                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "bind source '%s'", b->src);
+                if (make_mountpoint(root, bind_beneath_workspace(b->dst), S_ISDIR(st.st_mode)) < 0)
+                        return corral_fail(ret_err, errno, "cannot make the mount point '%s' of bind '%s'", b->dst,
+                                           b->src);
+        }
+        return 0;
+}
+
+/* A bind's tree as root: as plan.c makes a cold jail's (an fd's own mount
+ * cloned, idmapped to the session's uid where the filesystem allows; a
+ * path's mount cloned, idmapped when it is a writable directory). */
+static int bind_tree(const struct corral_bind *b, uint32_t host_uid, corral_error **ret_err)
+{
+        corral_error *e = NULL;
+        if (b->src_fd >= 0) {
+                int tree = idmap_open_tree_fd(b->src_fd, b->src, true, host_uid, false, &e);
+                corral_error_free(e);
+                return tree >= 0 ? tree : idmap_open_tree_fd(b->src_fd, b->src, true, 0, false, ret_err);
+        }
+        cleanup_free char *real = realpath(b->src, NULL);
+        struct stat st;
+        if (real == NULL || stat(real, &st) < 0)
+                return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "bind source '%s'", b->src);
+        if (b->writable && jail_path_is_system(real))
+                return corral_usage(ret_err, "refusing to give the jail write access to the system directory '%s'",
+                                    real);
+        bool idmap = b->writable && S_ISDIR(st.st_mode);
+        int tree = idmap_open_tree(real, !b->writable, idmap ? host_uid : 0, b->writable, &e);
+        if (tree < 0 && idmap) {
+                corral_error_clear(&e);
+                tree = idmap_open_tree(real, false, 0, b->writable, &e);
+        }
+        if (tree < 0) {
+                if (ret_err)
+                        *ret_err = e;
+                else
+                        corral_error_free(e);
+        } else {
+                corral_error_free(e);
+        }
+        return tree;
+}
+
+/* What the helper of trees_user() reports: 0 done (the trees come with
+ * it), else the step that failed, for which tree (0 the workspace, i the
+ * i-th bind) and its errno. */
 struct ws_reply {
-        int32_t step;            /* 0 done (the tree comes with it), else what failed */
-        int32_t err;             /* its errno */
+        int32_t step;
+        int32_t which;
+        int32_t err;
 };
 
 enum { WS_STEP_MAP = 1, WS_STEP_OPEN, WS_STEP_SAME, WS_STEP_CLONE, WS_STEP_FLAGS, WS_STEP_TMPFS };
 
-static __attribute__((noreturn)) void ws_helper(int sock, const char *real, const struct stat *want,
-                                                 uint64_t disk_bytes, uid_t uid, gid_t gid)
+/* A host path for the helper to clone, and what it must still be. */
+struct ws_source {
+        char *real;
+        struct stat want;
+        bool writable;
+};
+
+/* In the helper: clone src's mount (recursive: the host's mounts beneath
+ * are locked together with it in our namespace, and a lone clone of their
+ * parent is refused), with its flags.  A ws_reply step, or 0. */
+static int helper_clone(const struct ws_source *src, int *ret_tree, int *ret_errno)
+{
+        int fd = open(src->real, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        *ret_tree = -1;
+        if (fd < 0) {
+                *ret_errno = errno;
+                return WS_STEP_OPEN;
+        }
+        if (fstat(fd, &st) < 0 || st.st_dev != src->want.st_dev || st.st_ino != src->want.st_ino) {
+                *ret_errno = ESTALE; /* swapped since the caller resolved it */
+                close(fd);
+                return WS_STEP_SAME;
+        }
+        int tree = (int)syscall(SYS_open_tree, fd, "", AT_EMPTY_PATH | AT_RECURSIVE | 1 /* OPEN_TREE_CLONE */ |
+                                                                O_CLOEXEC);
+        *ret_errno = errno;
+        close(fd);
+        if (tree < 0)
+                return WS_STEP_CLONE;
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                               (src->writable ? 0 : MOUNT_ATTR_RDONLY) };
+        if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
+                *ret_errno = errno;
+                close(tree);
+                return WS_STEP_FLAGS;
+        }
+        *ret_tree = tree;
+        return 0;
+}
+
+static __attribute__((noreturn)) void ws_helper(int sock, const struct ws_source *ws, const struct ws_source *binds,
+                                                 const corral_jail_config *cfg, uid_t uid, gid_t gid)
 {
         /* A fresh user and mount namespace of our own (clone3 made them):
          * its copy of the host's mounts is ours to clone, and tmpfs may be
          * made here.  We stay the caller's host uid for every permission
-         * check, so the tree is what the caller may reach and no more.  The
-         * map (our own ids, as themselves) is for the tmpfs, which belongs
-         * to this namespace: nobody could create a file in it otherwise
-         * (EOVERFLOW). */
-        struct ws_reply r = { 0, 0 };
-        int tree = -1;
+         * check, so the trees are what the caller may reach and no more.
+         * The map (our own ids, as themselves) is for the tmpfs, which
+         * belongs to this namespace: nobody could create a file in it
+         * otherwise (EOVERFLOW). */
+        struct ws_reply r = { 0, 0, 0 };
+        int trees[1 + ZYGOTE_MAX_BINDS];
+        size_t n = 0;
         char map[64];
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
         if (write_file_at(AT_FDCWD, "/proc/self/uid_map", map) < 0 ||
             write_file_at(AT_FDCWD, "/proc/self/setgroups", "deny") < 0 ||
             (snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid),
              write_file_at(AT_FDCWD, "/proc/self/gid_map", map) < 0)) {
-                r = (struct ws_reply){ WS_STEP_MAP, errno };
-        } else if (real) {
-                int fd = open(real, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                struct stat st;
-                if (fd < 0) {
-                        r = (struct ws_reply){ WS_STEP_OPEN, errno };
-                } else if (fstat(fd, &st) < 0 || st.st_dev != want->st_dev || st.st_ino != want->st_ino) {
-                        /* Swapped since the caller resolved it. */
-                        r = (struct ws_reply){ WS_STEP_SAME, ESTALE };
-                } else if ((tree = (int)syscall(SYS_open_tree, fd, "",
-                                                AT_EMPTY_PATH | AT_RECURSIVE | 1 /* OPEN_TREE_CLONE */ |
-                                                        O_CLOEXEC)) < 0) {
-                        /* Recursive, as a cold jail's bind: the host's
-                         * mounts beneath are locked together with it here,
-                         * and a lone clone of their parent is refused. */
-                        r = (struct ws_reply){ WS_STEP_CLONE, errno };
-                } else {
-                        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
-                        if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
-                                    sizeof(attr)) < 0)
-                                r = (struct ws_reply){ WS_STEP_FLAGS, errno };
-                }
+                r = (struct ws_reply){ WS_STEP_MAP, 0, errno };
+        } else if (ws->real) {
+                int e = 0;
+                r.step = helper_clone(ws, &trees[0], &e);
+                r.err = e;
         } else {
                 char size[32];
-                snprintf(size, sizeof(size), "%" PRIu64, disk_bytes);
+                snprintf(size, sizeof(size), "%" PRIu64, cfg->disk_bytes);
                 int fs = (int)syscall(SYS_fsopen, "tmpfs", 1 /* FSOPEN_CLOEXEC */);
                 /* No uid= option: the root directory is created as our
                  * uid, the session's owner. */
+                trees[0] = -1;
                 if (fs >= 0 && syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0) == 0 &&
                     syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) == 0 &&
                     syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-                        tree = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-                                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-                if (tree < 0)
-                        r = (struct ws_reply){ WS_STEP_TMPFS, errno };
+                        trees[0] = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+                                                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+                if (trees[0] < 0 || make_mountpoints(trees[0], cfg, NULL) < 0)
+                        r = (struct ws_reply){ WS_STEP_TMPFS, 0, errno };
         }
-        if (r.step != 0 && tree >= 0) {
-                close(tree);
-                tree = -1;
+        if (r.step == 0)
+                n = 1;
+        for (size_t i = 0; r.step == 0 && i < cfg->n_binds; i++) {
+                int e = 0;
+                r.step = helper_clone(&binds[i], &trees[n], &e);
+                r.which = (int32_t)i + 1;
+                r.err = e;
+                if (r.step == 0)
+                        n++;
         }
-        send_with_fds(sock, &r, sizeof(r), &tree, tree >= 0 ? 1 : 0);
+        if (r.step != 0) {
+                while (n > 0)
+                        close(trees[--n]);
+        } else {
+                r.which = 0;
+        }
+        send_with_fds(sock, &r, sizeof(r), trees, (int)n);
         _exit(0);
 }
 
-/* The same detached mount as workspace_tree(), for an ordinary user, who
- * may not call open_tree() or fsopen() in the host's namespaces: a child
- * in a user and mount namespace of its own makes it and hands it over.
- * The session's init attaches it in its own mount namespace as for root;
- * there is no idmapping (the zygote's uid 0 is the caller's own uid, the
- * owner of the directory) and nothing is staged in a shared place. */
-static int workspace_tree_user(const corral_jail_config *cfg, corral_error **ret_err)
+/* The detached mounts of the session's workspace and binds for an ordinary
+ * user, who may not call open_tree() or fsopen() in the host's namespaces:
+ * a child in a user and mount namespace of its own makes them and hands
+ * them over, into trees (1 + cfg->n_binds).  The session's init attaches
+ * them in its own mount namespace as for root; there is no idmapping (the
+ * zygote's uid 0 is the caller's own uid, the owner of the directory) and
+ * nothing is staged in a shared place. */
+static int trees_user(const corral_jail_config *cfg, int *trees, corral_error **ret_err)
 {
-        cleanup_free char *real = NULL;
-        struct stat want = { 0 };
+        struct ws_source ws = { 0 };
+        struct ws_source binds[ZYGOTE_MAX_BINDS];
+        size_t nb = 0;
+        int rc = -1;
         if (cfg->workspace) {
-                real = realpath(cfg->workspace, NULL);
-                if (real == NULL)
-                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "workspace '%s'", cfg->workspace);
-                if (stat(real, &want) < 0 || !S_ISDIR(want.st_mode))
-                        return corral_usage(ret_err, "workspace '%s' is not a directory", cfg->workspace);
+                ws.real = realpath(cfg->workspace, NULL);
+                if (ws.real == NULL) {
+                        corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "workspace '%s'", cfg->workspace);
+                        goto out;
+                }
+                if (stat(ws.real, &ws.want) < 0 || !S_ISDIR(ws.want.st_mode)) {
+                        corral_usage(ret_err, "workspace '%s' is not a directory", cfg->workspace);
+                        goto out;
+                }
+                ws.writable = true;
+                int root = open(ws.real, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (root < 0 || make_mountpoints(root, cfg, ret_err) < 0) {
+                        if (root < 0)
+                                corral_fail(ret_err, errno, "workspace '%s'", cfg->workspace);
+                        else
+                                close(root);
+                        goto out;
+                }
+                close(root);
+        }
+        for (; nb < cfg->n_binds; nb++) {
+                const struct corral_bind *b = &cfg->binds[nb];
+                struct ws_source *src = &binds[nb];
+                src->writable = b->writable && b->src_fd < 0;
+                if (b->src_fd >= 0) {
+                        /* By the path its fd has now, checked to be that
+                         * very file (device and inode) as plan.c does. */
+                        char link[64], target[PATH_MAX];
+                        snprintf(link, sizeof(link), "/proc/self/fd/%d", b->src_fd);
+                        ssize_t n = readlink(link, target, sizeof(target) - 1);
+                        if (n <= 0 || target[0] != '/' || fstat(b->src_fd, &src->want) < 0) {
+                                corral_fail(ret_err, n < 0 ? errno : ENOENT, "bind source '%s'", b->src);
+                                goto out;
+                        }
+                        target[n] = '\0';
+                        src->real = strdup(target);
+                } else {
+                        src->real = realpath(b->src, NULL);
+                        if (src->real == NULL || stat(src->real, &src->want) < 0) {
+                                corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "bind source '%s'", b->src);
+                                free(src->real);
+                                goto out;
+                        }
+                        if (b->writable && jail_path_is_system(src->real)) {
+                                corral_usage(ret_err, "refusing to give the jail write access to the system "
+                                                      "directory '%s'",
+                                             src->real);
+                                free(src->real);
+                                goto out;
+                        }
+                }
+                if (src->real == NULL) {
+                        corral_fail(ret_err, ENOMEM, "bind source '%s'", b->src);
+                        goto out;
+                }
         }
         int sv[2];
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-                return corral_fail(ret_err, errno, "cannot create the session's workspace");
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                corral_fail(ret_err, errno, "cannot create the session's workspace");
+                goto out;
+        }
         uid_t uid = getuid();
         gid_t gid = getgid();
         int pidfd = -1;
@@ -816,38 +1083,87 @@ static int workspace_tree_user(const corral_jail_config *cfg, corral_error **ret
         long pid = syscall(SYS_clone3, &ca, sizeof(ca));
         if (pid == 0) {
                 close(sv[0]);
-                ws_helper(sv[1], real, &want, cfg->disk_bytes, uid, gid);
+                ws_helper(sv[1], &ws, binds, cfg, uid, gid);
         }
         int e = errno;
         close(sv[1]);
         if (pid < 0) {
                 close(sv[0]);
-                return corral_fail(ret_err, e, "cannot create a user namespace for the session's workspace");
+                corral_fail(ret_err, e, "cannot create a user namespace for the session's workspace");
+                goto out;
         }
-        struct ws_reply r = { 0, 0 };
-        int tree = -1, nfds = 0;
-        ssize_t n = recv_msg_until(sv[0], &r, sizeof(r), &tree, 1, &nfds, NULL, monotonic_ms() + FORK_TIMEOUT_MS);
+        struct ws_reply r = { 0, 0, 0 };
+        int nfds = 0;
+        ssize_t n = recv_msg_until(sv[0], &r, sizeof(r), trees, (int)(1 + nb), &nfds, NULL,
+                                   monotonic_ms() + FORK_TIMEOUT_MS);
         e = errno;
         close(sv[0]);
         siginfo_t si;
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
         syscall(SYS_waitid, 3 /* P_PIDFD */, pidfd, &si, WEXITED | __WALL, NULL);
         close(pidfd);
-        if (n == (ssize_t)sizeof(r) && r.step == 0 && nfds == 1)
-                return tree;
-        if (nfds == 1)
-                close(tree);
-        if (n != (ssize_t)sizeof(r))
-                return corral_fail(ret_err, n < 0 ? e : EPROTO, "cannot create the session's workspace");
+        if (n == (ssize_t)sizeof(r) && r.step == 0 && nfds == (int)(1 + nb)) {
+                rc = 0;
+                goto out;
+        }
+        for (int i = 0; i < nfds; i++)
+                close(trees[i]);
+        if (n != (ssize_t)sizeof(r)) {
+                corral_fail(ret_err, n < 0 ? e : EPROTO, "cannot create the session's workspace");
+                goto out;
+        }
         static const char *const what[] = { [WS_STEP_MAP] = "map the ids for",
                                             [WS_STEP_OPEN] = "open", [WS_STEP_SAME] = "recheck",
                                             [WS_STEP_CLONE] = "clone the mount of",
                                             [WS_STEP_FLAGS] = "set flags on", [WS_STEP_TMPFS] = "mount a tmpfs for" };
         const char *w = r.step > 0 && (size_t)r.step < ARRAY_SIZE(what) ? what[r.step] : "set up";
-        if (real)
-                return corral_fail(ret_err, r.err, "cannot %s the workspace '%s' in a user namespace of corral's",
-                                   w, real);
-        return corral_fail(ret_err, r.err, "cannot %s the session's workspace in a user namespace of corral's", w);
+        if (r.which > 0 && (size_t)r.which <= nb)
+                corral_fail(ret_err, r.err, "cannot %s the bind source '%s' in a user namespace of corral's", w,
+                            cfg->binds[r.which - 1].src);
+        else if (ws.real)
+                corral_fail(ret_err, r.err, "cannot %s the workspace '%s' in a user namespace of corral's", w,
+                            ws.real);
+        else
+                corral_fail(ret_err, r.err, "cannot %s the session's workspace in a user namespace of corral's", w);
+out:
+        free(ws.real);
+        for (size_t i = 0; i < nb; i++)
+                free(binds[i].real);
+        return rc;
+}
+
+/* The session's detached mounts into trees: its workspace, then each bind
+ * (1 + cfg->n_binds fds). */
+static int session_trees(const corral_jail_config *cfg, uint32_t host_uid, int *trees, corral_error **ret_err)
+{
+        if (geteuid() != 0)
+                return trees_user(cfg, trees, ret_err);
+        if (cfg->workspace && cfg->n_binds > 0) {
+                cleanup_free char *real = realpath(cfg->workspace, NULL);
+                int root = real ? open(real, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+                if (root < 0)
+                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "workspace '%s'", cfg->workspace);
+                int r = make_mountpoints(root, cfg, ret_err);
+                close(root);
+                if (r < 0)
+                        return -1;
+        }
+        trees[0] = workspace_tree(cfg, host_uid, ret_err);
+        if (trees[0] < 0)
+                return -1;
+        if (!cfg->workspace && make_mountpoints(trees[0], cfg, ret_err) < 0) {
+                close(trees[0]);
+                return -1;
+        }
+        for (size_t i = 0; i < cfg->n_binds; i++) {
+                trees[i + 1] = bind_tree(&cfg->binds[i], host_uid, ret_err);
+                if (trees[i + 1] < 0) {
+                        for (size_t j = 0; j <= i; j++)
+                                close(trees[j]);
+                        return -1;
+                }
+        }
+        return 0;
 }
 
 static atomic_uint warm_seq;
@@ -868,6 +1184,23 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
                 return -1;
         }
         while (Z.n_pool == 0 && !Z.failed && !Z.stopping) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                double left = deadline - monotonic_ms();
+                if (left <= 0)
+                        break;
+                long long ns = (long long)ts.tv_nsec + (long long)(left * 1e6);
+                ts.tv_sec += (time_t)(ns / 1000000000LL);
+                ts.tv_nsec = (long)(ns % 1000000000LL);
+                pthread_cond_timedwait(&Z.cond, &Z.lock, &ts);
+        }
+        if (Z.n_pool == 0 && !Z.running && zygote_start(ret_err) < 0) {
+                /* Its start on another thread (warm_prestart()) failed:
+                 * ours says why. */
+                pthread_mutex_unlock(&Z.lock);
+                return -1;
+        }
+        while (Z.n_pool == 0 && Z.running && !Z.failed && !Z.stopping) {
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
                 double left = deadline - monotonic_ms();
@@ -942,35 +1275,40 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
                                          "no usable cgroup for memory and process limits (see 'corral doctor')");
         }
 
-        int tree = geteuid() == 0 ? workspace_tree(cfg, host_uid, ret_err) : workspace_tree_user(cfg, ret_err);
-        if (tree < 0) {
+        int trees[1 + ZYGOTE_MAX_BINDS];
+        int ntrees = 1 + (int)cfg->n_binds;
+        if (session_trees(cfg, host_uid, trees, ret_err) < 0) {
                 warm_free(w);
                 return -1;
         }
-        /* The claim: limits, environment, workspace. */
+        /* The claim: limits, environment, then the binds' destinations;
+         * the workspace and the binds as detached mounts. */
         struct zygote_claim c = { .type = ZYGOTE_MSG_CLAIM, .loopback = cfg->net == CORRAL_NET_LOOPBACK,
-                                  .uid = (uint32_t)w->slot,
+                                  .uid = (uint32_t)w->slot, .nbinds = (uint32_t)cfg->n_binds,
                                   .disk_bytes = cfg->disk_bytes, .nofile = cfg->nofile,
                                   .cpu_time_s = cfg->cpu_time_s > 0 ? (uint64_t)ceil(cfg->cpu_time_s) : 0,
                                   .rlimit_as = w->backend == CORRAL_BACKEND_RLIMIT ? cfg->memory_bytes : 0,
                                   .rlimit_nproc = w->have_cg && w->cg.pids != CG_NONE ? 0 : cfg->pids };
-        struct capbuf msg = { .cap = sizeof(c) + ZYGOTE_MAX_ENV };
+        struct capbuf msg = { .cap = sizeof(c) + ZYGOTE_MAX_ENV + ZYGOTE_MAX_DESTS };
         capbuf_append(&msg, (const char *)&c, sizeof(c));
         uint32_t envc = 0;
         for (size_t i = 0; cfg->env && cfg->env[i]; i++) {
-                size_t before = msg.len;
-                capbuf_append(&msg, cfg->env[i], strlen(cfg->env[i]) + 1);
-                if (msg.truncated) {
-                        msg.len = before;
+                size_t len = strlen(cfg->env[i]) + 1;
+                if (msg.len + len > sizeof(c) + ZYGOTE_MAX_ENV)
                         break;
-                }
+                capbuf_append(&msg, cfg->env[i], len);
                 envc++;
         }
         memcpy(msg.data + offsetof(struct zygote_claim, envc), &envc, sizeof(envc));
-        int r = send_with_fds(w->ctl, msg.data, msg.len, &tree, 1);
+        for (size_t i = 0; i < cfg->n_binds; i++) {
+                const char *rel = bind_beneath_workspace(cfg->binds[i].dst); /* warm_supported() checked */
+                capbuf_append(&msg, rel, strlen(rel) + 1);
+        }
+        int r = msg.truncated ? (errno = E2BIG, -1) : send_with_fds(w->ctl, msg.data, msg.len, trees, ntrees);
         int e = errno;
         capbuf_release(&msg);
-        close(tree);
+        for (int i = 0; i < ntrees; i++)
+                close(trees[i]);
         if (r < 0) {
                 warm_free(w);
                 return corral_fail(ret_err, e, "cannot hand the warm session its workspace");
@@ -1014,6 +1352,8 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
 {
         memset(ret, 0, sizeof(*ret));
         double t0 = monotonic_ms();
+        if (w->backend == CORRAL_BACKEND_RLIMIT && io && io->on_notice)
+                io->on_notice(io->userdata, JAIL_NOTICE_RLIMITS);
         cleanup_close int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         if (tfd < 0) {
                 warm_free(w);

@@ -38,6 +38,13 @@ CORRAL_HIDDEN void warm_release(struct warm *w);
  * warm_unref() stops it and empties the pool. */
 CORRAL_HIDDEN void warm_ref(void);
 CORRAL_HIDDEN void warm_unref(void);
+/* Start the zygote now on a thread of our own, holding it (warm_ref()), so
+ * that a warm claim to come finds it ready: for a caller that knows it
+ * will want one (corral run, during its first model request).  A failure
+ * is left for the claim to report.  warm_prestart_end() waits for that
+ * thread and drops the hold. */
+CORRAL_HIDDEN void warm_prestart(void);
+CORRAL_HIDDEN void warm_prestart_end(void);
 /* The zygote's pid on the host, 0 when none runs (tests, benchmarks). */
 CORRAL_HIDDEN pid_t warm_zygote_pid(void);
 /* Sessions waiting in the pool now. */

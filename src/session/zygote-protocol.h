@@ -19,7 +19,9 @@
  *                        reads init's host pid from SCM_CREDENTIALS),
  *                        MSG_SETUP_FAILED, MSG_SECCOMP_VIOLATION, MSG_EXITED
  *      corral -> init    one struct zygote_claim, then the environment
- *                        strings, with the workspace as a detached mount (fd)
+ *                        strings, then the binds' destinations (relative
+ *                        to /workspace), with the workspace and then each
+ *                        bind as a detached mount (fds, in that order)
  */
 #ifndef CORRAL_ZYGOTE_PROTOCOL_H
 #define CORRAL_ZYGOTE_PROTOCOL_H
@@ -39,7 +41,9 @@
 #define ZYGOTE_DRIVER_DIR "/run/corral-session"
 
 #define ZYGOTE_MAX_BPF 4096        /* instructions */
-#define ZYGOTE_MAX_ENV (256u << 10) /* bytes of environment strings in a claim */
+#define ZYGOTE_MAX_ENV (128u << 10) /* bytes of environment strings in a claim */
+#define ZYGOTE_MAX_BINDS 64         /* binds beneath /workspace per session */
+#define ZYGOTE_MAX_DESTS (32u << 10) /* bytes of their destinations */
 
 struct zygote_ready {
         char type;                 /* ZYGOTE_MSG_READY */
@@ -55,7 +59,7 @@ struct zygote_claim {
         uint8_t pad[2];
         uint32_t envc;             /* NUL-terminated NAME=VALUE strings follow */
         uint32_t uid;              /* the session's uid and gid in the zygote's namespace (0: the zygote's own) */
-        uint32_t pad2;
+        uint32_t nbinds;           /* mounts after the workspace's, at the destinations after the environment */
         uint64_t disk_bytes;       /* /tmp's size, RLIMIT_FSIZE */
         uint64_t nofile;
         uint64_t cpu_time_s;       /* RLIMIT_CPU, 0 none */
@@ -77,6 +81,7 @@ enum zygote_step {
         ZSTEP_CAPS,
         ZSTEP_SECCOMP,
         ZSTEP_PYTHON,
+        ZSTEP_BIND,
 };
 
 #endif

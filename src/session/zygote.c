@@ -139,7 +139,7 @@ static int send_fd(int sock, int fd)
 static ssize_t recv_fds(int sock, void *buf, size_t len, int *fds, int max, int *ret_n)
 {
         union {
-                char buf[CMSG_SPACE(sizeof(int) * 8)];
+                char buf[CMSG_SPACE(sizeof(int) * (ZYGOTE_MAX_BINDS + 4))];
                 struct cmsghdr align;
         } u;
         struct iovec iov = { buf, len };
@@ -309,18 +309,69 @@ static __attribute__((noreturn)) void run_python(int frames, int diag, int lsock
 
 /* ---- a session's init ---- */
 
-static char **claim_env(char *buf, size_t len, uint32_t envc)
+/* count NUL-terminated strings from buf (len bytes), as a NULL-terminated
+ * array; *off moves past them.  NULL when they are not all there. */
+static char **claim_strings(char *buf, size_t len, size_t *off, uint32_t count)
 {
-        char **env = calloc((size_t)envc + 1, sizeof(char *));
-        size_t off = 0;
-        for (uint32_t i = 0; env && i < envc; i++) {
-                char *z = memchr(buf + off, '\0', len - off);
-                if (off >= len || z == NULL)
-                        break;
-                env[i] = buf + off;
-                off = (size_t)(z - buf) + 1;
+        char **v = calloc((size_t)count + 1, sizeof(char *));
+        for (uint32_t i = 0; v && i < count; i++) {
+                char *z = *off < len ? memchr(buf + *off, '\0', len - *off) : NULL;
+                if (z == NULL) {
+                        free(v);
+                        return NULL;
+                }
+                v[i] = buf + *off;
+                *off = (size_t)(z - buf) + 1;
         }
-        return env;
+        return v;
+}
+
+/* Attach tree at rel beneath the directory ws (corral made the mount
+ * point), never through a symlink or "..": one component at a time,
+ * O_NOFOLLOW. */
+static int attach_beneath(int ws, const char *rel, int tree)
+{
+        char path[4096];
+        if (snprintf(path, sizeof(path), "%s", rel) >= (int)sizeof(path)) {
+                errno = ENAMETOOLONG;
+                return -1;
+        }
+        int dir = fcntl(ws, F_DUPFD_CLOEXEC, 3);
+        char *comp = path;
+        while (dir >= 0) {
+                char *slash = strchr(comp, '/');
+                if (slash)
+                        *slash = '\0';
+                if (comp[0] == '\0' || strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) {
+                        close(dir);
+                        errno = EINVAL;
+                        return -1;
+                }
+                int next = openat(dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC | (slash ? O_DIRECTORY : 0));
+                int e = errno;
+                close(dir);
+                if (next < 0) {
+                        errno = e;
+                        return -1;
+                }
+                if (slash == NULL) {
+                        struct stat t;
+                        if (fstat(next, &t) < 0 || S_ISLNK(t.st_mode)) {
+                                close(next);
+                                errno = ELOOP;
+                                return -1;
+                        }
+                        int r = (int)syscall(SYS_move_mount, tree, "", next, "",
+                                             MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+                        e = errno;
+                        close(next);
+                        errno = e;
+                        return r;
+                }
+                dir = next;
+                comp = slash + 1;
+        }
+        return -1;
 }
 
 static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag)
@@ -342,20 +393,24 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
         report(ctl, MSG_INIT_START, 0, 0);
 
         /* The warm pool: wait for a claim. */
-        static char buf[sizeof(struct zygote_claim) + ZYGOTE_MAX_ENV];
-        int fds[1], nfd = 0;
-        ssize_t n = recv_fds(ctl, buf, sizeof(buf), fds, 1, &nfd);
+        static char buf[sizeof(struct zygote_claim) + ZYGOTE_MAX_ENV + ZYGOTE_MAX_DESTS];
+        int fds[1 + ZYGOTE_MAX_BINDS], nfd = 0;
+        ssize_t n = recv_fds(ctl, buf, sizeof(buf), fds, 1 + ZYGOTE_MAX_BINDS, &nfd);
         if (n <= 0)
                 _exit(0); /* corral went away */
         struct zygote_claim c;
-        if ((size_t)n < sizeof(c) || buf[0] != ZYGOTE_MSG_CLAIM || nfd != 1) {
+        if ((size_t)n < sizeof(c) || buf[0] != ZYGOTE_MSG_CLAIM) {
                 errno = EPROTO;
                 setup_fail(ctl, ZSTEP_CLAIM);
         }
         memcpy(&c, buf, sizeof(c));
-        char **env = claim_env(buf + sizeof(c), (size_t)n - sizeof(c), c.envc);
-        if (env == NULL)
+        size_t off = sizeof(c);
+        char **env = claim_strings(buf, (size_t)n, &off, c.envc);
+        char **dests = env ? claim_strings(buf, (size_t)n, &off, c.nbinds) : NULL;
+        if (dests == NULL || c.nbinds > ZYGOTE_MAX_BINDS || nfd != 1 + (int)c.nbinds) {
+                errno = EPROTO;
                 setup_fail(ctl, ZSTEP_CLAIM);
+        }
         /* corral has moved us into the session's cgroup: root our view
          * there. */
         if (unshare(CLONE_NEWCGROUP) < 0)
@@ -368,6 +423,19 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
         if (syscall(SYS_move_mount, fds[0], "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 setup_fail(ctl, ZSTEP_WORKSPACE);
         close(fds[0]);
+        /* The binds, in order (a later one may lie beneath an earlier). */
+        if (c.nbinds > 0) {
+                int ws = open("/workspace", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (ws < 0)
+                        setup_fail(ctl, ZSTEP_BIND);
+                for (uint32_t i = 0; i < c.nbinds; i++) {
+                        if (attach_beneath(ws, dests[i], fds[1 + i]) < 0)
+                                setup_fail(ctl, ZSTEP_BIND);
+                        close(fds[1 + i]);
+                }
+                close(ws);
+        }
+        free(dests);
         if (c.loopback && netdev_loopback_up() < 0)
                 setup_fail(ctl, ZSTEP_LOOPBACK);
 

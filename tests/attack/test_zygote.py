@@ -448,6 +448,56 @@ def test_the_zygote_holds_no_api_key():
         h.close()
 
 
+ESCAPE_RO_BIND = r"""
+import errno, json, os
+out = {}
+def attempt(name, f):
+    try:
+        f(); out[name] = "done"
+    except OSError as e:
+        out[name] = errno.errorcode.get(e.errno, str(e.errno))
+attempt("write", lambda: open("data/a.txt", "a").write("x"))
+attempt("create", lambda: open("data/new", "w").close())
+attempt("chmod", lambda: os.chmod("data/a.txt", 0o777))
+attempt("unlink", lambda: os.unlink("data/a.txt"))
+attempt("rename bind", lambda: os.rename("data", "moved"))
+attempt("replace file bind", lambda: os.rename("data/a.txt", "data/b.txt"))
+attempt("rmdir mount point", lambda: os.rmdir("data"))
+attempt("utime", lambda: os.utime("data/a.txt", (0, 0)))
+print(json.dumps(out))
+"""
+
+
+def test_a_warm_sessions_read_only_bind_stays_read_only(tmp_path):
+    """--ro-bind beneath /workspace in a warm session (corral run binds its
+    inputs so): nothing the session does writes through it or moves it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("original")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(src, 0o777)               # anyone may write here on the host:
+    os.chmod(src / "a.txt", 0o666)     # only the bind's read-only flag stops the session
+    rundir = tempfile.mkdtemp(prefix="corral-attack-run-")
+    os.chmod(rundir, 0o700)
+    env = dict(os.environ, XDG_RUNTIME_DIR=rundir, CORRAL_SESSION_LINGER="0")
+    try:
+        r = subprocess.run([CORRAL, "session", "start", "--warm", "--json", "--ro-bind", f"{src}:/workspace/data"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 0, r.stderr
+        sid = json.loads(r.stdout)["id"]
+        r = subprocess.run([CORRAL, "session", "exec", sid, "--json", "-c", ESCAPE_RO_BIND],
+                           capture_output=True, text=True, env=env, timeout=60)
+        out = json.loads(json.loads(r.stdout)["stdout"].strip().splitlines()[-1])
+        assert "done" not in out.values(), out
+        assert out["write"] == "EROFS" and out["create"] == "EROFS", out
+        assert out["rename bind"] in ("EBUSY", "EXDEV") and out["rmdir mount point"] == "EBUSY", out
+        assert sorted(os.listdir(src)) == ["a.txt"] and (src / "a.txt").read_text() == "original"
+        assert (src / "a.txt").stat().st_mode & 0o777 == 0o666
+    finally:
+        subprocess.run([CORRAL, "session", "shutdown"], capture_output=True, env=env, timeout=60)
+        shutil.rmtree(rundir, ignore_errors=True)
+
+
 def test_the_session_host_holds_no_api_key():
     """`corral session start` launches the session host from a client whose
     environment holds a key: the host is exec'd afresh with an allowlist, so

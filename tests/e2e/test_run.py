@@ -328,29 +328,39 @@ def test_repeated_failing_code_is_pointed_out(run):
 
 
 def _processes_with(mark):
-    """Live processes whose environment holds mark (the jail's program gets
-    it with -e; other tests' jails running at the same time do not)."""
+    """Live processes whose environment or command line holds mark (the
+    jail's program gets it with -e; other tests' jails running at the same
+    time do not)."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if mark.encode() in f.read():
-                    found.append(pid)
-        except OSError:
-            pass
+        for what in ("environ", "cmdline"):
+            try:
+                with open(f"/proc/{pid}/{what}", "rb") as f:
+                    if mark.encode() in f.read():
+                        found.append(pid)
+                        break
+            except OSError:
+                pass
     return found
 
 
-def test_ctrl_c_mid_run_stops_everything(tmp_path, sales):
+@pytest.mark.parametrize("kind", ["warm", "cold"])
+def test_ctrl_c_mid_run_stops_everything(tmp_path, sales, kind):
     out = tmp_path / "res"
+    # A child too, with the mark in its command line: a warm interpreter is
+    # forked, so its own /proc environ is the zygote's.  (The review would
+    # reject the subprocess: it is off here.)
     code = ("open('output/partial.txt', 'w').write('partial')\n"
+            "import os, subprocess\n"
+            "subprocess.Popen(['python3', '-c', 'import time; time.sleep(60)', os.environ['MARK']])\n"
             "import time\ntime.sleep(60)\n")
     turns = [tool_call("run_python", code=code)]
     with ScriptedServer(turns) as srv:
         mark = f"corral-test-{os.getpid()}-{time.monotonic_ns()}"
         proc = subprocess.Popen([CORRAL, "run", "--base-url", srv.base_url, "--model", "m", "-i", sales,
+                                 *(["--cold"] if kind == "cold" else []), "--review-policy", "off",
                                  "-e", f"MARK={mark}", "-o", str(out), "--json", "sleep"], cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=base_env())
         deadline = time.monotonic() + 30
@@ -842,3 +852,43 @@ def test_oversized_transcript(run, tmp_path):
     r = run("http://127.0.0.1:9/v1", "x", model=f"replay:{t}")
     assert r.rc == 2
     assert "larger than 16 MiB" in r.err
+
+
+# ---- the run's session: warm (forked from a zygote started with the run) or --cold ----
+
+WARM_PROBE = ("import os, sys\n"
+              "ro = []\n"
+              "for p in ('input/sales.csv', 'input/x'):\n"
+              "    try:\n"
+              "        open(p, 'a').close(); ro.append(False)\n"
+              "    except OSError as e:\n"
+              "        ro.append(e.errno)\n"
+              "print('pandas' in sys.modules, open('input/sales.csv').readline().strip(), ro)\n")
+
+
+@pytest.mark.parametrize("kind", ["warm", "cold"])
+def test_run_session_is_warm_unless_cold(run, sales, tmp_path, kind):
+    """The default session is forked from the zygote (pandas already in
+    sys.modules), with the staged inputs bound read-only as for a cold one."""
+    pandas = "True" if kind == "warm" else "False"
+    turns = [tool_call("run_python", code=WARM_PROBE),
+             text("done") | {"expect": {"contains": [f"{pandas} Product,Revenue,Date,Region [30, 30]"]}}]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "-i", sales, "--json", *(["--cold"] if kind == "cold" else []), "probe")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert not [e for e in r.events() if e["type"] == "notice" and "no warm session" in e["message"]]
+    assert open(sales).read() == SALES  # EROFS above: the host file untouched
+
+
+def test_run_falls_back_to_a_cold_session_when_no_zygote_starts(run, sales, tmp_path):
+    turns = [tool_call("run_python", code="import sys\nprint('pandas' in sys.modules)"),
+             text("done") | {"expect": {"contains": ["False"]}}]
+    env = base_env(NO_COLOR="1", CORRAL_ZYGOTE=str(tmp_path / "no-such-zygote"))
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "-i", sales, "--json", "probe", env=env)
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    notices = [e["message"] for e in r.events() if e["type"] == "notice"]
+    assert any(n.startswith("no warm session (") and n.endswith("): a cold one instead") and "no-such-zygote" in n
+               for n in notices), notices

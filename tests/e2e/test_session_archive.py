@@ -374,7 +374,8 @@ def test_hostile_archive_is_refused_and_leaves_nothing(sessions, tmp_path, kind,
                                                                             "victim"))
     assert os.listdir(sessions.tmpdir) == []  # no temporary workspace, no extraction directory
     assert set(os.listdir(tmp_path)) == before  # no -w DIR, no .ws.corral-*
-    assert sessions.sockets() == [] and sessions.listed() == {}
+    assert sessions.listed() == {}
+    assert wait_until(lambda: sessions.sockets() == [], 5), sessions.sockets()  # the host ends after the refusal
     assert not os.path.exists("/etc/passwd.corral") and os.path.exists("/etc/passwd")
 
 

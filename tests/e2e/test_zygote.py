@@ -7,6 +7,7 @@ tests/e2e/warm-sessions (warmhost.py); the CLI tests use `corral session start
 ordinary user; the cold path stays the default and is tested by
 test_session.py.
 """
+import ast
 import json
 import os
 import shutil
@@ -301,7 +302,90 @@ def test_cli_warm_refuses_what_it_cannot_do(tmp_path):
                        capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path)))
     assert r.returncode == 2, (r.returncode, r.stderr)
-    assert "warm sessions take no --bind" in r.stderr
+    assert "warm sessions take binds only beneath /workspace (not '/data')" in r.stderr
+
+
+BIND_PROBE = ("import os, json\n"
+              "out = {'dir': sorted(os.listdir('data')), 'file': open('in/deep/a.txt').read()}\n"
+              "for p in ('data/new', 'in/deep/a.txt'):\n"
+              "    try:\n"
+              "        open(p, 'a').close(); out[p] = 'written'\n"
+              "    except OSError as e:\n"
+              "        out[p] = e.errno\n"
+              "json.dumps(out)")
+
+
+@pytest.mark.parametrize("with_dir", [True, False], ids=["with-w", "tmpfs"])
+def test_cli_warm_binds_beneath_the_workspace(tmp_path, with_dir):
+    """--ro-bind into /workspace: a warm session takes it, read-only, its
+    mount points made (parents included) in the workspace."""
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.txt").write_text("hello")
+    (src / "sub" / "b.txt").write_text("b")
+    for d in (tmp_path, src, src / "sub"):
+        os.chmod(d, 0o755)
+    os.chmod(src / "sub" / "b.txt", 0o644)
+    os.chmod(src / "a.txt", 0o666)  # writable by anyone: only the read-only bind stops a write (EROFS)
+    h = CliHost()
+    try:
+        ws = []
+        if with_dir:
+            w = tmp_path / "ws"
+            w.mkdir()
+            ws = ["-w", str(w)]
+        s = h.start("--ro-bind", f"{src}:/workspace/data", "--ro-bind", f"{src / 'a.txt'}:/workspace/in/deep/a.txt",
+                    *ws)
+        assert s["warm"] is True
+        out = json.loads(ast.literal_eval(h.step(s["id"], BIND_PROBE)))
+        assert out == {"dir": ["a.txt", "sub"], "file": "hello", "data/new": 30, "in/deep/a.txt": 30}, out
+        assert sorted(os.listdir(src)) == ["a.txt", "sub"] and (src / "a.txt").read_text() == "hello"
+        if with_dir:
+            assert (tmp_path / "ws" / "in" / "deep" / "a.txt").is_file()  # the mount point, empty
+            assert (tmp_path / "ws" / "in" / "deep" / "a.txt").read_text() == ""
+    finally:
+        h.close()
+
+
+def test_cli_warm_bind_mount_point_is_never_a_symlink(tmp_path):
+    """A workspace entry where a bind goes that is a symlink (planted by an
+    earlier step, say) is not followed: the start fails, nothing is mounted
+    over what it points to."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_text("x")
+    for d in (tmp_path, src):
+        os.chmod(d, 0o755)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    w = tmp_path / "ws"
+    w.mkdir()
+    os.symlink(str(victim), w / "data")
+    os.symlink(str(victim), w / "up")
+    h = CliHost()
+    try:
+        for dst in ("/workspace/data", "/workspace/up/x"):
+            r = h.corral("start", "--warm", "-w", str(w), "--ro-bind", f"{src}:{dst}")
+            assert r.returncode == 125 and "cannot make the mount point" in r.stderr, r.stderr
+        assert os.listdir(victim) == []
+        with open("/proc/self/mountinfo") as f:
+            assert str(victim) not in f.read()
+    finally:
+        h.close()
+
+
+def test_cli_bind_outside_the_workspace_makes_a_cold_session(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chmod(src, 0o755)
+    h = CliHost()
+    try:
+        s = h.start("--ro-bind", f"{src}:/data")
+        assert s["warm"] is False
+        assert h.step(s["id"], "import os\nos.path.isdir('/data')") == "True"
+    finally:
+        h.close()
 
 
 def test_cli_warm_refuses_a_system_directory_as_workspace(tmp_path):
