@@ -93,6 +93,8 @@ struct daemon {
         char *tmpdir;            /* where the client's TMPDIR puts a temporary workspace */
         corral_jail_config cfg;
         struct session_options sopt;
+        bool warm_asked;         /* --warm: no cold session instead */
+        char *notice;            /* said to `start` (a cold session instead of a warm one) */
         int start_fd;            /* the `start` connection, until it is answered */
 };
 
@@ -332,6 +334,7 @@ static void daemon_free(struct daemon *d)
         if (d->start_fd >= 0)
                 close(d->start_fd);
         corral_jail_config_release(&d->cfg);
+        free(d->notice);
         free(d->from);
         free(d->tmpdir);
         free(d);
@@ -343,7 +346,8 @@ static void start_reply(struct daemon *d, const corral_error *err, bool refused)
 {
         json_t *r = err ? json_pack("{s:s,s:i,s:s,s:b}", "t", "error", "kind", err->kind, "message", err->msg,
                                     "refused", refused)
-                        : json_pack("{s:s,s:i,s:s}", "t", "started", "pid", (int)getpid(), "workspace", d->ws_root);
+                        : json_pack("{s:s,s:i,s:s,s:b,s:s?}", "t", "started", "pid", (int)getpid(), "workspace",
+                                    d->ws_root, "warm", d->sopt.warm, "notice", d->notice);
         if (r)
                 wire_write(d->start_fd, r);
         json_decref(r);
@@ -405,7 +409,18 @@ static void *session_thread(void *arg)
         if (!d->ws_root_given && workspace_open(cfg->workspace, &d->ws, &err) < 0)
                 goto fail;
         d->ws_root = cfg->workspace;
-        if (session_start(cfg, &sopt, &d->s, &err) < 0) {
+        if (session_start(cfg, &sopt, &d->s, &err) < 0 && sopt.warm && !d->warm_asked &&
+            (err == NULL || err->kind != CORRAL_ERR_USAGE)) {
+                /* Warm was only the default: a session that cannot start
+                 * so (a memory limit under rlimits below what the zygote's
+                 * imports map, a zygote that does not start) starts cold. */
+                if (asprintf(&d->notice, "no warm session (%s): a cold one instead", err ? err->msg : "?") < 0)
+                        d->notice = NULL;
+                corral_error_clear(&err);
+                sopt.warm = d->sopt.warm = false;
+                (void)session_start(cfg, &sopt, &d->s, &err);
+        }
+        if (d->s == NULL) {
                 if (restored && d->ws_root_given)
                         session_restore_undo(cfg->workspace, d->ws_existed);
                 goto fail;
@@ -491,6 +506,7 @@ static void host_start(int fd, json_t *req)
         if (json_is_number(v = json_object_get(req, "grace")))
                 d->sopt.grace_s = json_number_value(v);
         d->sopt.warm = json_is_true(json_object_get(req, "warm"));
+        d->warm_asked = json_is_true(json_object_get(req, "warm_asked"));
         d->ws_root_given = d->cfg.workspace != NULL;
         d->ws_existed = json_is_true(json_object_get(req, "ws_existed"));
         if (from && from[0] != '/') {

@@ -75,7 +75,9 @@ static const char help_text[] =
         "                          wait S seconds before killing the interpreter (default 2)\n"
         "      --warm              fork the interpreter from the host's zygote, with numpy, pandas,\n"
         "                          matplotlib and scipy already imported (docs/sessions.md): the\n"
-        "                          default, except with --rootfs, --bind or --net host\n"
+        "                          default, except with --rootfs, --net host or binds outside\n"
+        "                          /workspace; without --warm, a session that cannot start warm\n"
+        "                          (a small -m under rlimits) starts cold, with a notice\n"
         "      --cold              start a fresh interpreter (nothing imported)\n"
         "      --from FILE.tar     resume: the workspace starts as the archive's contents (corral\n"
         "                          session archive, corral run --archive); with -w, DIR must be\n"
@@ -330,12 +332,13 @@ static int cmd_start(int argc, char **argv)
          * configuration as a profile, every path absolute. */
         profile = corral_jail_config_to_profile_json(&cfg);
         const char *tmp = getenv("TMPDIR");
-        json_t *req = profile ? json_pack("{s:s,s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:b,s:s?,s:b,s:s}", "op", "start", "id",
-                                          id, "profile", profile, "uid_base", (json_int_t)cfg.uid_base, "uid_count",
-                                          (json_int_t)cfg.uid_count, "idle_timeout", o.sopt.idle_timeout_s,
-                                          "lifetime", o.sopt.lifetime_s, "grace", o.sopt.grace_s, "warm",
-                                          o.sopt.warm, "from", from_abs, "ws_existed", ws_existed, "tmpdir",
-                                          tmp && tmp[0] == '/' ? tmp : "/tmp")
+        json_t *req = profile ? json_pack("{s:s,s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:b,s:b,s:s?,s:b,s:s}", "op", "start",
+                                          "id", id, "profile", profile, "uid_base", (json_int_t)cfg.uid_base,
+                                          "uid_count", (json_int_t)cfg.uid_count, "idle_timeout",
+                                          o.sopt.idle_timeout_s, "lifetime", o.sopt.lifetime_s, "grace",
+                                          o.sopt.grace_s, "warm", o.sopt.warm, "warm_asked",
+                                          o.temperature == OPT_WARM, "from", from_abs, "ws_existed", ws_existed,
+                                          "tmpdir", tmp && tmp[0] == '/' ? tmp : "/tmp")
                               : NULL;
         if (req == NULL) {
                 corral_fail(&err, ENOMEM, "cannot start the session");
@@ -360,6 +363,10 @@ static int cmd_start(int argc, char **argv)
         if (t && strcmp(t, "started") == 0) {
                 const char *workspace = json_string_value(json_object_get(reply, "workspace"));
                 int hpid = (int)json_integer_value(json_object_get(reply, "pid"));
+                const char *notice = json_string_value(json_object_get(reply, "notice"));
+                bool warm = json_is_true(json_object_get(reply, "warm"));
+                if (notice)
+                        fprintf(stderr, "corral session: %s\n", notice);
                 /* No step has run yet: .corral/session.json is the archive's. */
                 json_t *from = from_abs && workspace ? session_origin(from_abs, workspace) : NULL;
                 if (from && !o.json)
@@ -369,7 +376,7 @@ static int cmd_start(int argc, char **argv)
                         snprintf(sock, sizeof(sock), "%s/%s.sock", dir, id);
                         json_t *j = json_pack("{s:s,s:i,s:s,s:s?,s:o?,s:b}", "id", id, "pid", hpid, "socket", sock,
                                               "workspace", workspace, "from", from ? json_incref(from) : json_null(),
-                                              "warm", o.sopt.warm);
+                                              "warm", warm);
                         char *js = j ? json_dumps(j, JSON_COMPACT) : NULL;
                         if (js)
                                 puts(js);

@@ -201,6 +201,11 @@ void jail_enter(const struct jail_plan *p)
 {
         status_fd = p->status_fd;
         report(MSG_CHILD_START, 0, 0);
+        /* The new root's directories and files get the modes the plan says,
+         * whatever the caller's umask (the session host's is 077: a zygote
+         * built under it had an /etc its sessions, other uids, could not
+         * read); corral-init sets the program's, 022, again. */
+        umask(022);
 
         /* Die with the supervisor.  The sync pipe's write end stays open in
          * the supervisor for the jail's whole life, so a hang-up on it means

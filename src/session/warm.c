@@ -1490,9 +1490,20 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
         } else if (exited && WIFSIGNALED(status)) {
                 ret->status = CORRAL_STATUS_KILLED;
                 ret->signal = WTERMSIG(status);
-                ret->limit = CORRAL_LIMIT_SIGNAL;
                 ret->exit_code = 128 + ret->signal;
-                if (asprintf(&ret->reason, "killed by signal %d", ret->signal) < 0)
+                /* The rlimits' own signals, named as a cold jail names them. */
+                int r = -1;
+                if (ret->signal == SIGXCPU) {
+                        ret->limit = CORRAL_LIMIT_CPU_TIME;
+                        r = asprintf(&ret->reason, "CPU-time limit of %g s reached", cfg->cpu_time_s);
+                } else if (ret->signal == SIGXFSZ) {
+                        ret->limit = CORRAL_LIMIT_FILE_SIZE;
+                        r = asprintf(&ret->reason, "file-size limit of %" PRIu64 " bytes reached", cfg->disk_bytes);
+                } else {
+                        ret->limit = CORRAL_LIMIT_SIGNAL;
+                        r = asprintf(&ret->reason, "killed by signal %d", ret->signal);
+                }
+                if (r < 0)
                         ret->reason = NULL;
         } else {
                 ret->status = CORRAL_STATUS_KILLED;

@@ -173,6 +173,26 @@ static int capset_none(void)
         return (int)syscall(SYS_capset, &hdr, data);
 }
 
+/* The session's init once the interpreter is forked: all it still does is
+ * watch, reap, report, and kill(-1) on a violation or when corral is gone
+ * (the interpreter runs as another uid of the zygote's namespace), so it
+ * keeps CAP_KILL and nothing else, as corral-init keeps nothing. */
+static int init_keep_only_kill(void)
+{
+        for (int cap = 0; cap <= 63; cap++)
+                if (cap != CAP_KILL && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        return -1;
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                return -1;
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct data[2];
+        memset(data, 0, sizeof(data));
+        data[0].permitted = data[0].effective = 1u << CAP_KILL;
+        if (syscall(SYS_capset, &hdr, data) < 0)
+                return -1;
+        return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); /* it never execs: nothing to gain either */
+}
+
 static int count_threads(void)
 {
         DIR *d = opendir("/proc/self/task");
@@ -461,6 +481,10 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
         close(sv[1]);
         close(frames);
         close(diag);
+        if (init_keep_only_kill() < 0) {
+                kill(py, SIGKILL);
+                setup_fail(ctl, ZSTEP_CAPS);
+        }
 
         int listener = -1, status = 0;
         bool sock_open = true;

@@ -219,6 +219,8 @@ def test_cli_sessions_share_one_zygote_and_shutdown_leaves_nothing():
         a = h.start()
         assert a["warm"] is True  # the default where the options allow it
         assert h.step(a["id"], "import sys\n'pandas' in sys.modules") == "True"
+        # The jail's /etc as in corral exec, whatever the host's umask (077)
+        assert h.step(a["id"], "import os, pwd\npwd.getpwuid(os.getuid()).pw_name") == "'sandbox'"
         zygotes = h.zygotes(a["pid"])
         assert len(zygotes) == 1, "no zygote (or several) under the session host"
         b = h.start()
@@ -247,6 +249,24 @@ def test_cli_sessions_share_one_zygote_and_shutdown_leaves_nothing():
         assert os.listdir(os.path.join(h.rundir, "corral", "sessions")) == []
         assert os.listdir(h.tmp) == [], "a temporary workspace outlived the host"
         assert h.corral("shutdown").returncode == 0  # none runs: nothing to do
+    finally:
+        h.close()
+
+
+def test_cli_warm_by_default_falls_back_to_cold_with_a_notice(tmp_path):
+    """A host whose zygote cannot start (CORRAL_ZYGOTE names no program):
+    a default start is cold and says why; an explicit --warm fails."""
+    h = CliHost(CORRAL_ZYGOTE=str(tmp_path / "no-zygote"))
+    try:
+        r = h.corral("start", "--json")
+        assert r.returncode == 0, r.stderr
+        info = json.loads(r.stdout)
+        assert info["warm"] is False
+        assert "no warm session (" in r.stderr and "a cold one instead" in r.stderr, r.stderr
+        assert "no-zygote' is not a program" in r.stderr, r.stderr
+        assert h.step(info["id"], "6 * 7") == "42"
+        r = h.corral("start", "--warm")
+        assert r.returncode == 125 and "no-zygote' is not a program" in r.stderr, (r.returncode, r.stderr)
     finally:
         h.close()
 
