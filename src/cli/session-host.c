@@ -414,11 +414,13 @@ static void *session_thread(void *arg)
                 /* Warm was only the default: a session that cannot start
                  * so (a memory limit under rlimits below what the zygote's
                  * imports map, a zygote that does not start) starts cold. */
-                if (asprintf(&d->notice, "no warm session (%s): a cold one instead", err ? err->msg : "?") < 0)
+                cleanup_free char *why = strdup(err ? err->msg : "?");
+                if (asprintf(&d->notice, "no warm session (%s): a cold one instead", why ? why : "?") < 0)
                         d->notice = NULL;
                 corral_error_clear(&err);
                 sopt.warm = d->sopt.warm = false;
-                (void)session_start(cfg, &sopt, &d->s, &err);
+                if (session_start(cfg, &sopt, &d->s, &err) < 0)
+                        corral_error_prefix(&err, "no warm session (%s), and a cold one", why ? why : "?");
         }
         if (d->s == NULL) {
                 if (restored && d->ws_root_given)

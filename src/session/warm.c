@@ -678,6 +678,15 @@ void warm_prestart_end(void)
 {
         if (!prestarted)
                 return;
+        /* Still starting (the run ended before it needed the zygote): end
+         * its jail rather than wait for the imports; the start then fails
+         * and cleans up on its own thread. */
+        pthread_mutex_lock(&Z.lock);
+        if (Z.running && !Z.ready && !Z.stopping && Z.cancel_w >= 0) {
+                ssize_t k = write(Z.cancel_w, "k", 1);
+                (void)k;
+        }
+        pthread_mutex_unlock(&Z.lock);
         pthread_join(prestart_thread, NULL);
         prestarted = false;
         warm_unref();

@@ -41,8 +41,9 @@ CORRAL_HIDDEN void warm_unref(void);
 /* Start the zygote now on a thread of our own, holding it (warm_ref()), so
  * that a warm claim to come finds it ready: for a caller that knows it
  * will want one (corral run, during its first model request).  A failure
- * is left for the claim to report.  warm_prestart_end() waits for that
- * thread and drops the hold. */
+ * is left for the claim to report.  warm_prestart_end(), after the last
+ * warm session ended, stops a zygote still starting, waits for that thread
+ * and drops the hold. */
 CORRAL_HIDDEN void warm_prestart(void);
 CORRAL_HIDDEN void warm_prestart_end(void);
 /* The zygote's pid on the host, 0 when none runs (tests, benchmarks). */

@@ -58,10 +58,13 @@ class Result:
 
 @pytest.fixture
 def run(tmp_path):
-    """run(srv_or_url, *args, env=None, timeout=120) -> Result; cwd is tmp_path."""
-    def go(srv, *args, env=None, timeout=120, model="gpt-test"):
+    """run(srv_or_url, *args, env=None, timeout=120, warm=False) -> Result; cwd
+    is tmp_path.  Cold sessions unless warm: the loop is what these tests are
+    about, and a zygote per run would cost a second of both cores each (the
+    warm run is tested below and by the CLI's and library's session tests)."""
+    def go(srv, *args, env=None, timeout=120, model="gpt-test", warm=False):
         url = srv if isinstance(srv, str) else srv.base_url
-        cmd = [CORRAL, "run", "--base-url", url, "--model", model, *args]
+        cmd = [CORRAL, "run", "--base-url", url, "--model", model, *([] if warm else ["--cold"]), *args]
         proc = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=tmp_path,
                               env=env or base_env(NO_COLOR="1"))
         return Result(proc, str(tmp_path))
@@ -874,7 +877,7 @@ def test_run_session_is_warm_unless_cold(run, sales, tmp_path, kind):
     turns = [tool_call("run_python", code=WARM_PROBE),
              text("done") | {"expect": {"contains": [f"{pandas} Product,Revenue,Date,Region [30, 30]"]}}]
     with ScriptedServer(turns) as srv:
-        r = run(srv, "-i", sales, "--json", *(["--cold"] if kind == "cold" else []), "probe")
+        r = run(srv, "-i", sales, "--json", "probe", warm=kind == "warm")
     srv.assert_ok()
     assert r.rc == 0, r.err
     assert not [e for e in r.events() if e["type"] == "notice" and "no warm session" in e["message"]]
@@ -886,7 +889,7 @@ def test_run_falls_back_to_a_cold_session_when_no_zygote_starts(run, sales, tmp_
              text("done") | {"expect": {"contains": ["False"]}}]
     env = base_env(NO_COLOR="1", CORRAL_ZYGOTE=str(tmp_path / "no-such-zygote"))
     with ScriptedServer(turns) as srv:
-        r = run(srv, "-i", sales, "--json", "probe", env=env)
+        r = run(srv, "-i", sales, "--json", "probe", env=env, warm=True)
     srv.assert_ok()
     assert r.rc == 0, r.err
     notices = [e["message"] for e in r.events() if e["type"] == "notice"]
