@@ -364,3 +364,24 @@ def test_memory_bomb(run_jail):
         assert r.get("limit") is None and "MemoryError" in (r.get("reason") or "") + r["stderr"], r
     else:
         assert r["status"] == "oom" and r["limit"] == "memory", r
+
+
+@_session_variant("A step's forks copy an interpreter with the driver's threads, slower than a bare "
+                  "python3's under a loaded test run: the step gets more time, and the count the program "
+                  "prints may not arrive before its time limit; the limit and the host-side checks are "
+                  "the suite's.")
+def test_fork_bomb(run_jail):
+    import test_limits
+    m = test_limits.marker("forkbomb")
+    watch = test_limits.HostWatch(m)
+    try:
+        r = run_jail(["--pids", "64"], test_limits.FORK_BOMB, timeout=6, argv=[m])
+    finally:
+        watch.stop()
+    assert r["status"] == "timeout" or (r["status"] in ("error", "killed") and r["limit"] == "pids"), r
+    if r["stdout"].split():
+        assert int(r["stdout"].split()[0]) < 64, r  # the limit stopped the forks
+    assert watch.samples >= 3
+    assert watch.max_procs <= 64, f"{watch.max_procs} jail processes seen on the host"
+    assert watch.max_latency < 1.5, f"the host took {watch.max_latency:.2f} s to start a process"
+    assert test_limits._no_leftovers(m, timeout=5) == {}, "fork-bomb processes outlived the session's step"
