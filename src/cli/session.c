@@ -832,17 +832,27 @@ static int cmd_stop(int argc, char **argv)
         return EXIT_OK;
 }
 
+/* A verb whose only option is --json (or -h): -1 when parsed, else the
+ * exit status (help printed, or a usage error said). */
+static int json_flag_only(int argc, char **argv, const char *usage, bool *ret_json)
+{
+        *ret_json = argc == 2 && strcmp(argv[1], "--json") == 0;
+        if (argc == 1 || *ret_json)
+                return -1;
+        if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+                fputs(help_text, stdout);
+                return EXIT_OK;
+        }
+        cli_error("session", "%s", usage);
+        return EXIT_USAGE_SUBCOMMAND;
+}
+
 static int cmd_list(int argc, char **argv)
 {
-        bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
-        if (argc > 2 || (argc == 2 && !json)) {
-                if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-                        fputs(help_text, stdout);
-                        return EXIT_OK;
-                }
-                cli_error("session", "usage: corral session list [--json]");
-                return EXIT_USAGE_SUBCOMMAND;
-        }
+        bool json = false;
+        int done = json_flag_only(argc, argv, "usage: corral session list [--json]", &json);
+        if (done >= 0)
+                return done;
         signal(SIGPIPE, SIG_IGN);
         corral_error *err = NULL;
         cleanup_free char *dir = wire_runtime_dir(false, &err);
@@ -900,15 +910,10 @@ static int cmd_list(int argc, char **argv)
 /* The host's state: pid, sessions, zygote, pool, linger. */
 static int cmd_status(int argc, char **argv)
 {
-        bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
-        if (argc > 2 || (argc == 2 && !json)) {
-                if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-                        fputs(help_text, stdout);
-                        return EXIT_OK;
-                }
-                cli_error("session", "usage: corral session status [--json]");
-                return EXIT_USAGE_SUBCOMMAND;
-        }
+        bool json = false;
+        int done = json_flag_only(argc, argv, "usage: corral session status [--json]", &json);
+        if (done >= 0)
+                return done;
         signal(SIGPIPE, SIG_IGN);
         corral_error *err = NULL;
         int fd = session_host_connect(false, &err);

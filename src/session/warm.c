@@ -1356,6 +1356,31 @@ static void pump(int fd, const corral_jail_io *io, int stream, bool *eof)
         }
 }
 
+/* What a session's init reported on its control socket. */
+struct init_report {
+        bool violation, exited, setup_failed;
+        int nr;                  /* the forbidden system call */
+        uint32_t arch;
+        int status;              /* the interpreter's wait status */
+        int step, err;           /* the set-up step that failed, its errno */
+};
+
+static void init_report_take(struct init_report *r, const struct init_msg *m)
+{
+        if (m->type == MSG_SECCOMP_VIOLATION && !r->violation) {
+                r->violation = true;
+                r->nr = m->a;
+                r->arch = (uint32_t)m->b;
+        } else if (m->type == MSG_EXITED) {
+                r->exited = true;
+                r->status = m->a;
+        } else if (m->type == MSG_SETUP_FAILED) {
+                r->setup_failed = true;
+                r->step = m->a;
+                r->err = m->b;
+        }
+}
+
 int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
              corral_error **ret_err)
 {
@@ -1375,9 +1400,8 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
         timerfd_settime(tfd, 0, &its, NULL);
 
         bool frames_eof = false, diag_eof = false, ctl_eof = false, gone = false;
-        bool exited = false, violation = false, timed_out = false, cancelled = false, setup_failed = false;
-        int status = 0, vnr = 0, step = 0, serr = 0;
-        uint32_t varch = 0;
+        bool timed_out = false, cancelled = false;
+        struct init_report rep = { 0 };
         int cancel_fd = io && io->cancel_fd > 0 ? io->cancel_fd : -1;
         while (!gone) {
                 struct pollfd p[6] = {
@@ -1401,18 +1425,7 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
                         struct init_msg m;
                         ssize_t n = recv(w->ctl, &m, sizeof(m), MSG_DONTWAIT);
                         if (n == (ssize_t)sizeof(m)) {
-                                if (m.type == MSG_SECCOMP_VIOLATION && !violation) {
-                                        violation = true;
-                                        vnr = m.a;
-                                        varch = (uint32_t)m.b;
-                                } else if (m.type == MSG_EXITED) {
-                                        exited = true;
-                                        status = m.a;
-                                } else if (m.type == MSG_SETUP_FAILED) {
-                                        setup_failed = true;
-                                        step = m.a;
-                                        serr = m.b;
-                                }
+                                init_report_take(&rep, &m);
                         } else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
                                 ctl_eof = true;
                         }
@@ -1438,18 +1451,7 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
                 ssize_t n = recv(w->ctl, &m, sizeof(m), MSG_DONTWAIT);
                 if (n != (ssize_t)sizeof(m))
                         break;
-                if (m.type == MSG_SECCOMP_VIOLATION && !violation) {
-                        violation = true;
-                        vnr = m.a;
-                        varch = (uint32_t)m.b;
-                } else if (m.type == MSG_EXITED) {
-                        exited = true;
-                        status = m.a;
-                } else if (m.type == MSG_SETUP_FAILED) {
-                        setup_failed = true;
-                        step = m.a;
-                        serr = m.b;
-                }
+                init_report_take(&rep, &m);
         }
         struct cgroup_stats st = { 0 };
         if (w->have_cg) {
@@ -1461,16 +1463,16 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
         ret->cpu_ms = st.have_cpu ? (double)st.cpu_usec / 1000.0 : 0;
         ret->memory_peak_bytes = st.memory_peak;
         int rc = 0;
-        if (setup_failed) {
-                corral_fail(ret_err, serr, "cannot set up the warm session: could not %s", zstep_name(step));
+        if (rep.setup_failed) {
+                corral_fail(ret_err, rep.err, "cannot set up the warm session: could not %s", zstep_name(rep.step));
                 rc = -1;
-        } else if (violation) {
+        } else if (rep.violation) {
                 ret->status = CORRAL_STATUS_KILLED;
                 ret->limit = CORRAL_LIMIT_SECCOMP;
                 ret->signal = SIGSYS;
                 ret->exit_code = 128 + SIGSYS;
-                ret->seccomp_syscall = vnr;
-                ret->seccomp_syscall_name = jail_seccomp_syscall_name(vnr, varch);
+                ret->seccomp_syscall = rep.nr;
+                ret->seccomp_syscall_name = jail_seccomp_syscall_name(rep.nr, rep.arch);
                 if (asprintf(&ret->reason, "forbidden system call %s", ret->seccomp_syscall_name
                                                                            ? ret->seccomp_syscall_name
                                                                            : "(unknown)") < 0)
@@ -1493,12 +1495,12 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
                 ret->exit_code = 137;
                 if (asprintf(&ret->reason, "memory limit of %" PRIu64 " bytes reached", cfg->memory_bytes) < 0)
                         ret->reason = NULL;
-        } else if (exited && WIFEXITED(status)) {
-                ret->exit_code = WEXITSTATUS(status);
+        } else if (rep.exited && WIFEXITED(rep.status)) {
+                ret->exit_code = WEXITSTATUS(rep.status);
                 ret->status = ret->exit_code == 0 ? CORRAL_STATUS_OK : CORRAL_STATUS_ERROR;
-        } else if (exited && WIFSIGNALED(status)) {
+        } else if (rep.exited && WIFSIGNALED(rep.status)) {
                 ret->status = CORRAL_STATUS_KILLED;
-                ret->signal = WTERMSIG(status);
+                ret->signal = WTERMSIG(rep.status);
                 ret->exit_code = 128 + ret->signal;
                 /* The rlimits' own signals, named as a cold jail names them. */
                 int r = -1;

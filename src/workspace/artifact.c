@@ -1194,21 +1194,7 @@ size_t artifact_type_diff(int root_fd, json_t *diff, uint64_t scan_max)
 char *artifact_format_size(uint64_t bytes, char *buf, size_t size)
 {
         static const char *const units[] = { "KB", "MB", "GB", "TB", "PB", "EB" };
-        if (bytes < 1024) {
-                snprintf(buf, size, "%u B", (unsigned)bytes);
-                return buf;
-        }
-        double v = (double)bytes / 1024.0;
-        size_t u = 0;
-        while (v >= 1024.0 && u + 1 < ARRAY_SIZE(units)) {
-                v /= 1024.0;
-                u++;
-        }
-        if (v < 10)
-                snprintf(buf, size, "%.1f %s", v, units[u]);
-        else
-                snprintf(buf, size, "%.0f %s", v, units[u]);
-        return buf;
+        return ws_format_size_in(bytes, units, true, buf, size);
 }
 
 static json_int_t iget(const json_t *e, const char *key, bool *ret_has)

@@ -379,21 +379,26 @@ char *ws_path_join(const char *prefix, const char *name)
         return s;
 }
 
-char *ws_format_size(uint64_t bytes, char *buf, size_t size)
+char *ws_format_size_in(uint64_t bytes, const char *const units[6], bool whole_from_10, char *buf, size_t size)
 {
-        static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
         if (bytes < 1024) {
                 snprintf(buf, size, "%u B", (unsigned)bytes);
                 return buf;
         }
         double v = (double)bytes / 1024.0;
         size_t u = 0;
-        while (v >= 1024.0 && u + 1 < ARRAY_SIZE(units)) {
+        while (v >= 1024.0 && u + 1 < 6) {
                 v /= 1024.0;
                 u++;
         }
-        snprintf(buf, size, "%.1f %s", v, units[u]);
+        snprintf(buf, size, whole_from_10 && v >= 10 ? "%.0f %s" : "%.1f %s", v, units[u]);
         return buf;
+}
+
+char *ws_format_size(uint64_t bytes, char *buf, size_t size)
+{
+        static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+        return ws_format_size_in(bytes, units, false, buf, size);
 }
 
 int ws_reopen(int fd, int flags)

@@ -84,6 +84,10 @@ CORRAL_HIDDEN json_t *ws_json_path(const char *s);
 CORRAL_HIDDEN char *ws_path_join(const char *prefix, const char *name);
 /* "210 B", "12.3 KiB", "4.0 MiB" into buf (at least 32 bytes); returns buf. */
 CORRAL_HIDDEN char *ws_format_size(uint64_t bytes, char *buf, size_t size);
+/* The same with units[0..5] for KiB..EiB, and no decimal from 10 up when
+ * whole_from_10 ("144 KB"). */
+CORRAL_HIDDEN char *ws_format_size_in(uint64_t bytes, const char *const units[6], bool whole_from_10, char *buf,
+                                      size_t size);
 
 /* ---- manifest.c ---- */
 

@@ -422,3 +422,23 @@ def test_cli_warm_refuses_a_system_directory_as_workspace(tmp_path):
         assert not r["ok"] and "system directory" in r["error"], r
     finally:
         h.close()
+
+
+def test_cli_host_usage_errors_and_status_without_a_host():
+    h = CliHost()
+    try:
+        r = h.corral("start", "--warm", "--cold")
+        assert r.returncode == 2 and "--warm and --cold exclude each other" in r.stderr, r.stderr
+        for verb in ("status", "list"):
+            r = h.corral(verb, "--bogus")
+            assert r.returncode == 2 and f"usage: corral session {verb} [--json]" in r.stderr, r.stderr
+        r = h.corral("host", "--ready-fd", "x")
+        assert r.returncode == 2 and "started by 'corral session start'" in r.stderr, r.stderr
+        r = h.corral("status")
+        assert r.returncode == 0 and r.stdout.strip() == "no session host is running", r
+        r = h.corral("status", "--json")
+        assert r.returncode == 0 and json.loads(r.stdout) is None, r
+        r = h.corral("shutdown")
+        assert r.returncode == 0, r.stderr  # none runs: nothing to do
+    finally:
+        h.close()
