@@ -11,9 +11,13 @@
 #include <getopt.h>
 #include <stdbool.h>
 
+#include <stdio.h>
+
 #include <corral/error.h>
 #include <corral/jail.h>
 #include <jansson.h>
+
+#include "../lib/termsafe.h"
 
 /* The CLI-wide exit statuses (README, `corral --help`). */
 enum {
@@ -78,22 +82,46 @@ int cmd_workspace(int argc, char **argv);
 int cmd_review(int argc, char **argv);
 
 /* corral run --archive and --from (workspace.c).  run_archive_write()
- * writes the workspace with a .corral/run.json saying what the run did
+ * writes the workspace to dest (resolved before the run: workspace/dest.h)
+ * with a .corral/run.json saying what the run did
  * (secrets redacted) and returns workspace_archive()'s report, or NULL.
  * run_archive_restore() restores an archive into a fresh workspace and
  * makes the note for the system prompt: the earlier run's task and answer
  * and the files restored (malloc'd in *ret_note). */
 struct workspace;
+struct ws_dest;
 struct agent_result;
-json_t *run_archive_write(struct workspace *ws, const char *path, bool inputs, const char *task,
+json_t *run_archive_write(struct workspace *ws, const struct ws_dest *dest, bool inputs, const char *task,
                           const struct agent_result *res, const char *run_id, const char *model,
                           const char *const *secrets, corral_error **err);
 int run_archive_restore(struct workspace *ws, const char *path, char **ret_note, corral_error **err);
 
-/* Print "corral <cmd>: <message>" to stderr. */
+/* The directory of the runs' records (runs.c): $XDG_STATE_HOME/corral/runs,
+ * else ~/.local/state/corral/runs; malloc'd, NULL when neither is known. */
+char *cli_runs_dir(void);
+
+/* Print "corral <cmd>: <message>" to stderr, the message made inert for a
+ * terminal (term_sanitize): messages quote paths, entry names and errors
+ * that a jail, an archive or a model chose. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_error_obj(const char *cmd, const corral_error *err);
 /* "corral CMD: MESSAGE (see 'corral CMD --help')" on stderr; returns status. */
 int cli_usage_error(const char *cmd, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Bytes that came from a model, a jail or an archive, printed as text: made
+ * inert (term_sanitize) when f is a terminal, exact when it is a file or a
+ * pipe. */
+void cli_print_untrusted(FILE *f, const char *s, size_t len);
+/* A program's output streamed to fd: through a term_filter when fd is a
+ * terminal (colours and progress bars kept, every other control made inert),
+ * exact otherwise. */
+struct cli_output {
+        int fd;
+        bool tty;
+        struct term_filter filter;
+};
+void cli_output_init(struct cli_output *o, int fd);
+void cli_output_write(struct cli_output *o, const char *data, size_t len);
+void cli_output_end(struct cli_output *o);
 
 #endif

@@ -311,8 +311,8 @@ static int exec_review(const struct exec_opts *o, corral_error **err)
                 json_decref(j);
         } else if (res.n_findings) {
                 char *text = review_result_text(&res);
-                if (text)
-                        fputs(text, stderr);
+                if (text) /* it quotes the code */
+                        cli_print_untrusted(stderr, text, strlen(text));
                 free(text);
                 if (res.rejected)
                         fprintf(stderr, "corral exec: rejected by the safety review; nothing ran\n");
@@ -322,15 +322,19 @@ static int exec_review(const struct exec_opts *o, corral_error **err)
         return r;
 }
 
+/* The program's stdout and stderr, made inert when they go to a terminal. */
+static struct cli_output out_streams[2];
+
 static void on_output(void *ud, int stream, const char *data, size_t len)
 {
         (void)ud;
-        write_all(stream == 1 ? STDOUT_FILENO : STDERR_FILENO, data, len);
+        cli_output_write(&out_streams[stream == 1 ? 0 : 1], data, len);
 }
 
 static void on_truncate(void *ud, int stream)
 {
         const corral_jail_config *cfg = ud;
+        cli_output_end(&out_streams[stream == 1 ? 0 : 1]);
         fprintf(stderr, "\ncorral exec: %s truncated at the output limit (%llu bytes); the rest is dropped\n",
                 stream == 1 ? "stdout" : "stderr", (unsigned long long)cfg->output_limit);
 }
@@ -338,7 +342,7 @@ static void on_truncate(void *ud, int stream)
 static void on_notice(void *ud, const char *msg)
 {
         (void)ud;
-        fprintf(stderr, "corral exec: note: %s\n", msg);
+        cli_error("exec", "note: %s", msg);
 }
 
 int cmd_exec(int argc, char **argv)
@@ -391,6 +395,8 @@ int cmd_exec(int argc, char **argv)
                 fprintf(stderr, "corral exec: warning: --net host gives the program the host's network\n");
 
         int cancel_fd = cli_catch_signals();
+        cli_output_init(&out_streams[0], STDOUT_FILENO);
+        cli_output_init(&out_streams[1], STDERR_FILENO);
         corral_jail_io io = { .stdin_fd = STDIN_FILENO, .capture = o.json, .userdata = &cfg, .cancel_fd = cancel_fd,
                               .on_output = o.json ? NULL : on_output, .on_truncate = o.json ? NULL : on_truncate,
                               .on_notice = on_notice };
@@ -412,6 +418,8 @@ int cmd_exec(int argc, char **argv)
         corral_jail_result res;
         if (corral_jail_run(&cfg, &io, &res, &err) < 0)
                 goto fail;
+        cli_output_end(&out_streams[0]);
+        cli_output_end(&out_streams[1]);
         if (o.json) {
                 char *j = result_json(&res, ws_fd, before, &err);
                 if (j == NULL) {
@@ -426,10 +434,9 @@ int cmd_exec(int argc, char **argv)
                 fprintf(stderr, "corral exec: interrupted by %s; the jail was stopped\n",
                         cli_cancel_signal() ? strsignal(cli_cancel_signal()) : "a signal");
         } else if (res.status != CORRAL_STATUS_OK && res.status != CORRAL_STATUS_ERROR) {
-                fprintf(stderr, "corral exec: %s: %s\n", corral_status_to_string(res.status),
-                        res.reason ? res.reason : "");
+                cli_error("exec", "%s: %s", corral_status_to_string(res.status), res.reason ? res.reason : "");
         } else if (res.reason) {
-                fprintf(stderr, "corral exec: %s\n", res.reason);
+                cli_error("exec", "%s", res.reason);
         }
         fflush(stdout);
         status = res.exit_code;

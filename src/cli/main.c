@@ -2,8 +2,11 @@
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "../lib/termsafe.h"
 #include "cli.h"
 
 #ifndef CORRAL_VERSION
@@ -24,25 +27,66 @@ static const struct {
         { "doctor", cmd_doctor, "show which isolation and limit mechanisms this host offers" },
 };
 
+/* Every message goes through term_sanitize(): it may quote an archive's
+ * entry name, a path in a workspace or a model's error text. */
+static void print_message(const char *cmd, const char *fmt, va_list ap, const char *tail)
+{
+        char *msg = NULL;
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        cleanup_free char *clean = msg ? term_sanitize(msg, strlen(msg), NULL) : NULL;
+        free(msg);
+        fprintf(stderr, "corral %s: %s%s\n", cmd, clean ? clean : "(out of memory)", tail);
+}
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        fprintf(stderr, "corral %s: ", cmd);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
+        print_message(cmd, fmt, ap, "");
         va_end(ap);
 }
 
 int cli_usage_error(const char *cmd, int status, const char *fmt, ...)
 {
+        char tail[64];
+        snprintf(tail, sizeof(tail), " (see 'corral %s --help')", cmd);
         va_list ap;
         va_start(ap, fmt);
-        fprintf(stderr, "corral %s: ", cmd);
-        vfprintf(stderr, fmt, ap);
-        fprintf(stderr, " (see 'corral %s --help')\n", cmd);
+        print_message(cmd, fmt, ap, tail);
         va_end(ap);
         return status;
+}
+
+void cli_print_untrusted(FILE *f, const char *s, size_t len)
+{
+        if (!isatty(fileno(f))) {
+                fwrite(s, 1, len, f);
+                return;
+        }
+        size_t n = 0;
+        cleanup_free char *clean = term_sanitize(s, len, &n);
+        if (clean)
+                fwrite(clean, 1, n, f);
+}
+
+void cli_output_init(struct cli_output *o, int fd)
+{
+        *o = (struct cli_output){ .fd = fd, .tty = isatty(fd) == 1 };
+}
+
+void cli_output_write(struct cli_output *o, const char *data, size_t len)
+{
+        if (o->tty)
+                (void)term_filter_write(&o->filter, o->fd, data, len);
+        else
+                (void)write_all(o->fd, data, len);
+}
+
+void cli_output_end(struct cli_output *o)
+{
+        if (o->tty)
+                (void)term_filter_flush(&o->filter, o->fd);
 }
 
 void cli_error_obj(const char *cmd, const corral_error *err)

@@ -115,8 +115,8 @@ int cmd_review(int argc, char **argv)
                 json_decref(j);
         } else {
                 char *text = review_result_text(&res);
-                if (text)
-                        fputs(text, stdout);
+                if (text) /* it quotes the code */
+                        cli_print_untrusted(stdout, text, strlen(text));
                 free(text);
                 if (res.rejected)
                         printf("%s: rejected (%u finding%s)\n", file, res.n_reject + res.n_warn,

@@ -24,6 +24,7 @@
 #include "../review/review.h"
 #include "../trace/render.h"
 #include "../workspace/artifact.h"
+#include "../workspace/dest.h"
 #include "cli.h"
 
 static const char help_text[] =
@@ -425,7 +426,7 @@ static void print_notice(void *ud, const json_t *event)
         const char *type = json_string_value(json_object_get(event, "type"));
         const char *msg = json_string_value(json_object_get(event, "message"));
         if (type && strcmp(type, "notice") == 0 && msg) {
-                cleanup_free char *clean = render_sanitize(msg, strlen(msg), NULL);
+                cleanup_free char *clean = term_sanitize(msg, strlen(msg), NULL);
                 cli_error("run", "note: %s", clean ? clean : "");
         }
 }
@@ -487,8 +488,15 @@ struct run {
         const char **secrets;
         char *task_buf;
         char *trace_path;
-        char *default_out;       /* .corral/runs/ID/output when neither -o nor -w */
+        char *records;           /* the run's records: RUNS_DIR/ID (cli_runs_dir()) */
         char run_id[64];
+        /* Where the run writes on the host, resolved before anything runs
+         * (workspace/dest.h); dirfd -1: not written. */
+        struct ws_roots roots;   /* what the run's jails can write */
+        struct ws_dest out;      /* --out, else (without -w) RECORDS/output */
+        struct ws_dest kept;     /* RECORDS/output: the output when --out cannot take it */
+        struct ws_dest archive;  /* --archive */
+        struct ws_dest trace;    /* --trace, else RECORDS/trace.jsonl */
         struct workspace *ws;
         model_client *model;
         trace *tr;
@@ -545,11 +553,83 @@ static int parse_command_line(struct run *run, int argc, char **argv, const char
         return 0;
 }
 
-/* The model client, the workspace with its inputs, then the trace and the
- * view: nothing is written before the inputs are staged. */
+/* A destination the user named with a flag: a usage error names the flag. */
+static int open_dest(const char *path, enum ws_dest_kind kind, const char *what, const char *flag,
+                     const struct ws_roots *roots, struct ws_dest *ret, corral_error **err)
+{
+        if (ws_dest_open(path, kind, what, roots, ret, err) == 0)
+                return 0;
+        if (flag)
+                corral_error_prefix(err, "%s", flag);
+        return -1;
+}
+
+/* Every place the run writes on the host, resolved now, before the model is
+ * asked anything or any code runs: a destination that cannot be made, or
+ * that lies in a directory the jails can write (where code could turn it
+ * into a link to anywhere), is refused before any work is spent
+ * (docs/security.md, "Host paths").  Nothing is created yet. */
+static int open_destinations(struct run *run, corral_error **err)
+{
+        struct run_opts *o = &run->o;
+        make_run_id(run->run_id, sizeof(run->run_id));
+        if (o->workspace && ws_roots_add(&run->roots, o->workspace, "the workspace", err) < 0)
+                return -1;
+        for (size_t i = 0; i < run->jail.n_binds; i++)
+                if (run->jail.binds[i].writable &&
+                    ws_roots_add(&run->roots, run->jail.binds[i].src, "a writable bind", err) < 0)
+                        return -1;
+        cleanup_free char *runs = cli_runs_dir();
+        if (runs == NULL || asprintf(&run->records, "%s/%s", runs, run->run_id) < 0) {
+                run->records = NULL;
+                return corral_usage(err, "cannot tell where to keep the run's records: set $XDG_STATE_HOME or "
+                                         "$HOME");
+        }
+        cleanup_free char *kept = NULL, *trace_file = NULL;
+        if (asprintf(&kept, "%s/output", run->records) < 0 || asprintf(&trace_file, "%s/trace.jsonl", run->records) < 0)
+                return corral_fail(err, ENOMEM, "cannot start the run");
+        if (o->out && open_dest(o->out, WS_DEST_DIR, "the output directory", "--out", &run->roots, &run->out, err) < 0)
+                return -1;
+        /* Without -w the workspace goes at the end: its output is kept with
+         * the records, or there when --out cannot take it. */
+        if (o->workspace == NULL &&
+            open_dest(kept, WS_DEST_DIR, "the run's output directory", NULL, &run->roots, &run->kept, err) < 0)
+                return corral_error_prefix(err, "the run's records ($XDG_STATE_HOME/corral/runs)");
+        if (o->archive &&
+            open_dest(o->archive, WS_DEST_FILE, "the archive", "--archive", &run->roots, &run->archive, err) < 0)
+                return -1;
+        if (!o->no_trace) {
+                int r = o->trace_path ? open_dest(o->trace_path, WS_DEST_FILE, "the trace", "--trace", &run->roots,
+                                                  &run->trace, err)
+                                      : open_dest(trace_file, WS_DEST_FILE, "the trace", NULL, &run->roots, &run->trace,
+                                                  err);
+                if (r < 0)
+                        return o->trace_path ? -1
+                                             : corral_error_prefix(err, "the run's records ($XDG_STATE_HOME/corral/"
+                                                                        "runs; or --no-trace)");
+                run->trace_path = strdup(o->trace_path ? o->trace_path : trace_file);
+                if (run->trace_path == NULL)
+                        return corral_fail(err, ENOMEM, "cannot start the run");
+        }
+        /* The transcript is opened by the model client, before any step:
+         * only where it is needs checking here. */
+        struct ws_dest rec;
+        if (o->model.record_path &&
+            open_dest(o->model.record_path, WS_DEST_FILE, "the transcript", "--record", &run->roots, &rec, err) < 0)
+                return -1;
+        if (o->model.record_path)
+                ws_dest_release(&rec);
+        return 0;
+}
+
+/* The destinations, then the model client, the workspace with its inputs,
+ * then the trace and the view: nothing is written before the inputs are
+ * staged. */
 static int set_up(struct run *run, int cancel_fd, corral_error **err)
 {
         struct run_opts *o = &run->o;
+        if (open_destinations(run, err) < 0)
+                return -1;
         if (provider_resolve(&o->provider, &run->choice, err) < 0)
                 return -1;
         run->secrets = collect_secrets(run->choice.api_key, &run->jail);
@@ -597,23 +677,9 @@ static int set_up(struct run *run, int cancel_fd, corral_error **err)
         json_array_extend(run->inputs, staged);
         json_decref(staged);
 
-        make_run_id(run->run_id, sizeof(run->run_id));
-        if (!o->no_trace) {
-                if (o->trace_path)
-                        run->trace_path = strdup(o->trace_path);
-                else if (asprintf(&run->trace_path, ".corral/runs/%s/trace.jsonl", run->run_id) < 0)
-                        run->trace_path = NULL;
-                if (run->trace_path == NULL)
-                        return corral_fail(err, ENOMEM, "cannot start the run");
-        }
-        /* Without -o or -w the artifacts would go with the temporary
-         * workspace: keep them beside the trace. */
-        if (o->out == NULL && o->workspace == NULL) {
-                if (asprintf(&run->default_out, ".corral/runs/%s/output", run->run_id) < 0)
-                        return corral_fail(err, ENOMEM, "cannot start the run");
-                o->out = run->default_out;
-        }
-        if (trace_open(run->trace_path, run->secrets, &run->tr, err) < 0) {
+        cleanup_close int trace_dir = run->trace.dirfd >= 0 ? ws_dest_dir(&run->trace, 0700, err) : AT_FDCWD;
+        if (trace_dir == -1 ||
+            trace_open_at(trace_dir, run->trace.name, run->trace_path, run->secrets, &run->tr, err) < 0) {
                 /* Where the trace goes is the user's to fix: a usage error. */
                 (*err)->kind = CORRAL_ERR_USAGE;
                 return corral_error_prefix(err, "the trace (choose another with --trace FILE, or --no-trace)");
@@ -644,31 +710,50 @@ static int finish(struct run *run)
         json_t *copy_report = NULL;
         corral_error *copy_err = NULL;
         json_t *artifacts = list_artifacts(run->ws);
-        /* The default place is made only when there is something to keep. */
-        if (o->out == run->default_out && json_array_size(artifacts) == 0)
-                o->out = NULL;
-        if (o->out && workspace_copy_out(run->ws, o->out, &copy_report, &copy_err) < 0) {
-                cli_error("run", "cannot copy the output to '%s': %s", o->out, copy_err->msg);
-                corral_error_free(copy_err);
-                if (res->status == AGENT_ANSWERED) {
-                        res->status = AGENT_JAIL_ERROR;
-                        free(res->reason);
-                        res->reason = strdup("the output could not be copied");
+        /* Where the output goes: --out, else (without -w) the run's
+         * records, made only when there is something to keep. */
+        const struct ws_dest *out = run->out.dirfd >= 0 ? &run->out : run->kept.dirfd >= 0 ? &run->kept : NULL;
+        if (out == &run->kept && json_array_size(artifacts) == 0)
+                out = NULL;
+        const char *output_dir = out ? out->shown : NULL;
+        if (out && workspace_copy_out(run->ws, out, &copy_report, &copy_err) < 0) {
+                /* Nothing is lost: the output goes with the run's records,
+                 * and the run keeps the status it had. */
+                cleanup_free char *msg = NULL;
+                json_decref(copy_report);
+                copy_report = NULL;
+                output_dir = NULL;
+                corral_error *kept_err = NULL;
+                if (out != &run->kept && run->kept.dirfd >= 0 &&
+                    workspace_copy_out(run->ws, &run->kept, &copy_report, &kept_err) == 0) {
+                        output_dir = run->kept.shown;
+                        if (asprintf(&msg, "cannot copy the output to '%s' (%s): kept in '%s' instead", out->shown,
+                                     copy_err->msg, output_dir) < 0)
+                                msg = NULL;
+                } else if (asprintf(&msg, "cannot copy the output to '%s': %s%s", out->shown, copy_err->msg,
+                                    run->o.workspace ? " (it is still in the workspace)" : "") < 0) {
+                        msg = NULL;
                 }
+                trace_emit(run->tr, "notice", json_pack("{s:s}", "message", msg ? msg : copy_err->msg));
+                if (o->json || o->quiet || run->view == NULL)
+                        cli_error("run", "%s", msg ? msg : copy_err->msg);
+                corral_error_free(copy_err);
+                corral_error_free(kept_err);
         }
         /* What could not be copied is said, not silently dropped. */
         json_t *skipped = json_object_get(copy_report, "skipped"), *sk;
         size_t i;
         json_array_foreach(skipped, i, sk) {
                 cleanup_free char *msg = NULL;
-                if (asprintf(&msg, "not copied to '%s': %s (%s)", o->out,
+                if (asprintf(&msg, "not copied to '%s': %s (%s)", output_dir,
                              json_string_value(json_object_get(sk, "path")),
                              json_string_value(json_object_get(sk, "reason"))) >= 0)
                         trace_emit(run->tr, "notice", json_pack("{s:s}", "message", msg));
         }
-        if (o->archive) {
+        cleanup_free char *archive_error = NULL;
+        if (run->archive.dirfd >= 0) {
                 corral_error *aerr = NULL;
-                run->archive_report = run_archive_write(run->ws, o->archive, o->archive_inputs, o->agent.task,
+                run->archive_report = run_archive_write(run->ws, &run->archive, o->archive_inputs, o->agent.task,
                                                         res, run->run_id, run->choice.model, run->secrets, &aerr);
                 cleanup_free char *msg = NULL;
                 json_t *ar = run->archive_report;
@@ -682,12 +767,9 @@ static int finish(struct run *run)
                         trace_emit(run->tr, "notice", json_pack("{s:s}", "message", msg));
                 if (ar == NULL && (o->json || o->quiet || run->view == NULL))
                         cli_error("run", "%s", msg ? msg : "cannot archive the workspace");
+                if (ar == NULL)
+                        archive_error = strdup(aerr ? aerr->msg : "unknown error");
                 corral_error_free(aerr);
-                if (ar == NULL && res->status == AGENT_ANSWERED) {
-                        res->status = AGENT_JAIL_ERROR;
-                        free(res->reason);
-                        res->reason = strdup("the workspace could not be archived");
-                }
         }
         const struct model_usage *u = model_client_usage(run->model);
         double wall_ms = monotonic_ms() - run->t_start;
@@ -695,7 +777,7 @@ static int finish(struct run *run)
         trace_emit(run->tr, "run_end",
                    json_pack("{s:s, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f}", "status", status, "answer",
                              res->answer, "reason", res->reason, "iterations", res->iterations, "usage",
-                             usage_json(u), "artifacts", artifacts, "output_dir", o->out, "not_copied", skipped,
+                             usage_json(u), "artifacts", artifacts, "output_dir", output_dir, "not_copied", skipped,
                              "wall_ms", wall_ms));
 
         if (o->json) {
@@ -704,11 +786,13 @@ static int finish(struct run *run)
                                       "iterations", res->iterations, "usage", usage_json(u), "artifacts",
                                       artifacts, "trace", run->trace_path, "run_id", run->run_id, "model",
                                       run->choice.model, "protocol", res->text_protocol ? "text" : "tools",
-                                      "output_dir", o->out, "not_copied",
+                                      "output_dir", output_dir, "not_copied",
                                       skipped ? json_incref(skipped) : json_array(), "wall_ms", wall_ms);
                 char *text = NULL;
                 if (j && run->archive_report)
                         json_object_set(j, "archive", run->archive_report);
+                if (j && archive_error)
+                        json_object_set_new(j, "archive_error", json_string(archive_error));
                 if (j) {
                         redact_json(j, run->secrets);
                         text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -721,7 +805,8 @@ static int finish(struct run *run)
                 json_decref(j);
         } else if (res->status == AGENT_ANSWERED && res->answer) {
                 cleanup_free char *a = redact_text(res->answer, run->secrets);
-                fputs(a ? a : "", stdout);
+                /* The model's text: inert on a terminal, exact in a file. */
+                cli_print_untrusted(stdout, a ? a : "", a ? strlen(a) : 0);
                 if (a && *a && a[strlen(a) - 1] != '\n')
                         fputc('\n', stdout);
         }
@@ -754,7 +839,12 @@ static void run_release(struct run *run)
         free(run->secrets);
         free(run->task_buf);
         free(run->trace_path);
-        free(run->default_out);
+        free(run->records);
+        ws_dest_release(&run->out);
+        ws_dest_release(&run->kept);
+        ws_dest_release(&run->archive);
+        ws_dest_release(&run->trace);
+        ws_roots_release(&run->roots);
         free(run->o.inputs);
         review_policy_free(run->o.review);
         model_client_free(run->o.reviewer);
@@ -762,7 +852,12 @@ static void run_release(struct run *run)
 
 int cmd_run(int argc, char **argv)
 {
-        struct run run = { .o = { .input_limit = 2ull << 30, .images = -1 }, .t_start = monotonic_ms() };
+        struct run run = { .o = { .input_limit = 2ull << 30, .images = -1 },
+                           .out.dirfd = -1,
+                           .kept.dirfd = -1,
+                           .archive.dirfd = -1,
+                           .trace.dirfd = -1,
+                           .t_start = monotonic_ms() };
         corral_jail_config_init(&run.jail);
         model_settings_init(&run.o.model);
         agent_config_init(&run.o.agent);

@@ -203,19 +203,6 @@ static void reply_error(int fd, const corral_error *err, const char *fallback)
         json_decref(r);
 }
 
-/* path (absolute; its last component need not exist) lies in dir. */
-static bool inside_dir(const char *path, const char *dir)
-{
-        cleanup_free char *copy = strdup(path);
-        char *slash = copy ? strrchr(copy, '/') : NULL;
-        if (slash == NULL)
-                return false;
-        *slash = '\0';
-        cleanup_free char *parent = realpath(copy[0] ? copy : "/", NULL);
-        size_t n = strlen(dir);
-        return parent && strncmp(parent, dir, n) == 0 && (parent[n] == '\0' || parent[n] == '/');
-}
-
 /* Archive the workspace, between steps: a session serves one request at
  * a time, so no step runs and none starts until the answer.  The client
  * may have stopped waiting while a step ran (--wait): it confirms with a
@@ -240,15 +227,9 @@ static bool daemon_archive(struct daemon *d, int fd, json_t *req)
         json_decref(go);
         if (!confirmed)
                 return false; /* the client gave up: nothing is written */
+        /* A path inside the workspace (which stop would remove, and which
+         * the jail can write) is refused by session_archive(). */
         corral_error *err = NULL;
-        if (stop && d->ws && inside_dir(path, d->ws_root)) {
-                corral_usage(&err, "'%s' is inside the session's temporary workspace, which stop removes: write "
-                                   "the archive elsewhere",
-                             path);
-                reply_error(fd, err, NULL);
-                corral_error_free(err);
-                return false;
-        }
         json_t *report = NULL;
         if (session_archive(d->s, path, d->id, &report, &err) < 0) {
                 reply_error(fd, err, "cannot archive the session");

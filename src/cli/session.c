@@ -366,7 +366,7 @@ static int cmd_start(int argc, char **argv)
                 const char *notice = json_string_value(json_object_get(reply, "notice"));
                 bool warm = json_is_true(json_object_get(reply, "warm"));
                 if (notice)
-                        fprintf(stderr, "corral session: %s\n", notice);
+                        cli_error("session", "%s", notice);
                 /* No step has run yet: .corral/session.json is the archive's. */
                 json_t *from = from_abs && workspace ? session_origin(from_abs, workspace) : NULL;
                 if (from && !o.json)
@@ -438,32 +438,34 @@ static void print_result(json_t *r)
 {
         json_t *v = json_object_get(r, "value");
         const char *text = json_string_value(json_object_get(v, "text"));
-        if (text)
-                printf("%s\n", text);
+        if (text) {
+                cli_print_untrusted(stdout, text, strlen(text));
+                fputc('\n', stdout);
+        }
         fflush(stdout);
         json_t *e = json_object_get(r, "error");
         const char *tb = json_string_value(json_object_get(e, "traceback"));
         const char *status = json_string_value(json_object_get(r, "status"));
         if (tb && *tb && status && strcmp(status, "error") == 0)
-                fputs(tb, stderr);
+                cli_print_untrusted(stderr, tb, strlen(tb));
         size_t i;
         json_t *f;
         json_array_foreach(json_object_get(r, "figures"), i, f) {
                 const char *why = json_string_value(json_object_get(f, "error"));
                 if (why) {
-                        fprintf(stderr, "corral session: a figure was not saved: %s\n", why);
+                        cli_error("session", "a figure was not saved: %s", why);
                         continue;
                 }
                 const char *p = json_string_value(json_object_get(f, "host_path"));
                 if (p == NULL)
                         p = json_string_value(json_object_get(f, "path"));
-                fprintf(stderr, "corral session: figure %s (%" JSON_INTEGER_FORMAT "x%" JSON_INTEGER_FORMAT ")\n",
-                        p ? p : "?", json_integer_value(json_object_get(f, "width")),
-                        json_integer_value(json_object_get(f, "height")));
+                cli_error("session", "figure %s (%" JSON_INTEGER_FORMAT "x%" JSON_INTEGER_FORMAT ")", p ? p : "?",
+                          json_integer_value(json_object_get(f, "width")),
+                          json_integer_value(json_object_get(f, "height")));
         }
         const char *reason = json_string_value(json_object_get(r, "reason"));
         if (status && strcmp(status, "ok") != 0 && strcmp(status, "error") != 0 && reason)
-                fprintf(stderr, "corral session: %s: %s\n", status, reason);
+                cli_error("session", "%s: %s", status, reason);
         if (json_is_true(json_object_get(r, "state_lost")))
                 fprintf(stderr, "corral session: the session's state is lost; the next step starts a clean "
                                 "interpreter\n");
@@ -549,6 +551,10 @@ static int cmd_exec_step(int argc, char **argv)
                 corral_fail(&err, errno, "cannot send the step to session '%s'", id);
                 goto fail;
         }
+        /* The step's output, made inert on a terminal (termsafe.h). */
+        struct cli_output streams[2];
+        cli_output_init(&streams[0], STDOUT_FILENO);
+        cli_output_init(&streams[1], STDERR_FILENO);
         for (;;) {
                 json_t *f = wire_read(fd, -1);
                 if (f == NULL) {
@@ -559,10 +565,12 @@ static int cmd_exec_step(int argc, char **argv)
                 if (t && strcmp(t, "out") == 0 && !json) {
                         json_t *d = json_object_get(f, "data");
                         const char *s = json_string_value(json_object_get(f, "stream"));
-                        write_all(s && strcmp(s, "stderr") == 0 ? 2 : 1, json_string_value(d) ? json_string_value(d) : "",
-                                  json_string_length(d));
+                        cli_output_write(&streams[s && strcmp(s, "stderr") == 0 ? 1 : 0],
+                                         json_string_value(d) ? json_string_value(d) : "", json_string_length(d));
                 } else if (t && strcmp(t, "result") == 0) {
                         json_t *r = json_object_get(f, "result");
+                        cli_output_end(&streams[0]);
+                        cli_output_end(&streams[1]);
                         if (json) {
                                 char *s = json_dumps(r, JSON_COMPACT);
                                 if (s)
@@ -623,7 +631,7 @@ static void print_archived(const char *id, json_t *report, bool json)
                 return;
         }
         const char *path = json_string_value(json_object_get(report, "path"));
-        cleanup_free char *clean = path ? render_sanitize(path, strlen(path), NULL) : NULL;
+        cleanup_free char *clean = path ? term_sanitize(path, strlen(path), NULL) : NULL;
         json_t *skipped = json_object_get(report, "skipped");
         fprintf(stderr,
                 "corral session: session %s archived to '%s' (%" JSON_INTEGER_FORMAT " entries, %" JSON_INTEGER_FORMAT
@@ -644,8 +652,8 @@ static void print_archived(const char *id, json_t *report, bool json)
                 const char *p = json_string_value(json_object_get(e, "path"));
                 const char *why = json_string_value(json_object_get(e, "reason"));
                 /* Names from the jail: no terminal escapes. */
-                cleanup_free char *cp = render_sanitize(p ? p : "?", strlen(p ? p : "?"), NULL);
-                cleanup_free char *cw = render_sanitize(why ? why : "", strlen(why ? why : ""), NULL);
+                cleanup_free char *cp = term_sanitize(p ? p : "?", strlen(p ? p : "?"), NULL);
+                cleanup_free char *cw = term_sanitize(why ? why : "", strlen(why ? why : ""), NULL);
                 fprintf(stderr, "corral session: skipped '%s': %s\n", cp ? cp : "?", cw ? cw : "");
         }
 }
@@ -725,7 +733,7 @@ static int archive_request(const char *id, const char *file, bool stop, double w
         } else if (t && strcmp(t, "error") == 0) {
                 const char *msg = json_string_value(json_object_get(r, "message"));
                 json_t *kind = json_object_get(r, "kind");
-                cleanup_free char *clean = msg ? render_sanitize(msg, strlen(msg), NULL) : NULL;
+                cleanup_free char *clean = msg ? term_sanitize(msg, strlen(msg), NULL) : NULL;
                 cli_error("session", "session '%s' was not archived%s: %s", id, stop ? " nor stopped" : "",
                           clean ? clean : "unknown error");
                 status = json_integer_value(kind) == CORRAL_ERR_USAGE ? EXIT_USAGE_SUBCOMMAND : EXIT_CORRAL;

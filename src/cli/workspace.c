@@ -2,7 +2,7 @@
  *
  * `list` shows an archive's entries and which of them extraction would
  * refuse; `extract` extracts it, all or nothing (src/workspace/archive.h).
- * Everything an archive names is passed through render_sanitize() before
+ * Everything an archive names is passed through term_sanitize() before
  * it reaches a terminal: entry names are as hostile as the archive.
  */
 #define _GNU_SOURCE
@@ -87,7 +87,7 @@ static char *cut(const char *s, size_t max)
         return asprintf(&out, "%.*s...", (int)max, s) < 0 ? NULL : out;
 }
 
-json_t *run_archive_write(struct workspace *ws, const char *path, bool inputs, const char *task,
+json_t *run_archive_write(struct workspace *ws, const struct ws_dest *dest, bool inputs, const char *task,
                           const struct agent_result *res, const char *run_id, const char *model,
                           const char *const *secrets, corral_error **err)
 {
@@ -112,7 +112,7 @@ json_t *run_archive_write(struct workspace *ws, const char *path, bool inputs, c
         }
         struct ws_archive_opts opts = { .include_inputs = inputs, .run_json = text };
         json_t *report = NULL;
-        if (workspace_archive(ws, path, &opts, &report, err) < 0)
+        if (workspace_archive(ws, dest, &opts, &report, err) < 0)
                 return NULL;
         return report;
 }
@@ -184,7 +184,7 @@ int run_archive_restore(struct workspace *ws, const char *path, char **ret_note,
  * newline or tab in a name is shown as ^J or ^I (it must not forge a line). */
 static void put_clean(FILE *f, const char *s)
 {
-        cleanup_free char *c = render_sanitize(s, strlen(s), NULL);
+        cleanup_free char *c = term_sanitize(s, strlen(s), NULL);
         for (const char *p = c ? c : "?"; *p; p++) {
                 if (*p == '\n' || *p == '\t')
                         fprintf(f, "^%c", *p + 0x40);

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "../workspace/archive.h"
+#include "../workspace/dest.h"
 #include "../workspace/workspace-internal.h"
 #include "session.h"
 
@@ -52,15 +53,32 @@ int session_archive(struct session *s, const char *path, const char *id, json_t 
         json_decref(meta);
         if (text == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot archive the session");
+        /* Steps have run: the destination is resolved now, refusing a path
+         * in or through what the session's jail can write (dest.h). */
+        const corral_jail_config *cfg = session_config(s);
+        struct ws_roots roots = { 0 };
+        struct ws_dest dest;
+        int r = ws_roots_add(&roots, root, "the session's workspace", ret_err);
+        for (size_t i = 0; r == 0 && i < cfg->n_binds; i++)
+                if (cfg->binds[i].writable)
+                        r = ws_roots_add(&roots, cfg->binds[i].src, "a writable bind of the session", ret_err);
+        if (r == 0)
+                r = ws_dest_open(path, WS_DEST_FILE, "the archive", &roots, &dest, ret_err);
+        ws_roots_release(&roots);
+        if (r < 0)
+                return -1;
         /* The session has no staged inputs: input/ is a directory like the
          * rest, and all of it is archived. */
         struct workspace ws = { .root = (char *)root };
         ws.root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (ws.root_fd < 0)
+        if (ws.root_fd < 0) {
+                ws_dest_release(&dest);
                 return corral_fail(ret_err, errno, "cannot open the session's workspace '%s'", root);
+        }
         struct ws_archive_opts opts = { .include_inputs = true, .run_json = text, .meta_name = "session.json" };
-        int r = workspace_archive(&ws, path, &opts, ret_report, ret_err);
+        r = workspace_archive(&ws, &dest, &opts, ret_report, ret_err);
         close(ws.root_fd);
+        ws_dest_release(&dest);
         return r;
 }
 

@@ -585,6 +585,11 @@ const char *session_workspace_dir(const struct session *s)
         return s->cfg.workspace;
 }
 
+const corral_jail_config *session_config(const struct session *s)
+{
+        return &s->cfg;
+}
+
 time_t session_created(const struct session *s)
 {
         return s->created;

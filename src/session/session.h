@@ -148,10 +148,14 @@ CORRAL_HIDDEN void session_free(struct session *s);
  * {"archive", and from the archive's .corral/session.json "session",
  * "created", "archived", "steps", "corral_version"}, or NULL. */
 CORRAL_HIDDEN const char *session_workspace_dir(const struct session *s);
+/* The configuration the session was started with (binds, limits). */
+CORRAL_HIDDEN const corral_jail_config *session_config(const struct session *s);
 CORRAL_HIDDEN time_t session_created(const struct session *s);
 CORRAL_HIDDEN const json_t *session_from(const struct session *s);
 /* Archive the session's workspace to path (workspace_archive(), all of it,
- * mode 0600, written beside path and renamed) with a first entry
+ * mode 0600, written beside path and renamed; a path in or through the
+ * session's workspace or a writable bind is refused, workspace/dest.h) with
+ * a first entry
  * .corral/session.json: {"schema","session" (id, may be NULL),"created",
  * "archived","steps","corral_version","resumed_from"}.  Call it between
  * steps (a session has one caller at a time, so no step runs); threads or

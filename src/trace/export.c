@@ -10,21 +10,22 @@
  *          The run's facts also go to metadata.corral.
  *   html   the same order as sections of one page: inline CSS, no script,
  *          no external resource (a Content-Security-Policy says so too),
- *          every string sanitised (render_sanitize) and HTML-escaped.
+ *          every string sanitised (term_sanitize) and HTML-escaped.
  * The result is written to a temporary file beside `out` (O_EXCL, 0600)
  * and renamed over it.  Does not render to a terminal (render.c) and does
  * not write traces (trace.c).
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../workspace/dest.h"
 #include "export.h"
 #include "format.h"
 #include "render.h"
@@ -233,41 +234,145 @@ static void nb_markdown(struct nb *nb, const char *text)
                 json_object_set_new(c, "source", lines_array(text));
 }
 
-/* A code span that survives backticks in s. */
-static void md_code(FILE *f, const char *s)
+/* Markdown from untrusted strings.  Everything in a notebook came from a
+ * trace (the model, the jail, a file someone sent): made inert for a
+ * terminal first (term_sanitize), then escaped for where it goes, so that
+ * no string can open a tag, a link, emphasis or a heading, or close the
+ * code it sits in. */
+
+static char *md_clean(const char *s)
+{
+        return term_sanitize(s ? s : "", s ? strlen(s) : 0, NULL);
+}
+
+/* Prose: every ASCII punctuation character backslash-escaped (CommonMark
+ * shows each literally). */
+static void md_text(FILE *f, const char *s)
+{
+        cleanup_free char *c = md_clean(s);
+        for (const char *p = c ? c : ""; *p; p++) {
+                if (ispunct((unsigned char)*p) && (unsigned char)*p < 0x80)
+                        fputc('\\', f);
+                fputc(*p, f);
+        }
+}
+
+/* The longest run of ch in s. */
+static size_t longest_run(const char *s, char ch)
 {
         size_t run = 0, longest = 0;
         for (const char *p = s; *p; p++) {
-                run = *p == '`' ? run + 1 : 0;
+                run = *p == ch ? run + 1 : 0;
                 longest = run > longest ? run : longest;
         }
+        return longest;
+}
+
+/* A code span that survives backticks in s. */
+static void md_code(FILE *f, const char *s)
+{
+        cleanup_free char *c = md_clean(s);
+        const char *t = c ? c : "";
+        size_t longest = longest_run(t, '`');
         char ticks[8] = "`";
         size_t n = longest + 1 < sizeof(ticks) - 1 ? longest + 1 : sizeof(ticks) - 1;
         memset(ticks, '`', n);
         ticks[n] = '\0';
-        bool pad = longest > 0 || s[0] == '`';
-        fprintf(f, "%s%s%s%s%s", ticks, pad ? " " : "", s, pad ? " " : "", ticks);
+        bool pad = longest > 0 || t[0] == '`';
+        fprintf(f, "%s%s%s%s%s", ticks, pad ? " " : "", t, pad ? " " : "", ticks);
+}
+
+/* A fenced block that s cannot close: a fence longer than any backtick run
+ * in it. */
+static void md_fence(FILE *f, const char *s)
+{
+        cleanup_free char *c = md_clean(s);
+        const char *t = c ? c : "";
+        size_t n = longest_run(t, '`') + 1;
+        if (n < 3)
+                n = 3;
+        for (size_t i = 0; i < n; i++)
+                fputc('`', f);
+        fprintf(f, "\n%s%s", t, t[0] && t[strlen(t) - 1] == '\n' ? "" : "\n");
+        for (size_t i = 0; i < n; i++)
+                fputc('`', f);
+}
+
+/* The model's own markdown (its replies, its answer): kept as markdown,
+ * but raw HTML and autolinks are shown as text ('<' as "&lt;") outside code
+ * blocks and code spans, which keep their bytes. */
+static void md_model(FILE *f, const char *s)
+{
+        cleanup_free char *c = md_clean(s);
+        const char *p = c ? c : "";
+        char fence_ch = 0;
+        size_t fence_len = 0;
+        while (*p) {
+                const char *eol = strchr(p, '\n');
+                size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p);
+                const char *q = p + strspn(p, " ");
+                size_t run = (*q == '`' || *q == '~') ? strspn(q, *q == '`' ? "`" : "~") : 0;
+                if (q - p <= 3 && run >= 3 && (fence_ch == 0 || (*q == fence_ch && run >= fence_len))) {
+                        /* a fence opens or closes: the line as it is */
+                        fence_len = fence_ch ? 0 : run;
+                        fence_ch = fence_ch ? 0 : *q;
+                        fwrite(p, 1, len, f);
+                } else if (fence_ch) {
+                        fwrite(p, 1, len, f);
+                } else {
+                        for (size_t i = 0; i < len;) {
+                                if (p[i] == '`') {
+                                        /* a code span: to the next run of as many backticks */
+                                        size_t k = strspn(p + i, "`"), j = i + k;
+                                        while (j < len) {
+                                                size_t m = strspn(p + j, "`");
+                                                if (m == k)
+                                                        break;
+                                                j += m ? m : 1;
+                                        }
+                                        size_t end = j < len ? j + k : i + k;
+                                        fwrite(p + i, 1, end - i, f);
+                                        i = end;
+                                } else if (p[i] == '<') {
+                                        fputs("&lt;", f);
+                                        i++;
+                                } else {
+                                        fputc(p[i++], f);
+                                }
+                        }
+                }
+                p += len;
+        }
 }
 
 static void md_run_start(const json_t *ev, FILE *f)
 {
         fputs("# corral run\n\n", f);
         const char *task = trace_jstr(ev, "task");
-        if (task)
-                fprintf(f, "**Task:**\n\n%s\n\n", task);
+        if (task) {
+                fputs("**Task:**\n\n", f);
+                md_text(f, task);
+                fputs("\n\n", f);
+        }
         const char *model = trace_jstr(ev, "model");
         if (model) {
                 fputs("- model: ", f);
                 md_code(f, model);
                 const char *prov = trace_jstr(ev, "provider"), *base = trace_jstr(ev, "base_url"), *proto = trace_jstr(ev, "protocol");
-                if (prov)
-                        fprintf(f, " (%s)", prov);
+                if (prov) {
+                        fputs(" (", f);
+                        md_text(f, prov);
+                        fputs(")", f);
+                }
                 if (base) {
                         fputs(" at ", f);
                         md_code(f, base);
                 }
-                if (proto)
-                        fprintf(f, ", %s protocol", proto);
+                if (proto) {
+                        fputs(", ", f);
+                        md_text(f, proto);
+                        fputs(" protocol", f);
+                }
                 fputs("\n", f);
         }
         size_t i;
@@ -287,18 +392,29 @@ static void md_run_start(const json_t *ev, FILE *f)
                 md_code(f, run_id);
                 fputs("\n", f);
         }
-        if (version)
-                fprintf(f, "- corral %s\n", version);
+        if (version) {
+                fputs("- corral ", f);
+                md_text(f, version);
+                fputs("\n", f);
+        }
 }
 
 static void md_run_end(const json_t *ev, FILE *f)
 {
         const char *status = trace_jstr(ev, "status"), *answer = trace_jstr(ev, "answer"), *reason = trace_jstr(ev, "reason");
-        if (answer && answer[0])
-                fprintf(f, "## Answer\n\n%s\n\n", answer);
-        fprintf(f, "## Summary\n\n- status: **%s**", status ? status : "unknown");
-        if (reason && reason[0])
-                fprintf(f, " (%s)", reason);
+        if (answer && answer[0]) {
+                fputs("## Answer\n\n", f);
+                md_model(f, answer);
+                fputs("\n\n", f);
+        }
+        fputs("## Summary\n\n- status: **", f);
+        md_text(f, status ? status : "unknown");
+        fputs("**", f);
+        if (reason && reason[0]) {
+                fputs(" (", f);
+                md_text(f, reason);
+                fputs(")", f);
+        }
         fputs("\n- ", f);
         usage_line(ev, f);
         fputs("\n", f);
@@ -325,7 +441,9 @@ static void md_run_end(const json_t *ev, FILE *f)
 static void md_file_tool(const json_t *call, FILE *f)
 {
         const char *name = trace_jstr(call, "name");
-        fprintf(f, "**%s** ", name ? name : "tool");
+        fputs("**", f);
+        md_text(f, name ? name : "tool");
+        fputs("** ", f);
         char *args = stream_text(tool_args_line, call);
         if (args && args[0])
                 md_code(f, args);
@@ -336,7 +454,10 @@ static void nb_stream(json_t *outputs, const char *name, const char *text)
 {
         if (text == NULL || text[0] == '\0')
                 return;
-        json_t *o = json_pack("{s:s, s:s, s:o}", "output_type", "stream", "name", name, "text", lines_array(text));
+        /* Jupyter renders ANSI sequences in outputs: none from the jail. */
+        cleanup_free char *clean = md_clean(text);
+        json_t *o = json_pack("{s:s, s:s, s:o}", "output_type", "stream", "name", name, "text",
+                              lines_array(clean ? clean : ""));
         if (o)
                 json_array_append_new(outputs, o);
 }
@@ -346,8 +467,9 @@ static void nb_code_step(struct nb *nb, const json_t *call, const json_t *result
 {
         bool shell;
         const char *code = call_code(call, &shell);
+        cleanup_free char *clean = md_clean(code);
         char *source = NULL;
-        if (asprintf(&source, "%s%s", shell ? "%%bash\n" : "", code) < 0)
+        if (clean == NULL || asprintf(&source, "%s%s", shell ? "%%bash\n" : "", clean) < 0)
                 return;
         json_t *c = nb_cell(nb, "code");
         if (c == NULL) {
@@ -435,48 +557,51 @@ static char *build_ipynb(struct events *e)
                         end = ev;
         }
         json_array_foreach (e->all, i, ev) {
+                /* Each event's markdown cell, written into a memory stream. */
                 char *md = NULL;
+                size_t mdlen = 0;
+                FILE *f = open_memstream(&md, &mdlen);
+                if (f == NULL)
+                        break;
                 if (is_type(ev, "run_start")) {
-                        md = stream_text(md_run_start, ev);
+                        md_run_start(ev, f);
                 } else if (is_type(ev, "model_reply")) {
                         const char *content = trace_jstr(ev, "content");
                         if (content && content[strspn(content, " \t\r\n")] != '\0')
-                                md = strdup(content);
+                                md_model(f, content);
                 } else if (is_type(ev, "tool_call")) {
                         const char *name = trace_jstr(ev, "name");
                         const json_t *result = find_result(e, i);
-                        if (trace_is_answer_tool(name))
-                                continue;
-                        if (is_code_tool(name)) {
+                        if (trace_is_answer_tool(name)) {
+                                /* the answer is in run_end */
+                        } else if (is_code_tool(name)) {
                                 nb_code_step(&nb, ev, result);
                                 json_t *arts = json_object_get(result, "artifacts");
                                 if (json_array_size(arts) > 0)
-                                        md = stream_text(md_artifacts, arts);
+                                        md_artifacts(arts, f);
                         } else {
-                                char *line = stream_text(md_file_tool, ev);
+                                md_file_tool(ev, f);
                                 bool ok = result == NULL || json_is_true(json_object_get(result, "ok"));
                                 const char *err = ok ? NULL : trace_jstr(result, "content");
-                                const char *sep = err == NULL                       ? ""
-                                                  : strncmp(err, "error:", 6) == 0 ? "\n\n> "
-                                                                                     : "\n\n> error: ";
-                                if (line && asprintf(&md, "%s%s%s", line, sep, err ? err : "") < 0)
-                                        md = NULL;
-                                free(line);
+                                if (err) {
+                                        fputs(strncmp(err, "error:", 6) == 0 ? "\n\n> " : "\n\n> error: ", f);
+                                        md_text(f, err);
+                                }
                         }
                 } else if (is_type(ev, "tool_result") && !e->consumed[i]) {
                         /* A result without a call (a cut trace): what the model was told. */
-                        const char *content = trace_jstr(ev, "content");
                         const char *name = trace_jstr(ev, "name");
-                        if (asprintf(&md, "**%s** result:\n\n```\n%s\n```", name ? name : "tool",
-                                     content ? content : "") < 0)
-                                md = NULL;
+                        fputs("**", f);
+                        md_text(f, name ? name : "tool");
+                        fputs("** result:\n\n", f);
+                        md_fence(f, trace_jstr(ev, "content"));
                 } else if (is_type(ev, "notice")) {
-                        if (asprintf(&md, "> **notice:** %s", trace_jstr(ev, "message") ? trace_jstr(ev, "message") : "") < 0)
-                                md = NULL;
+                        fputs("> **notice:** ", f);
+                        md_text(f, trace_jstr(ev, "message"));
                 } else if (is_type(ev, "run_end")) {
-                        md = stream_text(md_run_end, ev);
+                        md_run_end(ev, f);
                 }
-                if (md)
+                if (fclose(f) == 0 && md && md[0])
                         nb_markdown(&nb, md);
                 free(md);
         }
@@ -506,7 +631,7 @@ static void h(FILE *f, const char *s)
         if (s == NULL)
                 return;
         size_t n;
-        cleanup_free char *clean = render_sanitize(s, strlen(s), &n);
+        cleanup_free char *clean = term_sanitize(s, strlen(s), &n);
         if (clean == NULL)
                 return;
         for (size_t i = 0; i < n; i++) {
@@ -807,35 +932,6 @@ static char *build_html(struct events *e)
 
 /* ---- writing -------------------------------------------------------------- */
 
-/* Write text to a fresh temporary file beside out (".NAME.XXXXXX", created
- * O_EXCL with mode 0600), fsync it and rename it over out; on any failure
- * the temporary file is removed and out is untouched. */
-static int write_replace(const char *out, const char *text, corral_error **err)
-{
-        cleanup_free char *dcopy = strdup(out), *bcopy = strdup(out);
-        if (dcopy == NULL || bcopy == NULL)
-                return corral_fail(err, ENOMEM, "out of memory");
-        const char *dir = dirname(dcopy), *base = basename(bcopy);
-        cleanup_free char *tmp = NULL;
-        if (asprintf(&tmp, "%s/.%s.XXXXXX", dir, base) < 0)
-                return corral_fail(err, ENOMEM, "out of memory");
-        int fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0)
-                return corral_fail(err, errno, "cannot create a temporary file beside '%s'", out);
-        int e = 0;
-        if (fchmod(fd, 0600) < 0 || write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0)
-                e = errno;
-        if (close(fd) < 0 && e == 0)
-                e = errno;
-        if (e == 0 && rename(tmp, out) < 0)
-                e = errno;
-        if (e != 0) {
-                unlink(tmp);
-                return corral_fail(err, e, "cannot write '%s'", out);
-        }
-        return 0;
-}
-
 int trace_export(const char *trace_path, enum export_format fmt, const char *out, corral_error **ret_err)
 {
         struct events e = { .all = json_array() };
@@ -854,7 +950,13 @@ int trace_export(const char *trace_path, enum export_format fmt, const char *out
         if (text == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot build the %s export of '%s'",
                                    fmt == EXPORT_IPYNB ? "notebook" : "HTML", trace_path);
-        int r = write_replace(out, text, ret_err);
+        /* Written beside out and renamed over it (workspace/dest.h): an
+         * export may go into a workspace, where a link could wait. */
+        struct ws_dest d;
+        int r = ws_dest_open(out, WS_DEST_FILE, "the export", NULL, &d, ret_err);
+        if (r == 0)
+                r = ws_dest_write(&d, text, strlen(text), 0600, ret_err);
+        ws_dest_release(&d);
         free(text);
         return r;
 }

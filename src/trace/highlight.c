@@ -1,9 +1,9 @@
 /* highlight.c: text made safe for a terminal, and code made colourful.
  *
- * render_sanitize() neutralises control characters in anything a model or
- * a program wrote; render_highlight() is a small lexer for Python and bash
- * that wraps tokens in SGR colour codes without ever changing, dropping or
- * reordering a byte of the input.  Neither knows about events or traces.
+ * render_highlight() is a small lexer for Python and bash that wraps tokens
+ * in SGR colour codes without ever changing, dropping or reordering a byte
+ * of the input.  It knows nothing of events or traces; what it is given is
+ * already made safe (term_sanitize(), src/lib/termsafe.h).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -19,60 +19,6 @@
 #define C_DECORATOR "34"
 #define C_DEFNAME "34"
 #define C_VARIABLE "36"
-
-/* ---- sanitising ----------------------------------------------------------- */
-
-/* Make text safe to print on a terminal.  The result is valid UTF-8 with no
- * control characters but '\n' and '\t':
- *   - C0 controls and DEL become caret notation: ESC is "^[", BEL "^G",
- *     a lone CR "^M", DEL "^?" (a CR before LF is dropped: "\r\n" is "\n");
- *   - invalid UTF-8, NUL, C1 controls (U+0080-U+009F, which some terminals
- *     treat as CSI and friends) and the bidirectional overrides and isolates
- *     (U+202A-U+202E, U+2066-U+2069, which can make text read differently
- *     from what it is) become U+FFFD.
- * malloc'd; NULL on allocation failure. */
-char *render_sanitize(const char *text, size_t len, size_t *ret_len)
-{
-        size_t vlen = 0;
-        cleanup_free char *valid = utf8_sanitize(text ? text : "", text ? len : 0, &vlen);
-        if (valid == NULL || vlen > (SIZE_MAX - 1) / 2)
-                return NULL;
-        char *out = malloc(vlen * 2 + 1);
-        if (out == NULL)
-                return NULL;
-        const unsigned char *p = (const unsigned char *)valid;
-        size_t o = 0;
-        for (size_t i = 0; i < vlen;) {
-                unsigned char c = p[i];
-                if (c == '\n' || c == '\t') {
-                        out[o++] = (char)c;
-                        i++;
-                } else if (c == '\r' && i + 1 < vlen && p[i + 1] == '\n') {
-                        i++;
-                } else if (c < 0x20 || c == 0x7f) {
-                        out[o++] = '^';
-                        out[o++] = c == 0x7f ? '?' : (char)(c + 0x40);
-                        i++;
-                } else if (c == 0xc2 && i + 1 < vlen && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f) {
-                        memcpy(out + o, "\xef\xbf\xbd", 3);
-                        o += 3;
-                        i += 2;
-                } else if (c == 0xe2 && i + 2 < vlen &&
-                           ((p[i + 1] == 0x80 && p[i + 2] >= 0xaa && p[i + 2] <= 0xae) ||
-                            (p[i + 1] == 0x81 && p[i + 2] >= 0xa6 && p[i + 2] <= 0xa9))) {
-                        memcpy(out + o, "\xef\xbf\xbd", 3);
-                        o += 3;
-                        i += 3;
-                } else {
-                        out[o++] = (char)c;
-                        i++;
-                }
-        }
-        out[o] = '\0';
-        if (ret_len)
-                *ret_len = o;
-        return out;
-}
 
 /* ---- highlighting --------------------------------------------------------- */
 
@@ -326,7 +272,7 @@ static void highlight_bash(FILE *f, const char *s, size_t n)
  * the result carries its own colour codes (a token spanning lines is closed
  * at every '\n'), so callers may split it into lines.  The input is not
  * sanitised here: callers printing untrusted code pass it through
- * render_sanitize() first. */
+ * term_sanitize() first. */
 char *render_highlight(const char *code, const char *lang)
 {
         if (code == NULL)

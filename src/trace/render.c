@@ -3,7 +3,7 @@
  * A trace subscriber: each event becomes a few lines on the output stream
  * (see render.h for the look).  Everything that came from the model or a
  * program (text, code, output, even tool names and paths) passes through
- * render_sanitize() (highlight.c) first, so nothing in a trace can drive
+ * term_sanitize() (src/lib/termsafe.c) first, so nothing in a trace can drive
  * the terminal.
  * The spinner runs in its own thread, drawing under the same mutex as the
  * events.  Does not read or write traces, and knows nothing of jails or
@@ -140,7 +140,7 @@ static void color_off(render *r, const char *code)
 static void out_text(render *r, const char *color, const char *s, size_t n)
 {
         size_t clen = 0;
-        cleanup_free char *clean = render_sanitize(s, n, &clen);
+        cleanup_free char *clean = term_sanitize(s, n, &clen);
         if (clean == NULL || clen == 0)
                 return;
         if (!r->o.color || color == NULL) {
@@ -217,7 +217,7 @@ static void out_kv(render *r, const char *key, const char *value, const char *co
         if (value == NULL)
                 return;
         size_t clen = 0;
-        cleanup_free char *clean = render_sanitize(value, strlen(value), &clen);
+        cleanup_free char *clean = term_sanitize(value, strlen(value), &clen);
         if (clean == NULL)
                 return;
         while (clen > 0 && clean[clen - 1] == '\n')
@@ -533,7 +533,7 @@ static char **split_lines(char *text, size_t *ret_n)
 static void out_stream_lines(render *r, const char *label, const char *color, const json_t *text)
 {
         size_t clen;
-        cleanup_free char *clean = render_sanitize(json_string_value(text), json_string_length(text), &clen);
+        cleanup_free char *clean = term_sanitize(json_string_value(text), json_string_length(text), &clen);
         if (clean == NULL)
                 return;
         size_t n = 0;
@@ -563,7 +563,7 @@ static void out_stream(render *r, const char *label, const char *color, const js
 static void out_code(render *r, const char *code, const char *lang)
 {
         size_t clen;
-        cleanup_free char *clean = render_sanitize(code, strlen(code), &clen);
+        cleanup_free char *clean = term_sanitize(code, strlen(code), &clen);
         if (clean == NULL)
                 return;
         cleanup_free char *hl = r->o.color ? render_highlight(clean, lang) : NULL;
@@ -586,7 +586,7 @@ static void out_code(render *r, const char *code, const char *lang)
 static void out_command(render *r, const char *cmd)
 {
         size_t clen;
-        cleanup_free char *clean = render_sanitize(cmd, strlen(cmd), &clen);
+        cleanup_free char *clean = term_sanitize(cmd, strlen(cmd), &clen);
         if (clean == NULL)
                 return;
         cleanup_free char *hl = r->o.color ? render_highlight(clean, "bash") : NULL;
@@ -662,7 +662,7 @@ static void render_tool_call(render *r, const json_t *ev)
                 if (c)
                         json_object_set_new(r->calls, id, c);
         }
-        cleanup_free char *sname = render_sanitize(name ? name : "?", strlen(name ? name : "?"), NULL);
+        cleanup_free char *sname = term_sanitize(name ? name : "?", strlen(name ? name : "?"), NULL);
         json_t *args = json_object_get(ev, "arguments");
         const char *lang = tool_lang(name);
         begin_block(r);
@@ -811,7 +811,7 @@ static void render_model_reply(render *r, const json_t *ev)
         const char *reasoning = trace_jstr(ev, "reasoning");
         if (reasoning && reasoning[0]) {
                 size_t clen;
-                cleanup_free char *clean = render_sanitize(reasoning, strlen(reasoning), &clen);
+                cleanup_free char *clean = term_sanitize(reasoning, strlen(reasoning), &clen);
                 size_t n = 0;
                 cleanup_free char **lines = clean ? split_lines(clean, &n) : NULL;
                 if (lines) {
@@ -872,7 +872,7 @@ static void render_run_end(render *r, const json_t *ev)
         begin_block(r);
         const char *status = trace_jstr(ev, "status");
         const char *label = status ? status : "ended";
-        cleanup_free char *sstatus = render_sanitize(label, strlen(label), NULL);
+        cleanup_free char *sstatus = term_sanitize(label, strlen(label), NULL);
         out_rule(r, "═", sstatus ? sstatus : "ended", status_color(status));
         /* The answer, unless it is the model text just shown above. */
         const char *answer = trace_jstr(ev, "answer");

@@ -8,13 +8,13 @@
  * "~ modified", "- deleted"), retries and notices, and a summary at the end
  * (status, answer, iterations, tokens, model wait, wall time, artifacts,
  * output directory).  docs/trace.md shows a sample.  Everything from the
- * model or a program is passed through render_sanitize() before printing.
+ * model or a program is passed through term_sanitize() before printing.
  * While the model is being waited for (between model_request and
  * model_reply) a spinner with the elapsed time runs on a TTY, from its own
  * thread; streamed text (render_content_delta) replaces it as it arrives
  * and is not printed again from the model_reply.  All functions are
  * thread-safe (one mutex per renderer).
- * (render_sanitize and render_highlight live in highlight.c.)
+ * (render_highlight lives in highlight.c.)
  */
 #ifndef CORRAL_TRACE_RENDER_H
 #define CORRAL_TRACE_RENDER_H
@@ -24,6 +24,7 @@
 
 #include <jansson.h>
 
+#include "../lib/termsafe.h"
 #include "../lib/util.h"
 
 struct render_options {
@@ -51,15 +52,7 @@ CORRAL_HIDDEN void render_content_delta(render *r, const char *text, size_t len)
  * "python" or "bash" (anything else: copied).  Every byte of code comes out
  * once and in order: removing the SGR sequences gives code back.  Each line
  * carries its own colour codes, so the result may be split at '\n'.  code is
- * not sanitised: pass untrusted code through render_sanitize() first. */
+ * not sanitised: pass untrusted code through term_sanitize() first. */
 CORRAL_HIDDEN char *render_highlight(const char *code, const char *lang);
-
-/* Text from a model or a program made safe for a terminal (and for HTML):
- * valid UTF-8 without control characters except '\n' and '\t'.  C0 controls
- * and DEL become caret notation ("^[" for ESC, "^M" for a lone CR; "\r\n"
- * becomes "\n"); invalid UTF-8, NUL, C1 controls (U+0080-U+009F) and the
- * bidirectional overrides/isolates become U+FFFD.  malloc'd; *ret_len
- * (optional) is its length; NULL on allocation failure. */
-CORRAL_HIDDEN char *render_sanitize(const char *text, size_t len, size_t *ret_len);
 
 #endif

@@ -42,20 +42,6 @@ struct trace {
 /* ---- the writer ----------------------------------------------------------- */
 
 /* mkdir -p of path's parent directories, each new one 0700. */
-static int make_parents(const char *path, corral_error **err)
-{
-        cleanup_free char *dir = strdup(path);
-        if (dir == NULL)
-                return corral_fail(err, ENOMEM, "out of memory");
-        char *slash = strrchr(dir, '/');
-        if (slash == NULL || slash == dir)
-                return 0;
-        *slash = '\0';
-        if (mkdir_p(dir, 0700) < 0)
-                return corral_fail(err, errno, "cannot create directory '%s'", dir);
-        return 0;
-}
-
 static const char *file_type_name(mode_t m)
 {
         return S_ISLNK(m)    ? "a symbolic link"
@@ -71,12 +57,10 @@ static const char *file_type_name(mode_t m)
  * write, or chmod, somewhere the user did not mean); O_NOFOLLOW and
  * O_NONBLOCK close the race between the lstat and the open (a FIFO swapped
  * in fails with ENXIO instead of blocking), fstat confirms what was opened. */
-static int open_trace_file(const char *path, corral_error **err)
+static int open_trace_file(int dirfd, const char *name, const char *path, corral_error **err)
 {
-        if (make_parents(path, err) < 0)
-                return -1;
         struct stat st;
-        if (lstat(path, &st) == 0) {
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
                 if (!S_ISREG(st.st_mode))
                         return corral_usage(err, "refusing to write the trace to '%s': it is %s", path,
                                             file_type_name(st.st_mode));
@@ -86,7 +70,7 @@ static int open_trace_file(const char *path, corral_error **err)
         } else if (errno != ENOENT) {
                 return corral_fail(err, errno, "cannot check '%s'", path);
         }
-        int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_TRUNC | O_NONBLOCK, 0600);
+        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_TRUNC | O_NONBLOCK, 0600);
         if (fd < 0) {
                 if (errno == ELOOP || errno == ENXIO)
                         return corral_usage(err, "refusing to write the trace to '%s': it is not a regular file",
@@ -109,6 +93,12 @@ static int open_trace_file(const char *path, corral_error **err)
 }
 
 int trace_open(const char *path, const char *const *secrets, trace **ret, corral_error **ret_err)
+{
+        return trace_open_at(AT_FDCWD, path, path, secrets, ret, ret_err);
+}
+
+int trace_open_at(int dirfd, const char *name, const char *path, const char *const *secrets, trace **ret,
+                  corral_error **ret_err)
 {
         trace *t = calloc(1, sizeof(*t));
         if (t == NULL)
@@ -142,7 +132,7 @@ int trace_open(const char *path, const char *const *secrets, trace **ret, corral
                 t->path = strdup(path);
                 if (t->path == NULL)
                         goto oom;
-                t->fd = open_trace_file(path, ret_err);
+                t->fd = open_trace_file(dirfd, name, path, ret_err);
                 if (t->fd < 0) {
                         trace_close(t);
                         return -1;

@@ -50,12 +50,17 @@ typedef void (*trace_subscriber_fn)(void *userdata, const json_t *event);
 typedef struct trace trace;
 
 /* path NULL: no file, subscribers only.  The file is created with mode 0600
- * (an existing regular file is truncated and set to 0600; a symlink, FIFO,
- * socket, device, directory or a file with several hard links is refused,
- * CORRAL_ERR_USAGE), parents created 0700.  secrets: NULL-terminated,
- * copied; empty strings and strings shorter than 4 bytes are ignored (they
- * would redact ordinary text). */
+ * in its directory, which must exist (an existing regular file is truncated
+ * and set to 0600; a symlink, FIFO, socket, device, directory or a file
+ * with several hard links is refused, CORRAL_ERR_USAGE).  secrets:
+ * NULL-terminated, copied; empty strings and strings shorter than 4 bytes
+ * are ignored (they would redact ordinary text). */
 CORRAL_HIDDEN int trace_open(const char *path, const char *const *secrets, trace **ret, corral_error **ret_err);
+/* The same for the file name in the directory dirfd (opened beneath it,
+ * never through a symlink: see workspace/dest.h); path names it in messages
+ * and in the trace. */
+CORRAL_HIDDEN int trace_open_at(int dirfd, const char *name, const char *path, const char *const *secrets,
+                                trace **ret, corral_error **ret_err);
 /* Flush and close; NULL ok. */
 CORRAL_HIDDEN void trace_close(trace *t);
 CORRAL_HIDDEN int trace_subscribe(trace *t, trace_subscriber_fn fn, void *userdata);

@@ -1231,12 +1231,13 @@ static int w_run_json(struct writer *w, const char *text)
         return 0;
 }
 
-int workspace_archive(struct workspace *ws, const char *path, const struct ws_archive_opts *opts,
+int workspace_archive(struct workspace *ws, const struct ws_dest *dest, const struct ws_archive_opts *opts,
                       json_t **ret_report, corral_error **ret_err)
 {
         static const struct ws_archive_opts no_opts;
-        if (path == NULL || path[0] == '\0')
+        if (dest == NULL || dest->name == NULL)
                 return corral_usage(ret_err, "no archive path given");
+        const char *path = dest->shown, *base = dest->name;
         struct writer w = { .ws = ws, .opts = opts ? opts : &no_opts, .target = path };
         w.meta_name = w.opts->meta_name ? w.opts->meta_name : "run.json";
         if (strchr(w.meta_name, '/') || w.meta_name[0] == '\0' || w.meta_name[0] == '.' ||
@@ -1245,26 +1246,11 @@ int workspace_archive(struct workspace *ws, const char *path, const struct ws_ar
         w.A = archive_api_get(ret_err);
         if (w.A == NULL)
                 return -1;
-        cleanup_free char *dir = strdup(path);
-        if (dir == NULL)
-                return corral_fail(ret_err, ENOMEM, "cannot archive the workspace");
-        char *slash = strrchr(dir, '/');
-        const char *base = slash ? path + (slash - dir) + 1 : path;
-        if (slash == dir)
-                dir[1] = '\0';
-        else if (slash)
-                *slash = '\0';
-        else
-                snprintf(dir, strlen(path) + 1, ".");
-        if (base[0] == '\0')
-                return corral_usage(ret_err, "cannot write the archive '%s': it names a directory", path);
-        cleanup_close int pfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cleanup_close int pfd = ws_dest_dir(dest, 0755, ret_err);
         if (pfd < 0)
-                return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot write the archive '%s': cannot "
-                                                                           "open '%s'",
-                                         path, dir);
+                return -1;
         struct stat st;
-        if (fstatat(pfd, base, &st, 0) == 0 && S_ISDIR(st.st_mode))
+        if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
                 return corral_usage(ret_err, "cannot write the archive '%s': it is a directory", path);
 
         char tmp[WS_TEMP_NAME_MAX];

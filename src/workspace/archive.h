@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 
+#include "dest.h"
 #include "workspace.h"
 
 struct ws_archive_opts {
@@ -41,19 +42,21 @@ struct ws_archive_opts {
         const char *meta_name;
 };
 
-/* Write the workspace to path (a host path the caller chose; its parent
- * must exist) as a pax tar: regular files, directories and symlinks (stored
- * as symlinks), depth-first in name order; hard-linked files, FIFOs,
- * sockets and devices are skipped and reported.  Modes without set-id and
- * sticky bits, mtimes in whole seconds, owner and group 0 with no names
- * (the jail's ids mean nothing on the host).  Written to a temporary file
- * beside path (mode 0600) and renamed over path when complete.  At most
- * WORKSPACE_MAX_ENTRIES entries and WORKSPACE_MAX_DEPTH levels; past them
- * entries are skipped and the report says so.  ret_report (optional):
- * {"path","entries","files","bytes","skipped":[{path,reason}],
- *  "excluded":[path],"truncated":bool}. */
-CORRAL_HIDDEN int workspace_archive(struct workspace *ws, const char *path, const struct ws_archive_opts *opts,
-                                    json_t **ret_report, corral_error **ret_err);
+/* Write the workspace to dest (dest.h: a file destination the caller
+ * resolved, its missing directories made now) as a pax tar: regular files,
+ * directories and symlinks (stored as symlinks), depth-first in name order;
+ * hard-linked files, FIFOs, sockets and devices are skipped and reported.
+ * Sparse files are stored sparse (pax, GNU sparse format 1.0).  Modes
+ * without set-id and sticky bits, mtimes in whole seconds, owner and group
+ * 0 with no names (the jail's ids mean nothing on the host).  Written to a
+ * temporary file beside the destination (mode 0600) and renamed over it
+ * when complete: an entry there (a symlink too) is replaced, never written
+ * through.  At most WORKSPACE_MAX_ENTRIES entries and WORKSPACE_MAX_DEPTH
+ * levels; past them entries are skipped and the report says so.
+ * ret_report (optional): {"path","entries","files","bytes","skipped":
+ * [{path,reason}],"excluded":[path],"truncated":bool}. */
+CORRAL_HIDDEN int workspace_archive(struct workspace *ws, const struct ws_dest *dest,
+                                    const struct ws_archive_opts *opts, json_t **ret_report, corral_error **ret_err);
 
 /* Limits for reading an archive; 0 in a field means its default. */
 struct archive_limits {

@@ -23,6 +23,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "dest.h"
 #include "workspace-internal.h"
 
 #define CHUNK ((uint64_t)1 << 30)
@@ -284,16 +285,12 @@ int ws_copy_tree(struct ws_copy *c, int src_dirfd, int dst_dirfd, const char *re
         return copy_tree(c, src_dirfd, dst_dirfd, rel, 0) < 0 ? -1 : 0;
 }
 
-/* mkdir -p for a path the user gave (trusted: symlinks in it are theirs). */
-int workspace_copy_out(struct workspace *ws, const char *dest, json_t **ret_report, corral_error **ret_err)
+int workspace_copy_out(struct workspace *ws, const struct ws_dest *d, json_t **ret_report, corral_error **ret_err)
 {
-        if (dest == NULL || dest[0] == '\0')
-                return corral_usage(ret_err, "the destination for the workspace's output is empty");
-        if (mkdir_p(dest, 0755) < 0)
-                return corral_fail(ret_err, errno, "cannot create '%s'", dest);
-        cleanup_close int dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        const char *dest = d->shown;
+        cleanup_close int dfd = ws_dest_dir(d, 0755, ret_err);
         if (dfd < 0)
-                return corral_fail(ret_err, errno, "cannot open '%s'", dest);
+                return -1;
         json_t *copied = json_array(), *skipped = json_array();
         json_t *report = json_pack("{s:o, s:o, s:o}", "dest", ws_json_path(dest), "copied", copied, "skipped", skipped);
         if (report == NULL)

@@ -220,7 +220,8 @@ CORRAL_HIDDEN int workspace_write_file(struct workspace *ws, const char *path, c
 CORRAL_HIDDEN int workspace_list_files(struct workspace *ws, const char *path, unsigned max_depth, size_t max_entries,
                                        json_t **ret, corral_error **ret_err);
 
-/* Copy output/ to the host directory dest (created, with parents): regular
+/* Copy output/ to the host directory dest (dest.h: a directory destination
+ * resolved before the run; what is missing of it is made now): regular
  * single-link files only, never through a symlink on either side, never
  * outside dest, each file written to a temporary name then renamed; mode
  * bits: the source's & 0755 | 0644 (no set-id, sticky, group or other write).
@@ -229,7 +230,8 @@ CORRAL_HIDDEN int workspace_list_files(struct workspace *ws, const char *path, u
  * (optional; paths name the source, "output/a.txt"):
  * {"dest": "...", "copied":[{"path","bytes"}], "skipped":[{"path","reason"}]}.
  * Copies what it can; fails only when dest cannot be made or written. */
-CORRAL_HIDDEN int workspace_copy_out(struct workspace *ws, const char *dest, json_t **ret_report,
+struct ws_dest;
+CORRAL_HIDDEN int workspace_copy_out(struct workspace *ws, const struct ws_dest *dest, json_t **ret_report,
                                      corral_error **ret_err);
 
 #endif

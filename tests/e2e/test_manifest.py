@@ -24,7 +24,7 @@ from conftest import CORRAL  # noqa: E402
 def base_env(tmpdir, **extra):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OPENAI_", "CORRAL_MODEL", "XDG_CONFIG"))}
-    env.update(NO_COLOR="1", TMPDIR=str(tmpdir), **extra)
+    env.update(NO_COLOR="1", TMPDIR=str(tmpdir), XDG_STATE_HOME=os.path.join(os.path.dirname(str(tmpdir)), "state"), **extra)
     return env
 
 
@@ -36,7 +36,7 @@ class Result:
         self.cwd = cwd
 
     def events(self):
-        (path,) = glob.glob(os.path.join(self.cwd, ".corral", "runs", "*", "trace.jsonl"))
+        (path,) = glob.glob(os.path.join(self.cwd, "state", "corral", "runs", "*", "trace.jsonl"))
         with open(path) as f:
             return [json.loads(line) for line in f if line.strip()]
 
@@ -252,7 +252,7 @@ def test_bad_manifests_are_usage_errors(run, tmp_path, sources):
                 str(tmp_path / "bad.json"), "x")
         assert r.rc == 2, (manifest, r.err)
         assert says in r.err, (manifest, r.err)
-        assert not glob.glob(str(tmp_path / ".corral" / "runs" / "*"))
+        assert not glob.glob(str(tmp_path / "state" / "corral" / "runs" / "*"))
     (tmp_path / "dup.json").write_text('{"entries": [{"dest": "a", "dest": "b", "content": ""}]}')
     r = run("http://127.0.0.1:9/v1", "--manifest", str(tmp_path / "dup.json"), "x")
     assert r.rc == 2 and "duplicate" in r.err, r.err

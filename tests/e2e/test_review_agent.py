@@ -24,12 +24,14 @@ def base_env():
 
 
 def corral(*args, cwd, stdin=None, timeout=120):
+    env = base_env()
+    env["XDG_STATE_HOME"] = os.path.join(cwd, "state")  # the runs' records
     return subprocess.run([CORRAL, *args], capture_output=True, timeout=timeout, cwd=cwd,
-                          env=base_env(), input=stdin)
+                          env=env, input=stdin)
 
 
 def events(cwd):
-    runs = os.path.join(cwd, ".corral", "runs")
+    runs = os.path.join(cwd, "state", "corral", "runs")
     (run_id,) = os.listdir(runs)
     with open(os.path.join(runs, run_id, "trace.jsonl")) as f:
         return [json.loads(line) for line in f if line.strip()]

@@ -4,6 +4,7 @@ checks what every request carries and answers as the turn says."""
 import glob
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -48,7 +49,9 @@ class Result:
         return json.loads(self.out)
 
     def traces(self):
-        return glob.glob(os.path.join(self.cwd, ".corral", "runs", "*", "trace.jsonl"))
+        """The run's records are under $XDG_STATE_HOME, which the fixture
+        points at <cwd>/state."""
+        return glob.glob(os.path.join(self.cwd, "state", "corral", "runs", "*", "trace.jsonl"))
 
     def events(self):
         (path,) = self.traces()
@@ -65,8 +68,9 @@ def run(tmp_path):
     def go(srv, *args, env=None, timeout=120, model="gpt-test", warm=False):
         url = srv if isinstance(srv, str) else srv.base_url
         cmd = [CORRAL, "run", "--base-url", url, "--model", model, *([] if warm else ["--cold"]), *args]
-        proc = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=tmp_path,
-                              env=env or base_env(NO_COLOR="1"))
+        env = dict(env or base_env(NO_COLOR="1"))
+        env["XDG_STATE_HOME"] = str(tmp_path / "state")
+        proc = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=tmp_path, env=env)
         return Result(proc, str(tmp_path))
     return go
 
@@ -776,15 +780,19 @@ def test_refusal_message_in_each_dialect(run, dialect):
 
 
 def test_artifacts_kept_beside_the_trace_by_default(run, tmp_path):
+    """With neither -o nor -w the output stays with the run's records, in
+    $XDG_STATE_HOME, not in the directory the run started from."""
     turns = [tool_call("run_python", code="open('output/r.txt', 'w').write('result')"), text("done")]
     with ScriptedServer(turns) as srv:
         r = run(srv, "--json", "go")
     srv.assert_ok()
     assert r.rc == 0, r.err
     out = r.json["output_dir"]
-    assert out == os.path.join(".corral", "runs", r.json["run_id"], "output")
-    assert open(os.path.join(tmp_path, out, "r.txt")).read() == "result"
+    assert out == os.path.join(str(tmp_path), "state", "corral", "runs", r.json["run_id"], "output")
+    assert open(os.path.join(out, "r.txt")).read() == "result"
     assert os.path.dirname(r.json["trace"]) == os.path.dirname(out)
+    assert not os.path.exists(tmp_path / ".corral")
+    assert stat.S_IMODE(os.stat(os.path.dirname(out)).st_mode) == 0o700
 
 
 def test_limits_fallback_is_said_once(run):
@@ -821,21 +829,54 @@ def test_read_file_is_capped(run, tmp_path):
     assert r.rc == 0, r.err
 
 
-def test_output_that_cannot_be_copied(run):
-    turns = [tool_call("run_python", code="open('output/a.txt', 'w').write('a')"), text("done")]
+@pytest.mark.parametrize("out, says", [
+    ("/dev/null/out", "'null' is a character device, not a directory"),
+    ("afile", "'afile' is a regular file, not a directory"),
+    ("afile/sub", "'afile' is a regular file, not a directory"),
+])
+def test_output_that_cannot_be_made_is_refused_before_the_run(run, tmp_path, out, says):
+    """A destination is checked before the first model request: no turn
+    is spent on a run whose output could not be kept."""
+    (tmp_path / "afile").write_text("mine")
+    with ScriptedServer([]) as srv:
+        r = run(srv, "-o", out, "--json", "go")
+    assert r.rc == 2, r.err
+    assert "--out: the output directory" in r.err and says in r.err, r.err
+    assert srv.requests == []
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_output_that_cannot_be_copied_stays_with_the_records(run, tmp_path):
+    """The output directory vanishes during the run: the output is kept with
+    the run's records, the answer is printed and the run keeps its status."""
+    out = tmp_path / "out"
+    out.mkdir()
+    # The last reply waits a second, while the directory is removed.
+    turns = [tool_call("run_python", code="open('output/a.txt', 'w').write('a')"), text("done") | {"delay": 1}]
     with ScriptedServer(turns) as srv:
-        r = run(srv, "-o", "/dev/null/out", "--json", "go")
+        import threading
+
+        def remove_out():
+            srv.wait_for_requests(2, timeout=60)
+            shutil.rmtree(out)
+        t = threading.Thread(target=remove_out, daemon=True)
+        t.start()
+        r = run(srv, "-o", str(out), "-q", "go")
+        t.join()
     srv.assert_ok()
-    assert r.rc == 125
-    assert "cannot copy the output to '/dev/null/out'" in r.err
-    assert r.json["status"] == "jail_error" and r.json["reason"] == "the output could not be copied"
+    assert r.rc == 0, r.err
+    assert r.out == "done\n"
+    kept = glob.glob(str(tmp_path / "state" / "corral" / "runs" / "*" / "output" / "a.txt"))
+    assert len(kept) == 1 and open(kept[0]).read() == "a"
+    assert f"cannot copy the output to '{out}'" in r.err and "kept in" in r.err and os.path.dirname(kept[0]) in r.err
+    assert not out.exists()
 
 
 def test_trace_that_cannot_be_written(run):
     with ScriptedServer([]) as srv:
         r = run(srv, "--trace", "/dev/null/t.jsonl", "go")
     assert r.rc == 2
-    assert "--trace FILE" in r.err and "/dev/null/t.jsonl" in r.err
+    assert "--trace: the trace '/dev/null/t.jsonl' cannot be made" in r.err, r.err
     assert srv.requests == []  # nothing ran
 
 

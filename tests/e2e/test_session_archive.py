@@ -265,11 +265,13 @@ def test_stop_archive_failure_keeps_the_session(sessions, tmp_path):
     a = sessions.start()
     sid = a["id"]
     sessions.step(sid, "z = 5\nopen('output/keep.txt', 'w').write('k')")
-    p = sessions.corral("stop", sid, "--archive", str(tmp_path / "no-such-dir" / "x.tar"))
+    (tmp_path / "afile").write_text("")
+    p = sessions.corral("stop", sid, "--archive", str(tmp_path / "afile" / "x.tar"))
     assert p.returncode == 2 and "not archived nor stopped" in p.stderr, p.stderr
-    # inside the temporary workspace it would be removed with it
+    assert "'afile' is a regular file, not a directory" in p.stderr, p.stderr
+    # inside the workspace: the jail can write there (and stop would remove it)
     p = sessions.corral("stop", sid, "--archive", os.path.join(a["workspace"], "output", "x.tar"))
-    assert p.returncode == 2 and "temporary workspace" in p.stderr, p.stderr
+    assert p.returncode == 2 and "lies inside the session's workspace" in p.stderr, p.stderr
     assert not os.path.exists(os.path.join(a["workspace"], "output", "x.tar"))
     rc, r = sessions.step(sid, "z")
     assert rc == 0 and r["value"]["text"] == "5"

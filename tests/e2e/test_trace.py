@@ -104,7 +104,7 @@ def test_export_ipynb_validates(corral, trace_file, tmp_path):
     md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "Find the top 5 products by revenue" in md
     assert "I will read the CSV first." in md
-    assert "**write_file** `output/notes.md (5 B)`" in md
+    assert "**write\\_file** `output/notes.md (5 B)`" in md
     assert "The top product is A." in md
     assert len({c.id for c in nb.cells}) == len(nb.cells)
 
@@ -167,8 +167,12 @@ def test_bad_input(corral, tmp_path, trace_file):
     assert r.rc == 2 and b"unknown subcommand 'frobnicate'" in r.err
     r = corral("trace")
     assert r.rc == 2
+    # missing directories are made; a file where one is needed is not
     r = corral("trace", "export", "--html", "-o", str(tmp_path / "no" / "dir" / "x.html"), str(trace_file))
-    assert r.rc == 1 and b"cannot" in r.err
+    assert r.rc == 0 and (tmp_path / "no" / "dir" / "x.html").is_file(), r.err
+    (tmp_path / "afile").write_text("")
+    r = corral("trace", "export", "--html", "-o", str(tmp_path / "afile" / "x.html"), str(trace_file))
+    assert r.rc == 1 and b"'afile' is a regular file, not a directory" in r.err, r.err
     before = trace_file.read_bytes()
     r = corral("trace", "export", "--html", "-o", str(tmp_path / "." / "run.jsonl"), str(trace_file))
     assert r.rc == 2 and b"would replace the trace" in r.err

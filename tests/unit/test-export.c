@@ -142,7 +142,8 @@ TEST(ipynb_structure)
                 CHECK(json_is_array(json_object_get(cell, "source")));
         }
         cleanup_free char *intro = joined(json_object_get(json_array_get(cells, 0), "source"));
-        CHECK(intro && strstr(intro, "Top 5 <products> & more") != NULL);
+        /* untrusted prose is escaped: no tag, no entity */
+        CHECK(intro && strstr(intro, "Top 5 \\<products\\> \\& more") != NULL);
         CHECK(intro && strstr(intro, "`gpt-4o-mini`") != NULL);
         cleanup_free char *text = joined(json_object_get(json_array_get(cells, 1), "source"));
         CHECK_STR(text, "First I load it.\nThen I count.");
@@ -174,12 +175,82 @@ TEST(ipynb_structure)
         CHECK_STR(json_string_value(json_object_get(json_array_get(shout, 1), "name")), "stderr");
 
         cleanup_free char *rf = joined(json_object_get(json_array_get(cells, 5), "source"));
-        CHECK(rf && strstr(rf, "**read_file** `input/missing.csv`") != NULL && strstr(rf, "cannot open") != NULL);
+        CHECK(rf && strstr(rf, "**read\\_file** `input/missing.csv`") != NULL && strstr(rf, "cannot open") != NULL);
         cleanup_free char *summary = joined(json_object_get(json_array_get(cells, 7), "source"));
         CHECK(summary && strstr(summary, "## Answer\n\nA, B & C.") != NULL);
         CHECK(summary && strstr(summary, "**answered**") != NULL);
         CHECK(summary && strstr(summary, "3210 prompt + 512 completion tokens") != NULL);
         CHECK_INT(hidden_files(), 0);
+        json_decref(nb);
+}
+
+/* tag in text, not escaped by a backslash (markdown would render it). */
+static bool raw_tag(const char *text, const char *tag)
+{
+        for (const char *p = strstr(text, tag); p; p = strstr(p + 1, tag))
+                if (p == text || p[-1] != '\\')
+                        return true;
+        return false;
+}
+
+/* The notebook holds to the HTML export's rule: no control character from
+ * the trace in any cell, no HTML from untrusted strings in markdown (a tool
+ * name, an error, a notice), the model's own markdown kept but its raw HTML
+ * shown as text outside code, and a fence nothing can close. */
+TEST(ipynb_hostile_strings)
+{
+        cleanup_free char *trace = path_in("hostile.jsonl");
+        cleanup_free char *out = path_in("hostile.ipynb");
+        spit(trace,
+             "{\"type\":\"run_start\",\"task\":\"# big\\n[x](javascript:alert(1)) \\u001b]52;c;aGk=\\u0007\"}\n"
+             "{\"type\":\"model_reply\",\"content\":\"**ok** <img src=x onerror=alert(1)> `<b>` \\u009b2J\\n"
+             "```html\\n<script>kept()</script>\\n```\\nafter <script>x</script>\"}\n"
+             "{\"type\":\"tool_call\",\"id\":\"a\",\"name\":\"<img src=x onerror=alert(2)>\",\"arguments\":{}}\n"
+             "{\"type\":\"tool_result\",\"id\":\"a\",\"name\":\"x\",\"ok\":false,"
+             "\"content\":\"error: <svg onload=alert(3)> \\u001b[2J\"}\n"
+             "{\"type\":\"tool_call\",\"id\":\"b\",\"name\":\"run_python\",\"code\":\"print('\\u001b]0;t\\u0007')\"}\n"
+             "{\"type\":\"tool_result\",\"id\":\"b\",\"name\":\"run_python\",\"ok\":true,\"exec\":{\"status\":"
+             "\"ok\",\"stdout\":\"\\u001b]52;c;aGk=\\u0007\\u001bP$q m\\u001b\\\\\"}}\n"
+             "{\"type\":\"tool_result\",\"id\":\"z\",\"name\":\"<i>t</i>\",\"content\":\"```\\n<b>x</b>\"}\n"
+             "{\"type\":\"notice\",\"message\":\"<a href=javascript:x>n</a>\"}\n"
+             "{\"type\":\"run_end\",\"status\":\"answered\",\"answer\":\"done <iframe>\",\"reason\":\"<b>r</b>\"}\n");
+        corral_error *err = NULL;
+        CHECK(trace_export(trace, EXPORT_IPYNB, out, &err) == 0);
+        corral_error_free(err);
+        cleanup_free char *text = read_file_at(AT_FDCWD, out, 1 << 20);
+        CHECK(text != NULL);
+        json_t *nb = json_loads(text ? text : "", 0, NULL);
+        CHECK(nb != NULL);
+        /* every string of every cell, joined */
+        char *all = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&all, &size);
+        size_t i;
+        json_t *cell;
+        json_array_foreach (json_object_get(nb, "cells"), i, cell) {
+                cleanup_free char *src = joined(json_object_get(cell, "source"));
+                fprintf(f, "%s\n", src ? src : "");
+                size_t k;
+                json_t *o;
+                json_array_foreach (json_object_get(cell, "outputs"), k, o) {
+                        cleanup_free char *t = joined(json_object_get(o, "text"));
+                        fprintf(f, "%s\n", t ? t : "");
+                }
+        }
+        fclose(f);
+        CHECK(all && strchr(all, '\033') == NULL && strchr(all, '\007') == NULL);
+        CHECK(all && strstr(all, "\xc2\x9b") == NULL); /* C1 CSI */
+        CHECK(all && !raw_tag(all, "<img") && !raw_tag(all, "<svg") && !raw_tag(all, "<a ") &&
+              !raw_tag(all, "<i>") && !raw_tag(all, "<iframe") && !raw_tag(all, "(javascript:"));
+        CHECK(all && strstr(all, "**\\<img src\\=x onerror\\=alert\\(2\\)\\>**") != NULL); /* the tool name */
+        CHECK(all && strstr(all, "\\# big") != NULL);                                /* no heading */
+        CHECK(all && strstr(all, "**ok** &lt;img src=x") != NULL);                     /* the model's markdown */
+        CHECK(all && strstr(all, "`<b>`") != NULL);                                    /* code span kept */
+        CHECK(all && strstr(all, "```html\n<script>kept()</script>\n```") != NULL);    /* fenced code kept */
+        CHECK(all && strstr(all, "after &lt;script>") != NULL);
+        CHECK(all && strstr(all, "````\n```\n<b>x</b>\n````") != NULL);              /* an unclosable fence */
+        CHECK(all && strstr(all, "^[]52;c;aGk=^G") != NULL);                           /* outputs inert */
+        free(all);
         json_decref(nb);
 }
 
@@ -240,11 +311,11 @@ TEST(failures_leave_nothing)
         corral_error_free(err);
 
         cleanup_free char *good = path_in("good.jsonl");
-        cleanup_free char *nodir = path_in("no/such/dir/x.html");
+        cleanup_free char *nodir = path_in("good.jsonl/x.html");
         spit(good, "{\"type\":\"notice\",\"message\":\"m\"}\n");
         err = NULL;
         CHECK(trace_export(good, EXPORT_HTML, nodir, &err) < 0);
-        CHECK(err && strstr(err->msg, "temporary file") != NULL);
+        CHECK(err && strstr(err->msg, "is a regular file, not a directory") != NULL);
         corral_error_free(err);
 
         /* Renaming over a directory fails: the temporary file is removed. */
@@ -281,6 +352,7 @@ int main(void)
         if (mkdtemp(tmpdir) == NULL)
                 return 1;
         RUN(ipynb_structure);
+        RUN(ipynb_hostile_strings);
         RUN(html_escaped_and_self_contained);
         RUN(html_control_characters);
         RUN(failures_leave_nothing);

@@ -199,13 +199,61 @@ TEST(sanitize_rules)
 {
         const char in[] = "a\033[2Jb\r\nc\rd\177\xc2\x9b\xe2\x80\xae" "e\xff\tf\n";
         size_t n = 0;
-        cleanup_free char *s = render_sanitize(in, sizeof(in) - 1, &n);
+        cleanup_free char *s = term_sanitize(in, sizeof(in) - 1, &n);
         CHECK_STR(s, "a^[[2Jb\nc^Md^?\xef\xbf\xbd\xef\xbf\xbd" "e\xef\xbf\xbd\tf\n");
         CHECK_INT(n, strlen(s ? s : ""));
-        cleanup_free char *nul = render_sanitize("x\0y", 3, &n);
+        cleanup_free char *nul = term_sanitize("x\0y", 3, &n);
         CHECK_STR(nul, "x\xef\xbf\xbdy");
-        cleanup_free char *utf = render_sanitize("héllo ✓ 你好", strlen("héllo ✓ 你好"), NULL);
+        cleanup_free char *utf = term_sanitize("héllo ✓ 你好", strlen("héllo ✓ 你好"), NULL);
         CHECK_STR(utf, "héllo ✓ 你好");
+}
+
+/* A program's output to a terminal, fed in chunks split everywhere: colours,
+ * CR and BS kept; OSC, DCS, CSI other than SGR, C1 and bidi made inert; a
+ * UTF-8 character or an SGR sequence split across chunks comes out whole. */
+static char *filtered(const char *in, size_t len, size_t chunk)
+{
+        FILE *tmp = tmpfile();
+        int fd = fileno(tmp);
+        struct term_filter f = { 0 };
+        for (size_t i = 0; i < len; i += chunk)
+                term_filter_write(&f, fd, in + i, len - i < chunk ? len - i : chunk);
+        term_filter_flush(&f, fd);
+        char *out = calloc(1, 4096);
+        pread(fd, out, 4095, 0);
+        fclose(tmp);
+        return out;
+}
+
+TEST(filter_rules)
+{
+        const char in[] = "\033[1;31mred\033[0m 10%\r20%\b\n"     /* kept */
+                          "\033]52;c;aGk=\007"                      /* clipboard write */
+                          "\033]0;title\033\\"                     /* window title */
+                          "\033[2J\033[6n\033P$q m\033\\"           /* clear, DSR, DECRQSS */
+                          "\xc2\x9b" "6n \xe2\x80\xae" "txt "         /* C1 CSI, RLO */
+                          "h\xc3\xa9 \xe4\xbd\xa0\n";                /* UTF-8 */
+        const char *want = "\033[1;31mred\033[0m 10%\r20%\b\n"
+                           "^[]52;c;aGk=^G"
+                           "^[]0;title^[\\"
+                           "^[[2J^[[6n^[P$q m^[\\"
+                           "\xef\xbf\xbd" "6n \xef\xbf\xbd" "txt "
+                           "h\xc3\xa9 \xe4\xbd\xa0\n";
+        for (size_t chunk = 1; chunk <= sizeof(in); chunk++) {
+                cleanup_free char *out = filtered(in, sizeof(in) - 1, chunk);
+                CHECK_STR(out, want);
+        }
+        /* an unfinished sequence at the end is flushed, inert */
+        cleanup_free char *tail = filtered("a\033[31", 5, 3);
+        CHECK_STR(tail, "a^[[31");
+        cleanup_free char *cut = filtered("b\xe4\xbd", 3, 1);
+        CHECK_STR(cut, "b\xef\xbf\xbd\xef\xbf\xbd");
+        /* an over-long SGR is not a colour */
+        char long_sgr[64] = "\033[";
+        memset(long_sgr + 2, '1', 40);
+        long_sgr[42] = 'm';
+        cleanup_free char *lg = filtered(long_sgr, strlen(long_sgr), 5);
+        CHECK(lg && lg[0] == '^' && strchr(lg, '\033') == NULL);
 }
 
 TEST(quiet_mode)
@@ -430,6 +478,7 @@ int main(void)
         RUN(layout_without_colour);
         RUN(colour_is_only_sgr);
         RUN(control_characters_neutralised);
+        RUN(filter_rules);
         RUN(sanitize_rules);
         RUN(quiet_mode);
         RUN(answer_not_repeated);

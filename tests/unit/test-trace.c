@@ -14,6 +14,7 @@
 
 #include "../../src/lib/redact.h"
 #include "../../src/trace/trace.h"
+#include "../../src/workspace/dest.h"
 #include "harness.h"
 
 static char tmpdir[256];
@@ -50,14 +51,22 @@ static unsigned mode_of(const char *path)
         return st.st_mode & 07777;
 }
 
+/* As `corral run` opens it: its directory a destination (dest.h), made
+ * 0700 when missing, the file beneath it. */
 TEST(new_file_is_0600_and_parents_0700)
 {
         cleanup_free char *p = path_in("a/b/run.jsonl");
         cleanup_free char *dir = path_in("a/b");
         trace *t = NULL;
         corral_error *err = NULL;
+        struct ws_dest d;
         mode_t old = umask(0);
-        CHECK(trace_open(p, NULL, &t, &err) == 0);
+        CHECK(ws_dest_open(p, WS_DEST_FILE, "the trace", NULL, &d, &err) == 0);
+        int dfd = ws_dest_dir(&d, 0700, &err);
+        CHECK(dfd >= 0);
+        CHECK(trace_open_at(dfd, d.name, p, NULL, &t, &err) == 0);
+        close(dfd);
+        ws_dest_release(&d);
         umask(old);
         CHECK_INT(mode_of(p), 0600);
         CHECK_INT(mode_of(dir), 0700);

@@ -29,7 +29,20 @@
 
 #include "../../src/workspace/workspace.h"
 #include "../../src/workspace/workspace-internal.h"
+#include "../../src/workspace/dest.h"
 #include "harness.h"
+
+/* workspace_copy_out() to a path resolved as `corral run` resolves --out
+ * (no directory a jail can write in these tests). */
+static int copy_out_to(struct workspace *ws, const char *path, json_t **report, corral_error **err)
+{
+        struct ws_dest d;
+        if (ws_dest_open(path, WS_DEST_DIR, "the output directory", NULL, &d, err) < 0)
+                return -1;
+        int r = workspace_copy_out(ws, &d, report, err);
+        ws_dest_release(&d);
+        return r;
+}
 
 /* Under UBSan the first report ends the test, so it fails it. */
 __attribute__((visibility("default"))) const char *__ubsan_default_options(void);
@@ -819,6 +832,91 @@ static bool report_has(json_t *report, const char *list, const char *path, const
         return false;
 }
 
+/* Destinations (dest.h): links are followed outside the directories a jail
+ * can write and refused inside them; a destination inside one is refused;
+ * what is missing is made only by ws_dest_dir(), beneath the fd, even when
+ * a link is planted in between. */
+TEST(dest)
+{
+        corral_error *err = NULL;
+        const char *top = P("%s/dest", outside);
+        mkdir(top, 0755);
+        mkdir(P("%s/ws", top), 0755);
+        mkdir(P("%s/real", top), 0755);
+        mkdir(P("%s/canary", top), 0755);
+        symlink(P("%s/real", top), P("%s/mine", top));        /* the user's link: followed */
+        symlink(P("%s/canary", top), P("%s/ws/planted", top)); /* a jail's: refused */
+        put(P("%s/afile", top), "f");
+        struct ws_roots roots = { 0 };
+        CHECK_INT(ws_roots_add(&roots, P("%s/ws", top), "the workspace", &err), 0);
+        CHECK_INT(ws_roots_add(&roots, P("%s/no-such", top), "a bind", &err), 0);
+        CHECK_INT(roots.n, 1);
+        struct ws_dest d;
+
+        CHECK_INT(ws_dest_open(P("%s/mine/a/b", top), WS_DEST_DIR, "the output directory", &roots, &d, &err), 0);
+        CHECK_STR(d.missing, "a/b");
+        CHECK(d.name == NULL);
+        int fd = ws_dest_dir(&d, 0750, &err);
+        CHECK(fd >= 0);
+        close(fd);
+        CHECK(type_of(P("%s/real/a/b", top)) == S_IFDIR);
+        ws_dest_release(&d);
+        /* complete, then a file in it */
+        CHECK_INT(ws_dest_open(P("%s/mine/a/b/", top), WS_DEST_DIR, "x", &roots, &d, &err), 0);
+        CHECK(d.missing == NULL);
+        ws_dest_release(&d);
+        CHECK_INT(ws_dest_open(P("%s/real/a/f.tar", top), WS_DEST_FILE, "the archive", &roots, &d, &err), 0);
+        CHECK_STR(d.name, "f.tar");
+        CHECK_INT(ws_dest_write(&d, "tar", 3, 0600, &err), 0);
+        CHECK_STR(get(P("%s/real/a/f.tar", top)), "tar");
+        ws_dest_release(&d);
+
+        CHECK_FAILS(ws_dest_open(P("%s/ws/planted/x", top), WS_DEST_DIR, "the output directory", &roots, &d, &err),
+                    "leads through the symbolic link 'planted' in the workspace");
+        CHECK_FAILS(ws_dest_open(P("%s/ws/new", top), WS_DEST_DIR, "the output directory", &roots, &d, &err),
+                    "lies inside the workspace");
+        CHECK_FAILS(ws_dest_open(P("%s/ws", top), WS_DEST_DIR, "the output directory", &roots, &d, &err),
+                    "lies inside the workspace");
+        CHECK_FAILS(ws_dest_open(P("%s/ws/x.tar", top), WS_DEST_FILE, "the archive", &roots, &d, &err),
+                    "lies inside the workspace");
+        /* reached through a link outside, or through "..": the same directory */
+        symlink(P("%s/ws", top), P("%s/to-ws", top));
+        CHECK_FAILS(ws_dest_open(P("%s/to-ws/o", top), WS_DEST_DIR, "x", &roots, &d, &err), "lies inside");
+        CHECK_FAILS(ws_dest_open(P("%s/real/../ws/o", top), WS_DEST_DIR, "x", &roots, &d, &err), "lies inside");
+        /* out of it through "..": fine */
+        CHECK_INT(ws_dest_open(P("%s/ws/../real/z", top), WS_DEST_DIR, "x", &roots, &d, &err), 0);
+        ws_dest_release(&d);
+        CHECK_FAILS(ws_dest_open(P("%s/afile/x", top), WS_DEST_DIR, "the output directory", NULL, &d, &err),
+                    "'afile' is a regular file, not a directory");
+        CHECK_FAILS(ws_dest_open(P("%s/afile", top), WS_DEST_DIR, "the output directory", NULL, &d, &err),
+                    "is a regular file, not a directory");
+        CHECK_FAILS(ws_dest_open(P("%s/real", top), WS_DEST_FILE, "the archive", NULL, &d, &err), "is a directory");
+        CHECK_FAILS(ws_dest_open(P("%s/real/", top), WS_DEST_FILE, "the archive", NULL, &d, &err),
+                    "names a directory");
+        CHECK_FAILS(ws_dest_open(P("%s/real/nope/../x", top), WS_DEST_DIR, "x", NULL, &d, &err), "does not exist");
+        CHECK_FAILS(ws_dest_open("", WS_DEST_DIR, "the output directory", NULL, &d, &err), "is an empty path");
+        symlink("loop", P("%s/loop", top));
+        CHECK_FAILS(ws_dest_open(P("%s/loop/x", top), WS_DEST_DIR, "x", NULL, &d, &err), "too many levels");
+
+        /* Resolved, then a link planted where a missing directory goes: the
+         * directory is made beneath the fd, never through the link. */
+        CHECK_INT(ws_dest_open(P("%s/real/late/deeper", top), WS_DEST_DIR, "x", &roots, &d, &err), 0);
+        symlink(P("%s/canary", top), P("%s/real/late", top));
+        CHECK_FAILS(ws_dest_dir(&d, 0755, &err), "cannot open the directory 'late'");
+        ws_dest_release(&d);
+        CHECK_INT(count_entries(P("%s/canary", top)), 0);
+        /* ws_dest_write over a link replaces the link */
+        put(P("%s/canary/keys", top), "canary");
+        symlink(P("%s/canary/keys", top), P("%s/real/over", top));
+        CHECK_INT(ws_dest_open(P("%s/real/over", top), WS_DEST_FILE, "x", NULL, &d, &err), 0);
+        CHECK_INT(ws_dest_write(&d, "new", 3, 0644, &err), 0);
+        ws_dest_release(&d);
+        CHECK(type_of(P("%s/real/over", top)) == S_IFREG);
+        CHECK_STR(get(P("%s/canary/keys", top)), "canary");
+        ws_roots_release(&roots);
+        corral_error_free(err);
+}
+
 TEST(copy_out)
 {
         struct workspace *ws = ws_hostile();
@@ -843,7 +941,7 @@ TEST(copy_out)
 
         json_t *report = NULL;
         corral_error *err = NULL;
-        CHECK_INT(workspace_copy_out(ws, dest, &report, &err), 0);
+        CHECK_INT(copy_out_to(ws, dest, &report, &err), 0);
         CHECK_STR(json_string_value(json_object_get(report, "dest")), dest);
         CHECK_JSON(json_object_get(report, "copied"), "[{\"path\":\"output/private\",\"bytes\":1},"
                                                       "{\"path\":\"output/run.sh\",\"bytes\":10}]");
@@ -875,7 +973,7 @@ TEST(copy_out)
 
         /* Into a fresh destination: the tree, in full. */
         const char *fresh = P("%s/fresh", outside);
-        CHECK_INT(workspace_copy_out(ws, fresh, &report, &err), 0);
+        CHECK_INT(copy_out_to(ws, fresh, &report, &err), 0);
         /* Root opens the 0000 directory; anyone else skips it. */
         if (geteuid() == 0) {
                 CHECK_JSON(json_object_get(report, "copied"), "[{\"path\":\"output/a.txt\",\"bytes\":6},"
@@ -897,7 +995,7 @@ TEST(copy_out)
         CHECK(!has_temp(fresh) && !has_temp(P("%s/sub", fresh)));
         /* Copy-out again over the same files: replaced, same result. */
         put(W("output/a.txt"), "again\n");
-        CHECK_INT(workspace_copy_out(ws, fresh, NULL, &err), 0);
+        CHECK_INT(copy_out_to(ws, fresh, NULL, &err), 0);
         CHECK_STR(get(P("%s/a.txt", fresh)), "again\n");
 
         /* output/ itself replaced by a symlink: nothing copied. */
@@ -905,13 +1003,13 @@ TEST(copy_out)
         ws_remove_at(ws->root_fd, "output");
         symlink(outside, W("output"));
         const char *third = P("%s/third", outside);
-        CHECK_INT(workspace_copy_out(ws, third, &report, &err), 0);
+        CHECK_INT(copy_out_to(ws, third, &report, &err), 0);
         CHECK_JSON(json_object_get(report, "copied"), "[]");
         CHECK(report_has(report, "skipped", "output", "a symbolic link, not a directory"));
         json_decref(report);
         CHECK_INT(count_entries(third), 0);
-        CHECK_FAILS(workspace_copy_out(ws, P("%s/secret/x", outside), &report, &err), "cannot create");
-        CHECK_FAILS(workspace_copy_out(ws, "", &report, &err), "is empty");
+        CHECK_FAILS(copy_out_to(ws, P("%s/secret/x", outside), &report, &err), "is a regular file, not a directory");
+        CHECK_FAILS(copy_out_to(ws, "", &report, &err), "is an empty path");
         workspace_close(ws, true);
         CHECK_STR(get(P("%s/secret", outside)), "host secret\n");
         ws_remove_at(AT_FDCWD, P("%s/results", outside));
@@ -1147,7 +1245,7 @@ TEST(io_errors_leave_nothing)
         lim.rlim_cur = 4096;
         signal(SIGXFSZ, SIG_IGN);
         setrlimit(RLIMIT_FSIZE, &lim);
-        CHECK_FAILS(workspace_copy_out(ws, dest, NULL, &err),
+        CHECK_FAILS(copy_out_to(ws, dest, NULL, &err),
                     P("cannot copy 'output/big.bin' to '%s/big.bin': File too large", dest));
         CHECK_FAILS(workspace_write_file(ws, "output/w.bin", big, sizeof(big), &err),
                     "cannot write 'output/w.bin': File too large");
@@ -1184,7 +1282,7 @@ TEST(non_utf8_names)
         CHECK_JSON(j, "[{\"path\":\"output/x\xef\xbf\xbd.txt\",\"type\":\"file\",\"size\":1}]");
         json_decref(j);
         const char *dest = P("%s/utf8", outside);
-        CHECK_INT(workspace_copy_out(ws, dest, &j, &err), 0);
+        CHECK_INT(copy_out_to(ws, dest, &j, &err), 0);
         CHECK_JSON(json_object_get(j, "copied"), "[{\"path\":\"output/x\xef\xbf\xbd.txt\",\"bytes\":1}]");
         json_decref(j);
         CHECK_STR(get(P("%s/x\xff.txt", dest)), "x");
@@ -1211,6 +1309,7 @@ int main(void)
         RUN(snapshot_diff);
         RUN(snapshot_truncated);
         RUN(copy_out);
+        RUN(dest);
         RUN(stage_file);
         RUN(stage_dir);
         RUN(stage_reused_input_symlink);
