@@ -923,5 +923,7 @@ int cmd_run(int argc, char **argv)
         }
         corral_error_free(err);
         run_release(&run);
+        /* What a SIGKILLed run left in $TMPDIR (after the run: off its path). */
+        workspace_sweep(NULL);
         return status;
 }

@@ -91,6 +91,7 @@ struct daemon {
         bool ws_root_given;      /* -w DIR */
         bool ws_existed;         /* -w DIR was there before --from extracted into it */
         char *tmpdir;            /* where the client's TMPDIR puts a temporary workspace */
+        int ws_lock;             /* holds a temporary workspace (workspace_make_temporary), or -1 */
         corral_jail_config cfg;
         struct session_options sopt;
         bool warm_asked;         /* --warm: no cold session instead */
@@ -110,6 +111,9 @@ static void daemon_cleanup(struct daemon *d)
         d->sock[0] = '\0';
         workspace_close(d->ws, true);
         d->ws = NULL;
+        if (d->ws_lock >= 0)
+                close(d->ws_lock);
+        d->ws_lock = -1;
 }
 
 static void daemon_on_output(void *userdata, int stream, const char *data, size_t len)
@@ -336,21 +340,12 @@ static void start_reply(struct daemon *d, const corral_error *err, bool refused)
         d->start_fd = -1;
 }
 
-/* A temporary workspace where the client's TMPDIR says. */
+/* A temporary workspace where the client's TMPDIR says, held (flock) by
+ * the host until it is removed; those a SIGKILLed host left there first go. */
 static int temporary_workspace(struct daemon *d, corral_error **err)
 {
-        const char *tmp = d->tmpdir && d->tmpdir[0] == '/' ? d->tmpdir : "/tmp";
-        if (asprintf(&d->cfg.workspace, "%s/corral-run-XXXXXX", tmp) < 0) {
-                d->cfg.workspace = NULL;
-                return corral_fail(err, ENOMEM, "cannot create a workspace directory");
-        }
-        if (mkdtemp(d->cfg.workspace) == NULL) { /* mode 0700 */
-                int e = errno;
-                free(d->cfg.workspace);
-                d->cfg.workspace = NULL;
-                return corral_fail(err, e, "cannot create a workspace directory in '%s'", tmp);
-        }
-        return 0;
+        workspace_sweep(d->tmpdir);
+        return workspace_make_temporary(d->tmpdir, &d->cfg.workspace, &d->ws_lock, err);
 }
 
 /* One session's thread: start it, answer `start`, serve its socket to the
@@ -459,6 +454,7 @@ static void host_start(int fd, json_t *req)
                 return;
         }
         d->listen_fd = -1;
+        d->ws_lock = -1;
         d->client = -1;
         d->start_fd = fd;
         d->started = time(NULL);

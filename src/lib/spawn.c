@@ -651,13 +651,28 @@ static void classify(struct jail *j, const struct cgroup_stats *st, corral_jail_
 
 static atomic_uint jail_seq;
 
+/* The hard limit this process may hand on for res (the most a jail's init,
+ * which cannot raise it, can set). */
+static uint64_t own_hard_limit(int res)
+{
+        struct rlimit rl;
+        if (getrlimit(res, &rl) < 0 || rl.rlim_max == RLIM_INFINITY)
+                return RLIM_INFINITY;
+        return rl.rlim_max;
+}
+
+/* ceilings: a zygote's.  Its own soft limits are its configuration's, but
+ * the hard ones stay as high as corral's, so that each session it forks can
+ * be given its caller's limits (it sets soft and hard to them). */
 static int build_rlimits(const corral_jail_config *cfg, enum corral_limits_backend mem_backend, bool pids_in_cgroup,
-                         struct init_rlimit *rl)
+                         bool ceilings, struct init_rlimit *rl)
 {
         int n = 0;
-        rl[n++] = (struct init_rlimit){ .resource = RLIMIT_NOFILE, .cur = cfg->nofile, .max = cfg->nofile };
+        rl[n++] = (struct init_rlimit){ .resource = RLIMIT_NOFILE, .cur = cfg->nofile,
+                                        .max = ceilings ? own_hard_limit(RLIMIT_NOFILE) : cfg->nofile };
         rl[n++] = (struct init_rlimit){ .resource = RLIMIT_CORE, .cur = 0, .max = 0 };
-        rl[n++] = (struct init_rlimit){ .resource = RLIMIT_FSIZE, .cur = cfg->disk_bytes, .max = cfg->disk_bytes };
+        rl[n++] = (struct init_rlimit){ .resource = RLIMIT_FSIZE, .cur = cfg->disk_bytes,
+                                        .max = ceilings ? own_hard_limit(RLIMIT_FSIZE) : cfg->disk_bytes };
         rl[n++] = (struct init_rlimit){ .resource = RLIMIT_MEMLOCK, .cur = 8u << 20, .max = 8u << 20 };
         rl[n++] = (struct init_rlimit){ .resource = RLIMIT_MSGQUEUE, .cur = 1u << 20, .max = 1u << 20 };
         if (cfg->cpu_time_s > 0) {
@@ -667,7 +682,7 @@ static int build_rlimits(const corral_jail_config *cfg, enum corral_limits_backe
         }
         if (mem_backend == CORRAL_BACKEND_RLIMIT)
                 rl[n++] = (struct init_rlimit){ .resource = RLIMIT_AS, .cur = cfg->memory_bytes,
-                                                .max = cfg->memory_bytes };
+                                                .max = ceilings ? own_hard_limit(RLIMIT_AS) : cfg->memory_bytes };
         if (!pids_in_cgroup)
                 /* Per user namespace since Linux 5.14, so per jail here. */
                 rl[n++] = (struct init_rlimit){ .resource = RLIMIT_NPROC, .cur = cfg->pids, .max = cfg->pids };
@@ -800,7 +815,7 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
         corral_error_free(cg_err);
 
         struct init_rlimit rl[12];
-        int n_rl = build_rlimits(cfg, j.backend, j.have_cg && j.cg.pids != CG_NONE, rl);
+        int n_rl = build_rlimits(cfg, j.backend, j.have_cg && j.cg.pids != CG_NONE, zygote, rl);
         int orders = write_orders(cfg, bpf, rl, (uint32_t)n_rl, zygote ? CORRAL_INIT_FLAG_NO_LISTENER : 0, ret_err);
         if (orders < 0)
                 goto out;

@@ -1,46 +1,78 @@
 /* uidpool.c: one unprivileged host uid per jail when the caller is root.
  *
- * A lease is an abstract unix socket named after the uid, bound for as long
- * as the jail lives.  The kernel releases it when the fd closes, also when
- * the supervisor is killed, so there is no lock file to leave behind and no
- * state to repair.  Abstract names are per network namespace: supervisors
- * that share a range must share one (they do when run on one host).
+ * A lease is an open file description lock (F_OFD_SETLK) on one byte of
+ * /run/corral/uid-pool.lock, at the offset of the uid, held for as long as
+ * the jail lives.  The kernel releases it when the fd closes, also when the
+ * supervisor is killed, so there is no state to repair.  The file is root's
+ * (0600 in a 0700 directory): no other user can take a lock on it and so
+ * starve the pool, as anyone could bind the abstract socket names that
+ * earlier versions used.  Only root leases uids (an ordinary user's jails
+ * run as that user).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/un.h>
+#include <sys/stat.h>
 
 #include "jail-internal.h"
+
+#define POOL_DIR "/run/corral"
+#define POOL_FILE POOL_DIR "/uid-pool.lock"
+
+/* The lock file, made if missing; refused unless root owns it and its
+ * directory and nobody else can write either. */
+static int open_pool(corral_error **ret_err)
+{
+        if (mkdir(POOL_DIR, 0700) < 0 && errno != EEXIST)
+                return corral_fail(ret_err, errno, "cannot make '%s' for the jail uid pool", POOL_DIR);
+        struct stat st;
+        if (lstat(POOL_DIR, &st) < 0)
+                return corral_fail(ret_err, errno, "cannot look at '%s'", POOL_DIR);
+        if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+                return corral_fail(ret_err, 0, "refusing '%s' for the jail uid pool: it must be a directory of "
+                                               "root's that only root can write",
+                                   POOL_DIR);
+        int fd = open(POOL_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+        if (fd < 0)
+                return corral_fail(ret_err, errno, "cannot open '%s'", POOL_FILE);
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
+                close(fd);
+                return corral_fail(ret_err, 0, "refusing '%s': it must be a regular file only root can use",
+                                   POOL_FILE);
+        }
+        return fd;
+}
 
 int uidpool_acquire(uint32_t base, uint32_t count, struct uid_lease *ret, corral_error **ret_err)
 {
         if (count == 0)
                 return corral_usage(ret_err, "the uid range is empty");
+        /* A file description of its own: locks of two leases of one
+         * process must conflict. */
+        int fd = open_pool(ret_err);
+        if (fd < 0)
+                return -1;
         uint32_t start = 0;
         if (getrandom(&start, sizeof(start), GRND_NONBLOCK) != sizeof(start))
                 start = (uint32_t)getpid();
         for (uint32_t i = 0; i < count; i++) {
                 uint32_t uid = base + (start + i) % count;
-                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                if (fd < 0)
-                        return corral_fail(ret_err, errno, "cannot allocate a jail uid");
-                struct sockaddr_un sa = { .sun_family = AF_UNIX };
-                int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "corral-uid-%u", uid);
-                socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-                if (bind(fd, (struct sockaddr *)&sa, len) == 0) {
+                struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)uid, .l_len = 1 };
+                if (fcntl(fd, F_OFD_SETLK, &fl) == 0) {
                         ret->uid = uid;
                         ret->fd = fd;
                         return 0;
                 }
-                int e = errno;
-                close(fd);
-                if (e != EADDRINUSE)
-                        return corral_fail(ret_err, e, "cannot allocate a jail uid");
+                if (errno != EAGAIN && errno != EACCES) {
+                        int e = errno;
+                        close(fd);
+                        return corral_fail(ret_err, e, "cannot lease a jail uid");
+                }
         }
+        close(fd);
         return corral_fail(ret_err, 0, "all %u jail uids from %u are in use", count, base);
 }
 

@@ -374,6 +374,18 @@ def run_step(req, ns, streams, counter):
         send(result)
 
 
+def after_fork():
+    """A warm session is a fork of the zygote, and would draw the same
+    numbers as every other session from any generator the zygote seeded.
+    random reseeds itself after a fork (os.register_at_fork); numpy's global
+    generator (np.random.rand, pandas' sample, scipy's distributions) does
+    not: reseed it from the kernel.  What a fork cannot change (the address
+    layout, the str hash secret) is said in docs/sessions.md."""
+    np_random = sys.modules.get("numpy.random")
+    if np_random is not None:
+        np_random.seed()
+
+
 def main():
     # The control channel leaves 0 and 1 for good; user code gets fresh stdio.
     os.dup2(0, CTRL_IN)

@@ -29,6 +29,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -758,6 +759,20 @@ int warm_supported(const corral_jail_config *cfg, corral_error **ret_err)
         }
         if (cfg->net == CORRAL_NET_HOST)
                 return corral_usage(ret_err, "warm sessions have no host network: start a cold session");
+        /* The zygote keeps corral's hard limits as its ceilings (spawn.c):
+         * each session gets its caller's limits, up to them. */
+        static const struct {
+                int res;
+                const char *what;
+        } ceilings[] = { { RLIMIT_NOFILE, "open-file limit" }, { RLIMIT_FSIZE, "file-size (disk) limit" } };
+        for (size_t i = 0; i < ARRAY_SIZE(ceilings); i++) {
+                uint64_t want = ceilings[i].res == RLIMIT_NOFILE ? cfg->nofile : cfg->disk_bytes;
+                struct rlimit rl;
+                if (getrlimit(ceilings[i].res, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max)
+                        return corral_usage(ret_err, "the %s of %" PRIu64 " is more than this host lets corral "
+                                                     "grant (%" PRIu64 ", its hard limit): ask for less",
+                                            ceilings[i].what, want, (uint64_t)rl.rlim_max);
+        }
         return 0;
 }
 

@@ -323,7 +323,7 @@ static __attribute__((noreturn)) void run_python(int frames, int diag, int lsock
         Py_XDECREF(py_env);
         Py_XDECREF(os);
         PyErr_Clear();
-        int r = PyRun_SimpleString("import driver\ndriver.main()\n");
+        int r = PyRun_SimpleString("import driver\ndriver.after_fork()\ndriver.main()\n");
         Py_Exit(r == 0 ? 0 : 1);
 }
 

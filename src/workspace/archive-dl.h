@@ -64,7 +64,8 @@
         X(archive_entry_set_symlink)                                                                                   \
         X(archive_entry_set_hardlink)                                                                                  \
         X(archive_entry_set_uid)                                                                                       \
-        X(archive_entry_set_gid)
+        X(archive_entry_set_gid)                                                                                       \
+        X(archive_entry_sparse_add_entry)
 
 struct archive_api {
 #define ARCHIVE_FIELD(name) __typeof__(name) *name;

@@ -27,6 +27,11 @@
 
 #define BLOCK 65536
 
+
+/* What an archive can set of a mode when extracted: never group or other
+ * write (a "./" entry of 0777 would open the workspace to every local user),
+ * never set-id or sticky. */
+#define EXTRACT_PERM_MASK 0755
 /* ---- reading: the checks ---- */
 
 /* Kinds of entries in the model of the tree (json integers in r->seen). */
@@ -662,7 +667,7 @@ static int write_file(struct extract *x, int dirfd, const char *name, const stru
                         return -3;
         }
         struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = e->mtime } };
-        if (ftruncate(fd, (off_t)e->size) < 0 || fchmod(fd, e->perm) < 0 || futimens(fd, ts) < 0 ||
+        if (ftruncate(fd, (off_t)e->size) < 0 || fchmod(fd, e->perm & EXTRACT_PERM_MASK) < 0 || futimens(fd, ts) < 0 ||
             close(TAKE_FD(fd)) < 0)
                 return -1;
         return 0;
@@ -759,7 +764,7 @@ static void apply_dir_modes(struct extract *x)
                 if (fd < 0)
                         continue;
                 json_int_t mtime = json_integer_value(json_array_get(m, 1));
-                (void)fchmod(fd, (mode_t)json_integer_value(json_array_get(m, 0)) & 0777);
+                (void)fchmod(fd, (mode_t)json_integer_value(json_array_get(m, 0)) & EXTRACT_PERM_MASK);
                 if (mtime >= 0) {
                         struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = (time_t)mtime } };
                         (void)futimens(fd, ts);
@@ -917,7 +922,7 @@ int archive_extract(const char *path, const char *dest_dir, const struct archive
         if (r == 0) {
                 /* The destination gets the mode of the archive's "./" entry,
                  * else that of a new directory. */
-                (void)fchmod(x.top, x.top_mode_set ? x.top_mode : 0755);
+                (void)fchmod(x.top, x.top_mode_set ? x.top_mode & EXTRACT_PERM_MASK : 0755);
                 if (x.top_mode_set) {
                         struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = x.top_mtime } };
                         (void)futimens(x.top, ts);
@@ -1041,11 +1046,11 @@ static void w_skip(struct writer *w, const char *path, const char *fmt, ...)
         free(reason);
 }
 
-static int w_header(struct writer *w, const char *path, mode_t type, mode_t perm, uint64_t size, time_t mtime,
-                    const char *symlink)
+/* The header of an entry whose sparse map (if any) is already set. */
+static int w_header_kept(struct writer *w, const char *path, mode_t type, mode_t perm, uint64_t size, time_t mtime,
+                         const char *symlink)
 {
         const struct archive_api *A = w->A;
-        A->archive_entry_clear(w->ae);
         A->archive_entry_set_pathname(w->ae, path);
         A->archive_entry_set_filetype(w->ae, type);
         A->archive_entry_set_perm(w->ae, perm & 0777);
@@ -1064,29 +1069,104 @@ static int w_header(struct writer *w, const char *path, mode_t type, mode_t perm
         return 0;
 }
 
-/* The regular file open as fd (st: its fstat) as path. */
+static int w_header(struct writer *w, const char *path, mode_t type, mode_t perm, uint64_t size, time_t mtime,
+                    const char *symlink)
+{
+        w->A->archive_entry_clear(w->ae);
+        return w_header_kept(w, path, type, perm, size, mtime, symlink);
+}
+
+/* A run of data in a sparse file; what lies between runs is a hole. */
+struct region {
+        off_t off, len;
+};
+#define SPARSE_MAX 4096 /* regions: more, and the file is stored whole */
+
+/* The data regions of fd (SEEK_DATA/SEEK_HOLE), ending with an empty
+ * region at the end of the file, as GNU tar writes them (malloc'd in
+ * *ret); 0 when the file has no hole, or too many regions, or the
+ * filesystem cannot tell: it is then stored whole.  The offset is left at
+ * 0. */
+static size_t sparse_regions(int fd, const struct stat *st, struct region **ret)
+{
+        *ret = NULL;
+        /* Cheap first: a file using as many blocks as its size has no hole. */
+        if (st->st_size == 0 || (uint64_t)st->st_blocks * 512 >= (uint64_t)st->st_size)
+                return 0;
+        struct region *r = malloc(SPARSE_MAX * sizeof(*r));
+        if (r == NULL)
+                return 0;
+        size_t n = 0;
+        for (off_t pos = 0; pos < st->st_size;) {
+                off_t data = lseek(fd, pos, SEEK_DATA);
+                if (data < 0 && errno == ENXIO)
+                        break;
+                off_t hole = data < 0 ? -1 : lseek(fd, data, SEEK_HOLE);
+                if (hole < 0 || n + 1 >= SPARSE_MAX) {
+                        free(r);
+                        return 0;
+                }
+                if (hole > st->st_size)
+                        hole = st->st_size;
+                r[n++] = (struct region){ data, hole - data };
+                pos = hole;
+        }
+        if (lseek(fd, 0, SEEK_SET) < 0) {
+                free(r);
+                return 0;
+        }
+        r[n++] = (struct region){ st->st_size, 0 };
+        *ret = r;
+        return n;
+}
+
+/* The regular file open as fd (st: its fstat) as path; a sparse file is
+ * stored sparse (pax, GNU sparse 1.0): its holes take no room in the
+ * archive, and extraction makes them holes again. */
 static int w_file(struct writer *w, int fd, const struct stat *st, const char *path)
 {
-        if (w_header(w, path, AE_IFREG, st->st_mode, (uint64_t)st->st_size, st->st_mtim.tv_sec, NULL) < 0)
-                return -1;
+        static const char zeros[BLOCK];
+        const struct archive_api *A = w->A;
+        A->archive_entry_clear(w->ae);
+        struct region *r;
+        size_t nr = sparse_regions(fd, st, &r);
+        /* The size first: libarchive drops regions past it. */
+        A->archive_entry_set_size(w->ae, (la_int64_t)st->st_size);
+        for (size_t i = 0; i < nr; i++)
+                A->archive_entry_sparse_add_entry(w->ae, r[i].off, r[i].len);
+        int rc = w_header_kept(w, path, AE_IFREG, st->st_mode, (uint64_t)st->st_size, st->st_mtim.tv_sec, NULL);
+        /* The file's bytes in order: holes as zeros, which the writer
+         * skips; a region of the map at a time, or all of it. */
         char buf[BLOCK];
-        uint64_t left = (uint64_t)st->st_size;
-        while (left > 0) {
-                ssize_t n = read(fd, buf, left < sizeof(buf) ? left : sizeof(buf));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return corral_fail(&w->err, errno, "cannot read '%s'", path);
-                if (n == 0)
-                        break; /* shrank: the rest is padded with zeros */
-                if (w->A->archive_write_data(w->a, buf, (size_t)n) < 0)
-                        return corral_fail(&w->err, 0, "cannot write '%s' to '%s': %s", path, w->target,
-                                           w->A->archive_error_string(w->a));
-                left -= (uint64_t)n;
+        uint64_t pos = 0, size = (uint64_t)st->st_size;
+        for (size_t i = 0; rc == 0 && i < (nr ? nr : 1); i++) {
+                uint64_t start = nr ? (uint64_t)r[i].off : 0, end = nr ? start + (uint64_t)r[i].len : size;
+                for (; rc == 0 && pos < start; pos += BLOCK < start - pos ? BLOCK : start - pos)
+                        if (A->archive_write_data(w->a, zeros, BLOCK < start - pos ? BLOCK : start - pos) < 0)
+                                rc = corral_fail(&w->err, 0, "cannot write '%s' to '%s': %s", path, w->target,
+                                                 A->archive_error_string(w->a));
+                while (rc == 0 && pos < end) {
+                        ssize_t n = pread(fd, buf, end - pos < sizeof(buf) ? end - pos : sizeof(buf), (off_t)pos);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n < 0) {
+                                rc = corral_fail(&w->err, errno, "cannot read '%s'", path);
+                        } else if (n == 0) {
+                                end = pos; /* shrank: the rest is padded with zeros */
+                        } else if (A->archive_write_data(w->a, buf, (size_t)n) < 0) {
+                                rc = corral_fail(&w->err, 0, "cannot write '%s' to '%s': %s", path, w->target,
+                                                 A->archive_error_string(w->a));
+                        } else {
+                                pos += (uint64_t)n;
+                        }
+                }
         }
-        if (w->A->archive_write_finish_entry(w->a) < ARCHIVE_WARN)
-                return corral_fail(&w->err, 0, "cannot write '%s' to '%s': %s", path, w->target,
-                                   w->A->archive_error_string(w->a));
+        free(r);
+        if (rc == 0 && A->archive_write_finish_entry(w->a) < ARCHIVE_WARN)
+                rc = corral_fail(&w->err, 0, "cannot write '%s' to '%s': %s", path, w->target,
+                                 A->archive_error_string(w->a));
+        if (rc < 0)
+                return -1;
         w->files++;
         w->bytes += (uint64_t)st->st_size;
         return 0;

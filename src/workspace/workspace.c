@@ -11,6 +11,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include "workspace-internal.h"
@@ -30,6 +32,65 @@ static int ensure_dir(struct workspace *ws, const char *name, corral_error **ret
         return 0;
 }
 
+/* The directory temporary workspaces are made in: tmpdir, else $TMPDIR,
+ * else /tmp. */
+static const char *temp_parent(const char *tmpdir)
+{
+        if (tmpdir == NULL || tmpdir[0] != '/')
+                tmpdir = getenv("TMPDIR");
+        return tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp";
+}
+
+int workspace_make_temporary(const char *tmpdir, char **ret_path, int *ret_lock, corral_error **ret_err)
+{
+        const char *parent = temp_parent(tmpdir);
+        cleanup_free char *templ = NULL;
+        if (asprintf(&templ, "%s/" WS_TEMP_PREFIX "XXXXXX", parent) < 0)
+                return corral_fail(ret_err, ENOMEM, "cannot allocate a workspace");
+        if (mkdtemp(templ) == NULL) /* mode 0700 */
+                return corral_fail(ret_err, errno, "cannot create a workspace directory in '%s'", parent);
+        /* Held for the workspace's life: workspace_sweep() removes only
+         * what nobody holds (a SIGKILLed corral's). */
+        int fd = open(templ, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                (void)rmdir(templ);
+                return corral_fail(ret_err, e, "cannot hold the workspace directory '%s'", templ);
+        }
+        char *real = realpath(templ, NULL);
+        *ret_path = real ? real : TAKE_PTR(templ);
+        *ret_lock = fd;
+        return 0;
+}
+
+void workspace_sweep(const char *tmpdir)
+{
+        const char *parent = temp_parent(tmpdir);
+        cleanup_close int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (pfd < 0)
+                return;
+        DIR *d = fdopendir(fcntl(pfd, F_DUPFD_CLOEXEC, 3));
+        if (d == NULL)
+                return;
+        uid_t me = geteuid();
+        struct dirent *e;
+        unsigned seen = 0;
+        while ((e = readdir(d)) != NULL && seen++ < 100000) {
+                if (strncmp(e->d_name, WS_TEMP_PREFIX, strlen(WS_TEMP_PREFIX)) != 0)
+                        continue;
+                cleanup_close int fd = openat(pfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                struct stat st;
+                /* Ours, and held by nobody: its corral is gone. */
+                if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != me || flock(fd, LOCK_EX | LOCK_NB) < 0)
+                        continue;
+                (void)ws_remove_contents(fd);
+                (void)unlinkat(pfd, e->d_name, AT_REMOVEDIR);
+        }
+        closedir(d);
+}
+
 int workspace_open(const char *dir, struct workspace **ret, corral_error **ret_err)
 {
         struct workspace *ws = calloc(1, sizeof(*ws));
@@ -37,23 +98,13 @@ int workspace_open(const char *dir, struct workspace **ret, corral_error **ret_e
                 return corral_fail(ret_err, ENOMEM, "cannot allocate a workspace");
         ws->root_fd = -1;
         if (dir == NULL) {
-                const char *tmp = getenv("TMPDIR");
-                if (tmp == NULL || tmp[0] != '/')
-                        tmp = "/tmp";
-                cleanup_free char *templ = NULL;
-                if (asprintf(&templ, "%s/corral-run-XXXXXX", tmp) < 0) {
+                int lock = -1;
+                if (workspace_make_temporary(NULL, &ws->root, &lock, ret_err) < 0) {
                         free(ws);
-                        return corral_fail(ret_err, ENOMEM, "cannot allocate a workspace");
-                }
-                if (mkdtemp(templ) == NULL) { /* mode 0700 */
-                        int e = errno;
-                        free(ws);
-                        return corral_fail(ret_err, e, "cannot create a workspace directory in '%s'", tmp);
+                        return -1;
                 }
                 ws->created = true;
-                ws->root = realpath(templ, NULL);
-                if (ws->root == NULL)
-                        ws->root = TAKE_PTR(templ);
+                ws->root_fd = lock; /* the held fd is the workspace's own */
         } else {
                 struct stat st;
                 if (stat(dir, &st) < 0) {
@@ -73,7 +124,8 @@ int workspace_open(const char *dir, struct workspace **ret, corral_error **ret_e
                         return corral_fail(ret_err, e, "cannot resolve '%s'", dir);
                 }
         }
-        ws->root_fd = open(ws->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (ws->root_fd < 0)
+                ws->root_fd = open(ws->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (ws->root_fd < 0) {
                 int e = errno;
                 workspace_close(ws, false);

@@ -51,10 +51,21 @@ struct workspace {
                           * workspace, never in a jail), or NULL */
 };
 
-/* dir NULL: create a fresh private directory (0700) under $TMPDIR (or /tmp)
- * named corral-run-XXXXXX.  Otherwise use the existing directory dir.
- * Either way input/ and output/ exist afterwards. */
+/* dir NULL: create a fresh private directory (0700) with
+ * workspace_make_temporary() under $TMPDIR (or /tmp).  Otherwise use the
+ * existing directory dir.  Either way input/ and output/ exist afterwards. */
 CORRAL_HIDDEN int workspace_open(const char *dir, struct workspace **ret, corral_error **ret_err);
+
+/* Temporary workspaces: "corral-ws-XXXXXX" (mode 0700) under tmpdir (NULL:
+ * $TMPDIR, else /tmp), held with an flock on *ret_lock (an O_DIRECTORY fd
+ * of it) for as long as the workspace is in use.  workspace_sweep() removes
+ * those of tmpdir that are the caller's and that nobody holds: left by a
+ * corral that was SIGKILLed (a lock dies with its process, whatever pid
+ * namespace it is in).  Never follows a symlink. */
+#define WS_TEMP_PREFIX "corral-ws-"
+CORRAL_HIDDEN int workspace_make_temporary(const char *tmpdir, char **ret_path, int *ret_lock,
+                                           corral_error **ret_err);
+CORRAL_HIDDEN void workspace_sweep(const char *tmpdir);
 /* Close; with remove, delete the directory tree first (never following a
  * symlink, making unreadable directories readable on the way; also a
  * directory given to workspace_open). NULL ok. */

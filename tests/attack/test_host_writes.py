@@ -239,3 +239,25 @@ def test_session_archive_writes_nothing_through_links(tmp_path, canary, ws, work
     finally:
         session(env, "shutdown")
         shutil.rmtree(rundir, ignore_errors=True)
+
+
+def test_an_archive_cannot_open_the_workspace_to_other_users(tmp_path):
+    """A "./" entry of mode 0777 (and a 0666 file, a 0777 directory) would
+    let every local user write into the workspace it is extracted to:
+    extraction never sets group or other write."""
+    import io
+    arc = tmp_path / "open.tar"
+    with tarfile.open(arc, "w") as tar:
+        for name, kind, mode in ((".", tarfile.DIRTYPE, 0o777), ("d", tarfile.DIRTYPE, 0o777),
+                                 ("d/f.txt", tarfile.REGTYPE, 0o666), ("x.sh", tarfile.REGTYPE, 0o777)):
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = kind, mode
+            data = b"" if kind == tarfile.DIRTYPE else b"data"
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    dest = tmp_path / "ws"
+    r = subprocess.run([CORRAL, "workspace", "extract", str(arc), str(dest)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    modes = {p: os.stat(dest / p).st_mode & 0o7777 for p in (".", "d", "d/f.txt", "x.sh")}
+    assert modes == {".": 0o755, "d": 0o755, "d/f.txt": 0o644, "x.sh": 0o755}, modes

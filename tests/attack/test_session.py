@@ -387,3 +387,40 @@ def test_forged_frames_cannot_break_the_supervisor(session):
     assert res["status"] == "ok" and res["value"]["text"] == "7", res  # a frame for another step: ignored
     os.kill(s.info["pid"], 0)
     assert s.step("1 + 1")["value"]["text"] == "2"
+
+
+def test_sessions_draw_their_own_random_numbers(session):
+    """Two sessions (warm: two forks of one zygote) never share a random
+    stream: numpy's global generator (which the zygote seeded once when it
+    imported numpy), random's, and os.urandom.  Shared, one session could
+    predict another's samples, shuffles and generated secrets."""
+    code = ("import numpy, random, os, json\n"
+            "print(json.dumps([numpy.random.rand(4).tolist(), random.random(), os.urandom(8).hex()]))")
+    draws = []
+    for _ in range(2):
+        res = session().step(code)
+        assert res["status"] == "ok", res
+        draws.append(last_json(res))
+    for a, b in zip(*draws):
+        assert a != b, draws
+
+
+def test_disk_and_open_file_limits_are_the_callers(session):
+    """A session gets its caller's --disk and --nofile, not the zygote's own
+    (64 MiB and 1024 files, which a warm session used to inherit while its
+    header showed the caller's): a 100 MiB file under --disk 1G and 2000
+    files under --nofile 4096 work; past lower limits, both still hold."""
+    s = session("--disk", "1G", "--nofile", "4096")
+    code = ("import resource\n"
+            "with open('big.bin', 'wb') as f:\n"
+            "    for _ in range(100): f.write(b'\\0' * (1 << 20))\n"
+            "fds = [open('/dev/null') for _ in range(2000)]\n"
+            "print(resource.getrlimit(resource.RLIMIT_FSIZE), resource.getrlimit(resource.RLIMIT_NOFILE))")
+    res = s.step(code)
+    assert res["status"] == "ok", res
+    assert res["stdout"].strip() == "(1073741824, 1073741824) (4096, 4096)", res["stdout"]
+    s = session("--disk", "8M", "--nofile", "64")
+    res = s.step("fds = [open('/dev/null') for _ in range(100)]")
+    assert res["status"] == "error" and "Too many open files" in json.dumps(res), res
+    res = s.step("open('b', 'wb').write(b'x' * (9 << 20))")
+    assert res["status"] != "ok" and "File too large" in json.dumps(res), res

@@ -405,12 +405,19 @@ def test_our_archive_extracts_with_gnu_tar_identically(tmp_path):
     (ws / "suid").write_text("#!/bin/sh\n")
     os.chmod(ws / "suid", 0o4755)
     os.symlink("/etc/passwd", ws / "output" / "evil")
+    # sparse: 40 MiB of which 6 bytes are data; stored sparse, not 40 MiB
+    with open(ws / "output" / "sparse.bin", "wb") as f:
+        f.write(b"abc")
+        f.seek(20 << 20)
+        f.write(b"def")
+        f.truncate(40 << 20)
     turns = [tool_call("run_shell", command="echo hi > output/from-jail.txt"), text("ok")]
     arc = tmp_path / "ws.tar"
     with ScriptedServer(turns) as srv:
         rc, out, err = run_corral(srv, "-w", str(ws), "--archive", str(arc), "go", cwd=tmp_path)
     srv.assert_ok()
     assert rc == 0, err
+    assert os.path.getsize(arc) < (1 << 20)
     out_dir = tmp_path / "gnu"
     out_dir.mkdir()
     subprocess.run(["tar", "-C", str(out_dir), "-xf", str(arc)], check=True)

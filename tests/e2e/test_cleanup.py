@@ -94,3 +94,66 @@ def test_killed_supervisor_takes_the_jail_along(corral):
     # The next run sweeps the cgroups the killed supervisor could not remove.
     corral("exec", "--", "true")
     assert not [c for c in all_corral_cgroups() if f"corral-{p.pid}-" in c]
+
+
+def test_temporary_workspaces_left_by_a_killed_corral_are_swept(tmp_path):
+    """A temporary workspace is held (flock) by the corral that made it; one
+    that nobody holds was left by a corral killed with SIGKILL and is removed
+    by the next run or session start.  One still held, another user's, or a
+    link is left alone."""
+    import fcntl
+    import json
+    import shutil
+    import signal
+    import sys
+    import tempfile
+    from conftest import CORRAL
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server"))
+    from modelserver import ScriptedServer, text
+
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmpdir), XDG_STATE_HOME=str(tmp_path / "state"))
+    stale = tmpdir / "corral-ws-stale1"
+    (stale / "output" / "deep").mkdir(parents=True)
+    (stale / "output" / "deep" / "f").write_text("x")
+    os.chmod(stale / "output", 0)  # a jail can leave it unreadable
+    held = tmpdir / "corral-ws-held01"
+    held.mkdir()
+    hold = os.open(held, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(hold, fcntl.LOCK_EX)
+    other = tmpdir / "corral-run-old001"  # an older corral's name: never ours to sweep
+    other.mkdir()
+    os.symlink(str(tmp_path), tmpdir / "corral-ws-link01")
+    try:
+        with ScriptedServer([text("ok")]) as srv:
+            r = subprocess.run([CORRAL, "run", "--base-url", srv.base_url, "--model", "m", "-q", "go"],
+                               capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 0, r.stderr
+        assert sorted(os.listdir(tmpdir)) == ["corral-run-old001", "corral-ws-held01", "corral-ws-link01"]
+    finally:
+        os.close(hold)
+
+    # a session host killed with SIGKILL leaves its temporary workspace; the
+    # next session start sweeps it
+    rundir = tempfile.mkdtemp(prefix="corral-test-run-")
+    os.chmod(rundir, 0o700)
+    senv = dict(env, XDG_RUNTIME_DIR=rundir, CORRAL_SESSION_LINGER="0")
+    try:
+        r = subprocess.run([CORRAL, "session", "start", "--cold", "--json"], capture_output=True, text=True,
+                           timeout=60, env=senv)
+        assert r.returncode == 0, r.stderr
+        first = json.loads(r.stdout)
+        host = json.loads(subprocess.run([CORRAL, "session", "status", "--json"], capture_output=True, text=True,
+                                         timeout=60, env=senv).stdout)
+        os.kill(host["pid"], signal.SIGKILL)
+        assert _wait_for(lambda: not os.path.exists(f"/proc/{host['pid']}"), 10)
+        assert os.path.isdir(first["workspace"])
+        r = subprocess.run([CORRAL, "session", "start", "--cold", "--json"], capture_output=True, text=True,
+                           timeout=60, env=senv)
+        assert r.returncode == 0, r.stderr
+        assert not os.path.exists(first["workspace"])
+        assert os.path.isdir(json.loads(r.stdout)["workspace"])
+    finally:
+        subprocess.run([CORRAL, "session", "shutdown"], capture_output=True, timeout=60, env=senv)
+        shutil.rmtree(rundir, ignore_errors=True)

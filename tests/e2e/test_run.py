@@ -130,7 +130,7 @@ def test_five_turn_self_correction(run, sales, tmp_path):
     assert types.count("tool_result") == 5
     # the temporary workspace is gone
     workspace = r.events()[0]["workspace"]
-    assert os.path.basename(workspace).startswith("corral-run-") and not os.path.exists(workspace)
+    assert os.path.basename(workspace).startswith("corral-ws-") and not os.path.exists(workspace)
 
 
 def test_streamed_arguments_in_many_chunks(run):
@@ -373,8 +373,8 @@ def test_ctrl_c_mid_run_stops_everything(tmp_path, sales, kind):
         deadline = time.monotonic() + 30
         # wait until the code runs (its file exists in the workspace)
         while time.monotonic() < deadline:
-            if glob.glob("/tmp/corral-run-*/output/partial.txt") or \
-                    glob.glob(os.path.join(os.environ.get("TMPDIR", "/tmp"), "corral-run-*/output/partial.txt")):
+            if glob.glob("/tmp/corral-ws-*/output/partial.txt") or \
+                    glob.glob(os.path.join(os.environ.get("TMPDIR", "/tmp"), "corral-ws-*/output/partial.txt")):
                 break
             time.sleep(0.05)
         time.sleep(0.2)

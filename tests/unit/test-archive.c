@@ -426,6 +426,56 @@ TEST(round_trip)
         unlink(P("%s/bound-src.txt", base));
 }
 
+/* Sparse files are stored sparse and come back with their holes; an
+ * extracted mode never has group or other write. */
+TEST(sparse_and_modes)
+{
+        struct workspace *ws = NULL;
+        CHECK_INT(workspace_open(NULL, &ws, &err), 0);
+        const char *r = ws->root;
+        struct { const char *name; off_t size; off_t data[3]; } files[] = {
+                { "output/sparse.bin", 60 << 20, { (60 << 20) - 3, -1 } },     /* a hole, then data */
+                { "output/holes.bin", 30 << 20, { 0, 10 << 20, -1 } },         /* data, hole, data, hole */
+                { "output/empty.bin", 5 << 20, { -1 } },                       /* all hole */
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+                int fd = open(P("%s/%s", r, files[i].name), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                for (size_t k = 0; files[i].data[k] >= 0; k++)
+                        CHECK(pwrite(fd, "abc", 3, files[i].data[k]) == 3);
+                CHECK(ftruncate(fd, files[i].size) == 0);
+                close(fd);
+        }
+        mkdir(P("%s/open", r), 0777);
+        chmod(P("%s/open", r), 0777);
+        put(P("%s/open/w.txt", r), "w", 0666);
+        chmod(P("%s/open/w.txt", r), 0666);
+        chmod(r, 0777);
+        cleanup_free char *arc = strdup(P("%s/sparse.tar", base));
+        CHECK_INT(archive_to(ws, arc, NULL, NULL, &err), 0);
+        struct stat st;
+        CHECK(stat(arc, &st) == 0 && st.st_size < (1 << 20)); /* not 95 MiB */
+        cleanup_free char *dest = strdup(P("%s/sparse-out", base));
+        CHECK_INT(archive_extract(arc, dest, NULL, NULL, &err), 0);
+        for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+                const char *p = P("%s/%s", dest, files[i].name);
+                CHECK(stat(p, &st) == 0 && st.st_size == files[i].size);
+                CHECK((uint64_t)st.st_blocks * 512 < (1 << 20)); /* holes again */
+                int fd = open(p, O_RDONLY | O_CLOEXEC);
+                char got[4] = "";
+                for (size_t k = 0; files[i].data[k] >= 0; k++) {
+                        CHECK(pread(fd, got, 3, files[i].data[k]) == 3 && memcmp(got, "abc", 3) == 0);
+                }
+                CHECK(pread(fd, got, 1, files[i].size - 1) == 1 && (files[i].data[0] == files[i].size - 3 || got[0] == 0));
+                close(fd);
+        }
+        CHECK_INT(mode_of(dest) & 0777, 0755);
+        CHECK_INT(mode_of(P("%s/open", dest)) & 0777, 0755);
+        CHECK_INT(mode_of(P("%s/open/w.txt", dest)) & 0777, 0644);
+        workspace_close(ws, true);
+        unlink(arc);
+        corral_error_clear(&err);
+}
+
 /* Memory input (the fuzz target's path) and a gzip bomb built in memory. */
 TEST(list_memory)
 {
@@ -460,6 +510,7 @@ int main(void)
         RUN(refusals);
         RUN(accepted);
         RUN(round_trip);
+        RUN(sparse_and_modes);
         RUN(list_memory);
         ws_remove_at(AT_FDCWD, base);
         corral_error_free(err);

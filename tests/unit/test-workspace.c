@@ -234,7 +234,7 @@ TEST(open_fresh)
         struct stat st;
         CHECK(ws->created);
         CHECK(ws->root[0] == '/');
-        CHECK(strstr(ws->root, "/corral-run-") != NULL);
+        CHECK(strstr(ws->root, "/corral-ws-") != NULL);
         CHECK(stat(ws->root, &st) == 0 && (st.st_mode & 07777) == 0700);
         CHECK(type_of(W("input")) == S_IFDIR);
         CHECK(type_of(W("output")) == S_IFDIR);
@@ -839,7 +839,7 @@ static bool report_has(json_t *report, const char *list, const char *path, const
 TEST(dest)
 {
         corral_error *err = NULL;
-        const char *top = P("%s/dest", outside);
+        cleanup_free char *top = strdup(P("%s/dest", outside)); /* P() is a ring: keep our own */
         mkdir(top, 0755);
         mkdir(P("%s/ws", top), 0755);
         mkdir(P("%s/real", top), 0755);
