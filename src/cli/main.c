@@ -29,6 +29,7 @@ static const struct {
 
 /* Every message goes through term_sanitize(): it may quote an archive's
  * entry name, a path in a workspace or a model's error text. */
+static void print_message(const char *cmd, const char *fmt, va_list ap, const char *tail) CORRAL_PRINTF(2, 0);
 static void print_message(const char *cmd, const char *fmt, va_list ap, const char *tail)
 {
         char *msg = NULL;
