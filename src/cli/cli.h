@@ -80,6 +80,7 @@ int cmd_trace(int argc, char **argv);
 int cmd_session(int argc, char **argv);
 int cmd_workspace(int argc, char **argv);
 int cmd_review(int argc, char **argv);
+int cmd_runs(int argc, char **argv);
 
 /* corral run --archive and --from (workspace.c).  run_archive_write()
  * writes the workspace to dest (resolved before the run: workspace/dest.h)
@@ -99,6 +100,10 @@ int run_archive_restore(struct workspace *ws, const char *path, char **ret_note,
 /* The directory of the runs' records (runs.c): $XDG_STATE_HOME/corral/runs,
  * else ~/.local/state/corral/runs; malloc'd, NULL when neither is known. */
 char *cli_runs_dir(void);
+/* A trace argument: a file, else a run's ID or "last" (the newest run with
+ * a trace) as that run's trace file in cli_runs_dir(); malloc'd, or NULL
+ * with *err (no run with a trace: CORRAL_ERR_USAGE). */
+char *cli_trace_path(const char *arg, corral_error **err);
 
 /* Print "corral <cmd>: <message>" to stderr, the message made inert for a
  * terminal (term_sanitize): messages quote paths, entry names and errors

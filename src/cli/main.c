@@ -20,7 +20,8 @@ static const struct {
 } commands[] = {
         { "exec", cmd_exec, "run a file, code or program in a jail" },
         { "run", cmd_run, "give an agent a task: a model writes code, corral runs it in jails" },
-        { "trace", cmd_trace, "show or export the trace of a run" },
+        { "runs", cmd_runs, "list the recent runs of corral run (their IDs, status and task)" },
+        { "trace", cmd_trace, "show or export the trace of a run (a file, a run ID or last)" },
         { "session", cmd_session, "start, use and stop persistent Python sessions" },
         { "workspace", cmd_workspace, "list or extract a workspace archive (tar)" },
         { "review", cmd_review, "check code against the safety review's policy, without running it" },

@@ -694,10 +694,13 @@ static int set_up(struct run *run, int cancel_fd, corral_error **err)
                 trace_subscribe(run->tr, print_notice, NULL);
         }
         const char *model = run->choice.model;
+        cleanup_free char *cwd = getcwd(NULL, 0); /* where the run was started, for `corral runs` */
         run->run_info = json_pack("{s:s, s:s, s:s?, s:s?, s:O, s:s, s:s?, s:s}", "run_id", run->run_id, "model",
                                   model, "base_url", strncmp(model, "replay:", 7) ? run->choice.base_url : NULL,
                                   "provider", run->choice.provider, "inputs", run->inputs, "workspace",
                                   run->ws->root, "trace", run->trace_path, "version", CORRAL_VERSION);
+        if (run->run_info && cwd)
+                json_object_set_new(run->run_info, "cwd", json_string(cwd));
         return 0;
 }
 

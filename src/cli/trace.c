@@ -27,10 +27,11 @@ enum {
 };
 
 static const char help_text[] =
-        "usage: corral trace show [--quiet] [--no-color] FILE\n"
-        "       corral trace export --ipynb|--html [-o OUT] FILE\n"
+        "usage: corral trace show [--quiet] [--no-color] FILE|ID|last\n"
+        "       corral trace export --ipynb|--html [-o OUT] FILE|ID|last\n"
         "\n"
-        "Show or export the trace of a run (the JSONL file of `corral run --trace FILE`).\n"
+        "Show or export the trace of a run: the JSONL file of `corral run --trace FILE`, or a\n"
+        "run's ID (see `corral runs`), or `last` for the newest run's.\n"
         "\n"
         "show     print the run as `corral run` showed it: the model's text, each step's\n"
         "         code, output and status, the files it changed, and the summary\n"
@@ -100,7 +101,13 @@ static int trace_show(int argc, char **argv)
                 return usage_error("show: which trace? give a FILE");
         if (argc - optind > 1)
                 return usage_error("show: one FILE at a time ('%s' is extra)", argv[optind + 1]);
-        const char *path = argv[optind];
+        corral_error *perr = NULL;
+        cleanup_free char *path = cli_trace_path(argv[optind], &perr);
+        if (path == NULL) {
+                cli_error_obj("trace", perr);
+                corral_error_free(perr);
+                return EXIT_TRACE_FAILED;
+        }
 
         struct render_options ro;
         render_options_default(&ro, stdout, /* live= */ false);
@@ -180,8 +187,14 @@ static int trace_export_cmd(int argc, char **argv)
                 return usage_error("export: which trace? give a FILE");
         if (argc - optind > 1)
                 return usage_error("export: one FILE at a time ('%s' is extra)", argv[optind + 1]);
-        const char *path = argv[optind];
+        corral_error *perr = NULL;
+        cleanup_free char *path = cli_trace_path(argv[optind], &perr);
         cleanup_free char *def = NULL;
+        if (path == NULL) {
+                cli_error_obj("trace", perr);
+                corral_error_free(perr);
+                return EXIT_TRACE_FAILED;
+        }
         if (out == NULL) {
                 def = default_output(path, fmt == EXPORT_IPYNB ? "ipynb" : "html");
                 if (def == NULL) {

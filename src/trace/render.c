@@ -43,6 +43,8 @@ struct render {
         char pending[4];        /* the unfinished end of the last delta (a split UTF-8 sequence, a CR) */
         size_t npending;
         char *last_text;        /* the last model text shown, to not repeat it as the answer */
+        char *run_id;           /* of run_start: where to find the run again, in the summary */
+        char *trace_file;
         unsigned steps;
         json_t *calls;          /* tool call id -> {"step", "name"} */
         /* The spinner: */
@@ -927,6 +929,9 @@ static void render_run_end(render *r, const json_t *ev)
                 out_artifacts(r, arts, first, rest);
         }
         out_kv(r, "output", trace_jstr(ev, "output_dir"), NULL);
+        /* How to find it again: `corral trace show ID`, `corral runs`. */
+        out_kv(r, "run", r->run_id, NULL);
+        out_kv(r, "trace", r->trace_file, NULL);
 }
 
 void render_event(void *userdata, const json_t *event)
@@ -940,6 +945,10 @@ void render_event(void *userdata, const json_t *event)
         pthread_mutex_lock(&r->lock);
         bool q = r->o.quiet;
         if (strcmp(type, "run_start") == 0) {
+                free(r->run_id);
+                free(r->trace_file);
+                r->run_id = trace_jstr(event, "run_id") ? strdup(trace_jstr(event, "run_id")) : NULL;
+                r->trace_file = trace_jstr(event, "trace") ? strdup(trace_jstr(event, "trace")) : NULL;
                 if (!q)
                         render_run_start(r, event);
         } else if (strcmp(type, "model_request") == 0) {
@@ -1026,6 +1035,8 @@ void render_free(render *r)
         pthread_mutex_unlock(&r->lock);
         json_decref(r->calls);
         free(r->last_text);
+        free(r->run_id);
+        free(r->trace_file);
         pthread_cond_destroy(&r->cond);
         pthread_mutex_destroy(&r->lock);
         free(r);

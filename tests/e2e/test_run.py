@@ -936,3 +936,46 @@ def test_run_falls_back_to_a_cold_session_when_no_zygote_starts(run, sales, tmp_
     notices = [e["message"] for e in r.events() if e["type"] == "notice"]
     assert any(n.startswith("no warm session (") and n.endswith("): a cold one instead") and "no-such-zygote" in n
                for n in notices), notices
+
+
+def test_runs_are_listed_and_found_again_by_id(run, tmp_path):
+    """`corral runs` lists the recorded runs newest first; `trace show` and
+    `trace export` take a run's ID or `last`; the summary says both."""
+    env = base_env(NO_COLOR="1", XDG_STATE_HOME=str(tmp_path / "state"))
+    runs = lambda *a: subprocess.run([CORRAL, "runs", *a], capture_output=True, text=True, env=env, timeout=60)
+    r = runs()
+    assert r.returncode == 0 and "no runs recorded" in r.stdout, r.stdout
+    ids = []
+    for task in ("first task", "second task\nwith a second line"):
+        turns = [tool_call("run_python", code="open('output/r.txt', 'w').write('x')"), text(f"done: {task}")]
+        with ScriptedServer(turns) as srv:
+            r = run(srv, task)
+        assert r.rc == 0, r.err
+        rid = [line.split()[1] for line in r.err.splitlines() if line.strip().startswith("run ")]
+        assert len(rid) == 1, r.err
+        ids.append(rid[0])
+        assert f"trace      {tmp_path}/state/corral/runs/{rid[0]}/trace.jsonl" in r.err, r.err
+        time.sleep(1.1)  # IDs are stamped to the second
+    r = runs("--json")
+    listed = json.loads(r.stdout)
+    assert [x["run_id"] for x in listed] == ids[::-1]
+    assert listed[0]["task"].startswith("second task") and listed[0]["status"] == "answered"
+    assert listed[0]["artifacts"] == ["output/r.txt"] and listed[0]["cwd"] == str(tmp_path)
+    r = runs()
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:3] == ["ID", "STARTED", "(UTC)"] and len(lines) == 3
+    assert lines[1].startswith(ids[1]) and "second task with a second line" in lines[1]
+    assert len(runs("-n", "1").stdout.splitlines()) == 2
+    assert runs("-n", "0").returncode == 2
+    show = lambda arg: subprocess.run([CORRAL, "trace", "show", "--quiet", arg], capture_output=True, text=True,
+                                      env=env, timeout=60)
+    assert "done: second task" in show("last").stdout
+    assert "done: first task" in show(ids[0]).stdout
+    r = show("20000101-000000-abcdef")
+    assert r.returncode == 1 and "cannot open the trace" in r.stderr
+    r = subprocess.run([CORRAL, "trace", "export", "--html", "-o", str(tmp_path / "last.html"), "last"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0 and "second task" in (tmp_path / "last.html").read_text()
+    shutil.rmtree(tmp_path / "state")
+    r = show("last")
+    assert r.returncode == 1 and "no run with a trace" in r.stderr, r.stderr
