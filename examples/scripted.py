@@ -6,6 +6,7 @@ A scripted transcript is what a model's side of a run would be, written by
 hand: corral replays the replies in order and runs their code for real.  The
 first line says so (`{"comment": ...}`, which the replay provider skips).
 """
+import hashlib
 import json
 import os
 import subprocess
@@ -25,10 +26,26 @@ def call(text, tool, /, **arguments):
             "finish_reason": "tool_calls"}
 
 
-def write(path, script, replies):
-    """Write the transcript: the comment line, then one reply per line (call ids numbered)."""
+def run_line(inputs):
+    """The {"run"} line `corral run --record` writes: the inputs (staged at
+    input/NAME) with their sizes and SHA-256, so that a replay on other data
+    says so (docs/providers.md, "Replay")."""
+    entries = []
+    for p in inputs:
+        with open(p, "rb") as f:
+            data = f.read()
+        entries.append({"dest": "input/" + os.path.basename(p), "type": "file", "bytes": len(data),
+                        "sha256": hashlib.sha256(data).hexdigest()})
+    return {"run": {"inputs": entries}}
+
+
+def write(path, script, replies, inputs=()):
+    """Write the transcript: the comment line, the inputs it was made on,
+    then one reply per line (call ids numbered)."""
     with open(path, "w") as f:
         f.write(json.dumps({"comment": SCRIPTED.format(script=script)}) + "\n")
+        if inputs:
+            f.write(json.dumps(run_line(inputs)) + "\n")
         for i, r in enumerate(replies, 1):
             for c in r["message"].get("tool_calls", []):
                 c["id"] = f"call_{i}"

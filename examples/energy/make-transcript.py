@@ -102,7 +102,7 @@ def main():
                         ok=False)
         final = scripted.expect(results, 3, "flagged ")
         scripted.expect(results, 4, "anomalies.csv", "timestamp,kwh,expected,robust_z,kind", "## Summary")
-        scripted.write(out, "examples/energy/make-transcript.py", turns(summary(final["exec"]["stdout"])))
+        scripted.write(out, "examples/energy/make-transcript.py", turns(summary(final["exec"]["stdout"])), data)
         end, _ = scripted.replay(corral, out, data, TASK)
     if end["status"] != "answered":
         raise SystemExit(f"the replay ended '{end['status']}': {end.get('reason')}")

@@ -92,7 +92,7 @@ def main():
         scripted.expect(results, 0, "Revenue", "Whatsit")
         scripted.expect(results, 1, "Missing optional dependency 'tabulate'", ok=False)
         final = scripted.expect(results, 2, "beyond 3 sd")
-        scripted.write(out, "examples/sales/make-transcript.py", turns(summary(final["exec"]["stdout"])))
+        scripted.write(out, "examples/sales/make-transcript.py", turns(summary(final["exec"]["stdout"])), data)
         end, _ = scripted.replay(corral, out, data, TASK)
     if end["status"] != "answered":
         raise SystemExit(f"the replay ended '{end['status']}': {end.get('reason')}")

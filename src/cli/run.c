@@ -505,6 +505,8 @@ struct run {
         json_t *run_info;
         char *restore_note;      /* --from: for the system prompt */
         json_t *archive_report;  /* --archive: what was written */
+        json_t *replay;          /* replay:FILE: {"transcript", "inputs": "same"|"different"|"unknown",
+                                  * "input_changes"} (docs/providers.md, "Replay") */
         struct agent_result res;
         double t_start;
 };
@@ -622,6 +624,96 @@ static int open_destinations(struct run *run, corral_error **err)
         return 0;
 }
 
+/* "input/sales.csv: 48213 bytes then, 51200 now" for each input that
+ * differs between the recording's run and this one. */
+static json_t *input_changes(const json_t *then, const json_t *now)
+{
+        json_t *out = json_array();
+        size_t i, k;
+        json_t *a, *b;
+        json_array_foreach (then, i, a) {
+                const char *dest = json_string_value(json_object_get(a, "dest"));
+                json_t *match = NULL;
+                json_array_foreach (now, k, b)
+                        if (dest && json_equal(json_object_get(b, "dest"), json_object_get(a, "dest")))
+                                match = b;
+                char *line = NULL;
+                json_int_t was = json_integer_value(json_object_get(a, "bytes"));
+                if (match == NULL) {
+                        if (asprintf(&line, "%s: recorded, not staged now", dest ? dest : "?") < 0)
+                                line = NULL;
+                } else if (json_integer_value(json_object_get(match, "bytes")) != was) {
+                        if (asprintf(&line, "%s: %" JSON_INTEGER_FORMAT " bytes then, %" JSON_INTEGER_FORMAT " now",
+                                     dest, was, json_integer_value(json_object_get(match, "bytes"))) < 0)
+                                line = NULL;
+                } else if (json_is_string(json_object_get(a, "sha256")) &&
+                           !json_equal(json_object_get(a, "sha256"), json_object_get(match, "sha256"))) {
+                        if (asprintf(&line, "%s: other contents (SHA-256 differs)", dest) < 0)
+                                line = NULL;
+                }
+                if (line)
+                        json_array_append_new(out, json_string(line));
+                free(line);
+        }
+        json_array_foreach (now, k, b) {
+                bool known = false;
+                json_array_foreach (then, i, a)
+                        known = known || json_equal(json_object_get(a, "dest"), json_object_get(b, "dest"));
+                char *line = NULL;
+                if (!known && asprintf(&line, "%s: staged now, not in the recording",
+                                       json_string_value(json_object_get(b, "dest"))) >= 0)
+                        json_array_append_new(out, json_string(line));
+                free(line);
+        }
+        return out;
+}
+
+/* What a transcript records or a replay checks: the inputs as staged, with
+ * sizes and digests (docs/providers.md, "Replay"). */
+static int replay_set_up(struct run *run)
+{
+        bool recording = run->o.model.record_path != NULL, replay = model_client_is_replay(run->model);
+        if (!recording && !replay)
+                return 0;
+        workspace_digest_inputs(run->ws, run->inputs);
+        json_t *inputs = json_array(), *e;
+        size_t i;
+        json_array_foreach (run->inputs, i, e) {
+                json_t *x = json_pack("{s:O?, s:O?, s:O?, s:O?}", "dest", json_object_get(e, "dest"), "type",
+                                      json_object_get(e, "type"), "bytes", json_object_get(e, "bytes"), "sha256",
+                                      json_object_get(e, "sha256"));
+                if (x)
+                        json_array_append_new(inputs, x);
+        }
+        if (recording) {
+                json_t *info = json_pack("{s:O, s:s}", "inputs", inputs, "corral_version", CORRAL_VERSION);
+                model_client_record_run(run->model, info);
+                json_decref(info);
+        }
+        if (replay) {
+                const json_t *rec = model_client_replay_run(run->model);
+                run->replay = json_pack("{s:s, s:s}", "transcript", run->choice.model + strlen("replay:"), "inputs",
+                                        rec ? "same" : "unknown");
+                if (rec && run->replay) {
+                        json_t *changes = input_changes(json_object_get(rec, "inputs"), inputs);
+                        if (json_array_size(changes) > 0)
+                                json_object_set_new(run->replay, "inputs", json_string("different"));
+                        json_object_set_new(run->replay, "input_changes", changes);
+                }
+        }
+        json_decref(inputs);
+        return 0;
+}
+
+/* A replay whose answer must not pass for this run's: recorded on other
+ * inputs, or on unknown ones, or its tool results differed on the way. */
+static bool replay_answer_is_stale(const struct run *run)
+{
+        const char *inputs = json_string_value(json_object_get(run->replay, "inputs"));
+        return run->replay && ((inputs && strcmp(inputs, "same") != 0) ||
+                               model_client_replay_divergence(run->model) != NULL);
+}
+
 /* The destinations, then the model client, the workspace with its inputs,
  * then the trace and the view: nothing is written before the inputs are
  * staged. */
@@ -676,6 +768,7 @@ static int set_up(struct run *run, int cancel_fd, corral_error **err)
                 return -1;
         json_array_extend(run->inputs, staged);
         json_decref(staged);
+        replay_set_up(run);
 
         cleanup_close int trace_dir = run->trace.dirfd >= 0 ? ws_dest_dir(&run->trace, 0700, err) : AT_FDCWD;
         if (trace_dir == -1 ||
@@ -701,6 +794,8 @@ static int set_up(struct run *run, int cancel_fd, corral_error **err)
                                   run->ws->root, "trace", run->trace_path, "version", CORRAL_VERSION);
         if (run->run_info && cwd)
                 json_object_set_new(run->run_info, "cwd", json_string(cwd));
+        if (run->run_info && run->replay)
+                json_object_set(run->run_info, "replay", run->replay);
         return 0;
 }
 
@@ -774,6 +869,36 @@ static int finish(struct run *run)
                         archive_error = strdup(aerr ? aerr->msg : "unknown error");
                 corral_error_free(aerr);
         }
+        /* A replay's answer is the recorded text: say when it is not about
+         * this run's data (the code did run on it: the artifacts are this
+         * run's). */
+        bool stale = replay_answer_is_stale(run);
+        cleanup_free char *stale_note = NULL;
+        if (run->replay) {
+                const json_t *div = model_client_replay_divergence(run->model);
+                json_object_set(run->replay, "diverged", div ? (json_t *)div : json_null());
+                json_object_set_new(run->replay, "answer_recorded_on_other_data", json_boolean(stale));
+        }
+        if (stale && res->status == AGENT_ANSWERED) {
+                const char *inputs = json_string_value(json_object_get(run->replay, "inputs"));
+                json_t *changes = json_object_get(run->replay, "input_changes");
+                const json_t *div = model_client_replay_divergence(run->model);
+                const char *why = strcmp(inputs, "different") == 0 ? json_string_value(json_array_get(changes, 0))
+                                  : strcmp(inputs, "unknown") == 0 ? "the transcript does not record its inputs"
+                                                                   : NULL;
+                char turn[96] = "";
+                if (why == NULL && div)
+                        snprintf(turn, sizeof(turn), "the tool results of turn %" JSON_INTEGER_FORMAT " differ",
+                                 json_integer_value(json_object_get(div, "turn")));
+                if (asprintf(&stale_note,
+                             "the answer is the one recorded in '%s', not computed from this run's data (%s%s); the "
+                             "code ran on this run's inputs: its artifacts are this run's",
+                             json_string_value(json_object_get(run->replay, "transcript")), why ? why : turn,
+                             why && json_array_size(changes) > 1 ? ", ..." : "") < 0)
+                        stale_note = NULL;
+                if (stale_note)
+                        trace_emit(run->tr, "notice", json_pack("{s:s}", "message", stale_note));
+        }
         const struct model_usage *u = model_client_usage(run->model);
         double wall_ms = monotonic_ms() - run->t_start;
         const char *status = agent_status_to_string(res->status);
@@ -796,6 +921,8 @@ static int finish(struct run *run)
                         json_object_set(j, "archive", run->archive_report);
                 if (j && archive_error)
                         json_object_set_new(j, "archive_error", json_string(archive_error));
+                if (j && run->replay)
+                        json_object_set(j, "replay", run->replay);
                 if (j) {
                         redact_json(j, run->secrets);
                         text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -808,6 +935,9 @@ static int finish(struct run *run)
                 json_decref(j);
         } else if (res->status == AGENT_ANSWERED && res->answer) {
                 cleanup_free char *a = redact_text(res->answer, run->secrets);
+                /* Never passed off as this run's when it is not. */
+                if (stale_note)
+                        printf("[corral: %s]\n", stale_note);
                 /* The model's text: inert on a terminal, exact in a file. */
                 cli_print_untrusted(stdout, a ? a : "", a ? strlen(a) : 0);
                 if (a && *a && a[strlen(a) - 1] != '\n')
@@ -837,6 +967,7 @@ static void run_release(struct run *run)
         json_decref(run->inputs);
         json_decref(run->run_info);
         json_decref(run->archive_report);
+        json_decref(run->replay);
         free(run->restore_note);
         corral_jail_config_release(&run->jail);
         free(run->secrets);

@@ -191,6 +191,40 @@ static void record(model_client *c, const json_t *messages, const json_t *tools,
         free(text);
 }
 
+int model_client_record_run(model_client *c, const json_t *info)
+{
+        if (c == NULL || c->record_fd < 0 || info == NULL)
+                return 0;
+        json_t *line = json_pack("{s:O}", "run", info);
+        if (line == NULL)
+                return -1;
+        redact_json(line, c->s.secrets);
+        char *text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(line);
+        if (text == NULL)
+                return -1;
+        size_t n = strlen(text);
+        text[n] = '\n';
+        int r = write_all(c->record_fd, text, n + 1);
+        free(text);
+        return r;
+}
+
+bool model_client_is_replay(const model_client *c)
+{
+        return c && c->ops == &replay_backend_ops;
+}
+
+const json_t *model_client_replay_run(const model_client *c)
+{
+        return model_client_is_replay(c) ? replay_recorded_run(c) : NULL;
+}
+
+const json_t *model_client_replay_divergence(const model_client *c)
+{
+        return model_client_is_replay(c) ? replay_divergence(c) : NULL;
+}
+
 /* Text the model produced, for estimating completion tokens. */
 static size_t reply_bytes(const struct chat_reply *r)
 {

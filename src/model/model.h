@@ -71,6 +71,26 @@ CORRAL_HIDDEN int model_chat(model_client *c, const json_t *messages, const json
 
 CORRAL_HIDDEN const struct model_usage *model_client_usage(const model_client *c);
 
+/* What a transcript knows of the run it was recorded on, so that a replay
+ * on other data says so instead of passing the recorded text off as this
+ * run's (docs/providers.md, "Replay").
+ *
+ * model_client_record_run(): when recording, write {"run": info} (the
+ * inputs with their sizes and digests) to the transcript, before the
+ * exchanges; a no-op otherwise.
+ * model_client_replay_run(): for a replay, the recorded {"run"} info, or
+ * NULL when the transcript has none (hand-written, or older).
+ * model_client_replay_divergence(): for a replay, the first turn whose tool
+ * results differ from the ones recorded before that turn (what the
+ * program printed, as the model was shown it):
+ * {"turn": N, "tool_call_id", "recorded", "now"} (excerpts), or NULL when
+ * every comparable turn matched so far.  Not thread-safe with model_chat()
+ * on the same client. */
+CORRAL_HIDDEN int model_client_record_run(model_client *c, const json_t *info);
+CORRAL_HIDDEN bool model_client_is_replay(const model_client *c);
+CORRAL_HIDDEN const json_t *model_client_replay_run(const model_client *c);
+CORRAL_HIDDEN const json_t *model_client_replay_divergence(const model_client *c);
+
 /* Rough token count of text: what the usage estimate and context trimming
  * use when the endpoint does not say (about 4 bytes per token). */
 CORRAL_HIDDEN uint64_t model_estimate_tokens(const char *text, size_t len);

@@ -6,9 +6,14 @@
  * {"message": {...}, "finish_reason", "usage"}}; hand-written lines may
  * carry only "reply" (or only "reply":{"message":...}); a line that is
  * only {"comment": "..."} says where the transcript came from and is
- * skipped.  The recorded
- * requests are not compared with the new ones: a replay answers whatever is
- * asked, so a transcript replays also after the prompt changed.
+ * skipped; a line {"run": {...}} (written by --record before the
+ * exchanges) says what the run saw: its inputs with sizes and digests.
+ * A replay answers whatever is asked, so a transcript replays also after
+ * the prompt changed; but the tool results each recorded request carried
+ * are compared with the new request's (what the program printed: see
+ * comparable()), and the first turn that differs
+ * is kept (replay_divergence()): the recorded text after it speaks of other
+ * results than this run's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,9 +26,12 @@
 #define MAX_TRANSCRIPT (16u << 20)
 
 struct replay {
-        json_t *replies; /* array of reply objects */
+        json_t *replies;   /* array of reply objects */
+        json_t *requests;  /* the recorded request of each reply, or null */
         size_t next;
         char *path;
+        json_t *run;       /* the {"run"} line, or NULL */
+        json_t *diverged;  /* the first differing turn, or NULL */
 };
 
 int replay_backend_open(model_client *c, corral_error **err)
@@ -39,9 +47,12 @@ int replay_backend_open(model_client *c, corral_error **err)
                 return corral_make_error(err, CORRAL_ERR_USAGE, errno ? errno : EIO, "cannot read the transcript '%s'",
                                          path);
         struct replay *r = calloc(1, sizeof(*r));
-        if (r == NULL || (r->replies = json_array()) == NULL || (r->path = strdup(path)) == NULL) {
-                if (r)
+        if (r == NULL || (r->replies = json_array()) == NULL || (r->requests = json_array()) == NULL ||
+            (r->path = strdup(path)) == NULL) {
+                if (r) {
                         json_decref(r->replies);
+                        json_decref(r->requests);
+                }
                 free(r);
                 return corral_fail(err, ENOMEM, "cannot load the transcript");
         }
@@ -66,6 +77,12 @@ int replay_backend_open(model_client *c, corral_error **err)
                         json_decref(doc);
                         continue;
                 }
+                if (json_object_size(doc) == 1 && json_is_object(json_object_get(doc, "run"))) {
+                        if (r->run == NULL)
+                                r->run = json_incref(json_object_get(doc, "run"));
+                        json_decref(doc);
+                        continue;
+                }
                 json_t *reply = json_object_get(doc, "reply");
                 json_t *msg = json_object_get(reply, "message");
                 if (!json_is_object(msg) || !json_is_string(json_object_get(msg, "role"))) {
@@ -73,6 +90,8 @@ int replay_backend_open(model_client *c, corral_error **err)
                         return corral_usage(err, "%s: expected {\"reply\": {\"message\": {\"role\": ...}}}", what);
                 }
                 json_array_append(r->replies, reply);
+                json_t *req = json_object_get(json_object_get(doc, "request"), "messages");
+                json_array_append(r->requests, json_is_array(req) ? req : json_null());
                 json_decref(doc);
         }
         if (json_array_size(r->replies) == 0)
@@ -80,11 +99,109 @@ int replay_backend_open(model_client *c, corral_error **err)
         return 0;
 }
 
+/* The tool results at the end of messages (after the last assistant
+ * message): {tool_call_id: content}. */
+static json_t *last_tool_results(const json_t *messages)
+{
+        json_t *out = json_object();
+        size_t n = json_array_size(messages);
+        for (size_t i = n; out && i-- > 0;) {
+                const json_t *m = json_array_get(messages, i);
+                const char *role = json_string_value(json_object_get(m, "role"));
+                if (role == NULL || strcmp(role, "tool") != 0)
+                        break;
+                const char *id = json_string_value(json_object_get(m, "tool_call_id"));
+                json_t *content = json_object_get(m, "content");
+                if (id && json_is_string(content))
+                        json_object_set(out, id, content);
+        }
+        return out;
+}
+
+/* What of a tool result speaks of the data: a step's stdout (what the
+ * program printed; observe.c writes it between "stdout:" and "stderr:"),
+ * else the whole result without its "wall time:" line.  Status lines,
+ * tracebacks and timings change with corral's version and the execution
+ * mode, not with the data. */
+static char *comparable(const char *text)
+{
+        const char *out = strncmp(text, "stdout:", 7) == 0 ? text : strstr(text, "\nstdout:");
+        if (out) {
+                out += *out == '\n' ? 1 : 0;
+                const char *err = strstr(out, "\nstderr:");
+                return strndup(out, err ? (size_t)(err - out) : strlen(out));
+        }
+        char *copy = malloc(strlen(text) + 1);
+        if (copy == NULL)
+                return NULL;
+        size_t o = 0;
+        for (const char *p = text; *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+                if (strncmp(p, "wall time:", 10) != 0) {
+                        memcpy(copy + o, p, len);
+                        o += len;
+                }
+                p += len;
+        }
+        copy[o] = '\0';
+        return copy;
+}
+
+/* The first 200 bytes of s where it differs from t, for the report. */
+static json_t *excerpt_at(const char *s, size_t at)
+{
+        size_t start = at > 40 ? at - 40 : 0;
+        size_t len = strlen(s + start);
+        return json_stringn(s + start, len > 200 ? 200 : len);
+}
+
+/* Compare the tool results of this request with the recorded one's. */
+static void compare_turn(struct replay *r, size_t turn, const json_t *messages)
+{
+        const json_t *recorded = json_array_get(r->requests, turn);
+        if (r->diverged || !json_is_array(recorded))
+                return;
+        json_t *was = last_tool_results(recorded), *now = last_tool_results(messages);
+        const char *id;
+        json_t *v;
+        json_object_foreach (was, id, v) {
+                const char *then_text = json_string_value(v);
+                const char *now_text = json_string_value(json_object_get(now, id));
+                cleanup_free char *a = comparable(then_text);
+                cleanup_free char *b = now_text ? comparable(now_text) : NULL;
+                if (a == NULL || (b && strcmp(a, b) == 0))
+                        continue;
+                size_t at = 0;
+                while (b && a[at] && a[at] == b[at])
+                        at++;
+                r->diverged = json_pack("{s:I, s:s, s:o, s:o}", "turn", (json_int_t)turn + 1, "tool_call_id", id,
+                                        "recorded", excerpt_at(a, at), "now",
+                                        b ? excerpt_at(b, at) : json_string("(no such tool result)"));
+                break;
+        }
+        json_decref(was);
+        json_decref(now);
+}
+
+const json_t *replay_recorded_run(const model_client *c)
+{
+        const struct replay *r = c->backend;
+        return r ? r->run : NULL;
+}
+
+const json_t *replay_divergence(const model_client *c)
+{
+        const struct replay *r = c->backend;
+        return r ? r->diverged : NULL;
+}
+
 static int replay_chat(model_client *c, const json_t *messages, const json_t *tools, const struct model_hooks *hooks,
                        struct chat_reply *ret, corral_error **err)
 {
         struct replay *r = c->backend;
         c->usage.requests++;
+        compare_turn(r, r->next, messages);
         if (r->next >= json_array_size(r->replies))
                 return corral_make_error(err, CORRAL_ERR_MODEL_REFUSED, 0, "the transcript '%s' has no reply left "
                                          "(it holds %zu)", r->path, json_array_size(r->replies));
@@ -117,6 +234,9 @@ static void replay_release(model_client *c)
         if (r == NULL)
                 return;
         json_decref(r->replies);
+        json_decref(r->requests);
+        json_decref(r->run);
+        json_decref(r->diverged);
         free(r->path);
         free(r);
         c->backend = NULL;

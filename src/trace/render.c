@@ -407,6 +407,18 @@ static void render_run_start(render *r, const json_t *ev)
                 }
         }
         out_kv(r, "endpoint", trace_jstr(ev, "base_url"), NULL);
+        /* A replay on other data says so before anything else happens. */
+        json_t *replay = json_object_get(ev, "replay");
+        const char *same = trace_jstr(replay, "inputs");
+        if (same && strcmp(same, "same") != 0) {
+                const char *first = json_string_value(json_array_get(json_object_get(replay, "input_changes"), 0));
+                char *line = NULL;
+                if (asprintf(&line, "%s: its text speaks of the recorded data, not of this run's",
+                             strcmp(same, "different") == 0 ? (first ? first : "other inputs")
+                                                             : "the transcript does not record its inputs") >= 0)
+                        out_kv(r, "replay", line, C_RED);
+                free(line);
+        }
         json_t *inputs = json_object_get(ev, "inputs");
         size_t i;
         json_t *in;

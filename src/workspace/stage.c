@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../lib/digest.h"
 #include "workspace-internal.h"
 
 #define HEAD_BYTES 4096   /* read of a file to describe it */
@@ -460,6 +461,22 @@ static int describe_visit(struct ws_walk *w, int dirfd, const char *name, const 
                 describe_file(d, dirfd, name, path, st, -1);
         }
         return d->failed ? -1 : 0;
+}
+
+void workspace_digest_inputs(struct workspace *ws, json_t *entries)
+{
+        size_t i;
+        json_t *e;
+        json_array_foreach (entries, i, e) {
+                const char *dest = json_string_value(json_object_get(e, "dest"));
+                const char *type = json_string_value(json_object_get(e, "type"));
+                if (dest == NULL || type == NULL || strcmp(type, "file") != 0)
+                        continue;
+                char hex[DIGEST_HEX_LEN + 1];
+                cleanup_close int fd = ws_open_rel(ws, dest, O_RDONLY | O_NONBLOCK | O_NOCTTY, NULL, NULL);
+                if (fd >= 0 && digest_sha256_fd(fd, hex) == 0)
+                        json_object_set_new(e, "sha256", json_string(hex));
+        }
 }
 
 char *workspace_describe_inputs(struct workspace *ws, size_t max_files, unsigned head_lines)

@@ -172,6 +172,11 @@ CORRAL_HIDDEN void workspace_diff_drop_mounts(const struct workspace *ws, json_t
 CORRAL_HIDDEN const struct ws_staged *workspace_staged_at(const struct workspace *ws, const char *rel,
                                                           bool bound_only);
 
+/* Add "sha256" (digest.h) to each file entry of entries (as
+ * workspace_stage_manifest() reports them), read through what the jails
+ * see: for telling a replay on other data. */
+CORRAL_HIDDEN void workspace_digest_inputs(struct workspace *ws, json_t *entries);
+
 /* What the model should know of the inputs: one line per file under input/
  * (path relative to /workspace, size) and, for text files, the first
  * head_lines lines (each cut at 200 bytes); at most max_files files.

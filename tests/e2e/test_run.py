@@ -2,6 +2,7 @@
 scripted OpenAI-compatible server (tests/model-server) on 127.0.0.1 that
 checks what every request carries and answers as the turn says."""
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -484,7 +485,7 @@ def test_record_then_replay_offline(run, tmp_path):
     srv.assert_ok()
     assert r1.rc == 0, r1.err
     lines = rec.read_text().splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3 and json.loads(lines[0])["run"]["inputs"] == []  # what it ran on, then 2 exchanges
     rec.write_text(json.dumps({"comment": "recorded by the test"}) + "\n" + rec.read_text())
     trace2 = tmp_path / "replay-trace.jsonl"
     r2 = run("http://127.0.0.1:9/v1", "--json", "--trace", str(trace2), "multiply", model=f"replay:{rec}")
@@ -495,6 +496,50 @@ def test_record_then_replay_offline(run, tmp_path):
     events = [json.loads(line) for line in trace2.read_text().splitlines()]
     out = [e for e in events if e["type"] == "tool_result"][0]["exec"]["stdout"]
     assert out == "42\n"
+    assert r2.json["replay"]["inputs"] == "same" and r2.json["replay"]["diverged"] is None
+
+
+def test_replay_on_other_data_never_passes_off_the_recorded_answer(run, tmp_path):
+    """A transcript records the inputs it ran on (sizes, SHA-256); replayed
+    on other data (the README's `replay:` example on one's own sales.csv), the
+    code runs on the new data but the recorded answer is marked as recorded,
+    on stdout, in the live view, in the trace and in --json."""
+    data = tmp_path / "sales.csv"
+    data.write_text("product,revenue\nWhatsit,100\nWidget-07,5\n")
+    rec = tmp_path / "t.jsonl"
+    code = "import pandas as pd\nprint(pd.read_csv('input/sales.csv').sort_values('revenue').iloc[-1, 0])"
+    turns = [tool_call("run_python", code=code), text("The top product is Whatsit.")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--record", str(rec), "-i", str(data), "-q", "top product")
+    assert r.rc == 0 and r.out == "The top product is Whatsit.\n", (r.out, r.err)
+    run_line = json.loads(rec.read_text().splitlines()[0])["run"]
+    assert run_line["inputs"][0]["dest"] == "input/sales.csv"
+    assert run_line["inputs"][0]["sha256"] == hashlib.sha256(data.read_bytes()).hexdigest()
+    replay = lambda *a: run("http://127.0.0.1:9/v1", "-i", str(data), *a, "top product", model=f"replay:{rec}")
+    # the same data: the answer as recorded, nothing said
+    r = replay("-q")
+    assert r.rc == 0 and r.out == "The top product is Whatsit.\n", (r.out, r.err)
+    # other data of the same size: the code's output differs, the answer is marked
+    data.write_text("product,revenue\nWhatsit,005\nWidget-07,5\n".replace("005", "1  "))
+    data.write_text("product,revenue\nWhatsit,1\nWidget-07,500\n")
+    r = replay("--json")
+    assert r.rc == 0, r.err
+    rep = r.json["replay"]
+    assert rep["inputs"] == "different" and rep["answer_recorded_on_other_data"] is True, rep
+    assert rep["diverged"]["turn"] == 2 and "Widget-07" in rep["diverged"]["now"], rep
+    r = replay("-q")
+    first, rest = r.out.split("\n", 1)
+    assert first.startswith("[corral: the answer is the one recorded in") and "not computed from this run's data" in first
+    assert rest == "The top product is Whatsit.\n"
+    assert "note: the answer is the one recorded" in r.err
+    r = replay()
+    assert "replay     input/sales.csv: other contents (SHA-256 differs)" in r.err or \
+           "replay     input/sales.csv: " in r.err, r.err
+    # a hand-written transcript that does not say what it ran on: marked too
+    lines = [ln for ln in rec.read_text().splitlines() if not ln.startswith('{"run"')]
+    rec.write_text("\n".join(json.dumps({"reply": json.loads(ln)["reply"]}) for ln in lines) + "\n")
+    r = replay("--json")
+    assert r.json["replay"]["inputs"] == "unknown" and r.json["replay"]["answer_recorded_on_other_data"] is True
 
 
 @pytest.mark.parametrize("content,msg", [
