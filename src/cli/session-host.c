@@ -149,6 +149,19 @@ static void figures_host_paths(struct daemon *d, json_t *figures)
         }
 }
 
+/* The client wrote during its step: {"op": "interrupt"} (its Ctrl-C)
+ * interrupts the step; anything else, or a client gone, does not (the step
+ * runs on, as before). */
+static bool daemon_on_client(void *userdata)
+{
+        struct daemon *d = userdata;
+        json_t *m = wire_read(d->client, 1000);
+        const char *op = json_string_value(json_object_get(m, "op"));
+        bool interrupt = op && strcmp(op, "interrupt") == 0;
+        json_decref(m);
+        return interrupt;
+}
+
 static void daemon_exec(struct daemon *d, int fd, json_t *req)
 {
         json_t *code = json_object_get(req, "code");
@@ -165,9 +178,19 @@ static void daemon_exec(struct daemon *d, int fd, json_t *req)
         json_t *o = json_object_get(req, "output_limit");
         if (json_is_integer(o) && json_integer_value(o) > 0 && json_integer_value(o) <= (1 << 30))
                 lim.output_limit = (uint64_t)json_integer_value(o);
+        /* A client that gave up while an earlier step ran (its Ctrl-C) does
+         * not get its step run later; one that waits learns it has begun. */
+        struct pollfd hup = { .fd = fd, .events = POLLRDHUP };
+        if (poll(&hup, 1, 0) > 0 && (hup.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+                return;
+        json_t *running = json_pack("{s:s}", "t", "running");
+        if (running)
+                wire_write(fd, running);
+        json_decref(running);
         d->client = fd;
         d->client_gone = false;
-        struct session_callbacks cb = { .on_output = daemon_on_output, .userdata = d };
+        struct session_callbacks cb = { .on_output = daemon_on_output, .interrupt_fd = fd,
+                                        .on_interrupt_fd = daemon_on_client, .userdata = d };
         struct session_result res;
         corral_error *err = NULL;
         if (session_exec(d->s, json_string_value(code), json_string_length(code), &lim, &cb, &res, &err) < 0) {

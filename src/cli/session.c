@@ -555,14 +555,49 @@ static int cmd_exec_step(int argc, char **argv)
         struct cli_output streams[2];
         cli_output_init(&streams[0], STDOUT_FILENO);
         cli_output_init(&streams[1], STDERR_FILENO);
+        /* Ctrl-C interrupts the step (KeyboardInterrupt, the state kept), as
+         * its time limit would; a second one leaves it running. */
+        int cancel = cli_catch_signals();
+        bool running = false, noted = false, interrupting = false;
         for (;;) {
+                struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = cancel, .events = POLLIN } };
+                int n = poll(p, 2, running || noted ? -1 : 1000);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n == 0) {
+                        cli_error("session", "session '%s' is running another step; waiting for it to end "
+                                             "(Ctrl-C to give up: then nothing runs)", id);
+                        noted = true;
+                        continue;
+                }
+                if (n > 0 && (p[1].revents & POLLIN)) {
+                        uint64_t v;
+                        ssize_t rd = read(cancel, &v, sizeof(v));
+                        (void)rd;
+                        if (!running) {
+                                cli_error("session", "interrupted while waiting: the step was not run");
+                                status = 128 + (cli_cancel_signal() ? cli_cancel_signal() : SIGINT);
+                                goto out;
+                        }
+                        if (!interrupting) {
+                                json_t *intr = json_pack("{s:s}", "op", "interrupt");
+                                if (intr && wire_write(fd, intr) == 0)
+                                        cli_error("session", "interrupting the step (Ctrl-C again leaves it "
+                                                             "running)");
+                                json_decref(intr);
+                                interrupting = true;
+                        }
+                        continue;
+                }
                 json_t *f = wire_read(fd, -1);
                 if (f == NULL) {
                         corral_fail(&err, 0, "session '%s' ended during the step (see 'corral session list')", id);
                         goto fail;
                 }
                 const char *t = json_string_value(json_object_get(f, "t"));
-                if (t && strcmp(t, "out") == 0 && !json) {
+                if (t && strcmp(t, "running") == 0) {
+                        running = true;
+                } else if (t && strcmp(t, "out") == 0 && !json) {
                         json_t *d = json_object_get(f, "data");
                         const char *s = json_string_value(json_object_get(f, "stream"));
                         cli_output_write(&streams[s && strcmp(s, "stderr") == 0 ? 1 : 0],

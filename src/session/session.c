@@ -257,21 +257,29 @@ static bool kernel_ended(struct kernel *k)
 /* Wait until there is news (a frame or the end) or deadline (monotonic ms,
  * <= 0: none), also watching extra_fd (>= 0).  Returns 1 when extra_fd is
  * readable. */
-static int kernel_wait(struct kernel *k, double deadline, int extra_fd)
+/* Wait for the kernel, until deadline or an fd: 1 when cancel_fd is
+ * readable, 2 when watch_fd is (readable or hung up), else 0. */
+static int kernel_wait(struct kernel *k, double deadline, int cancel_fd, int watch_fd)
 {
-        struct pollfd p[2] = { { .fd = k->wake, .events = POLLIN }, { .fd = extra_fd, .events = POLLIN } };
+        struct pollfd p[3] = { { .fd = k->wake, .events = POLLIN },
+                               { .fd = cancel_fd, .events = POLLIN },
+                               { .fd = watch_fd, .events = POLLIN } };
         int timeout = -1;
         if (deadline > 0) {
                 double left = deadline - monotonic_ms();
                 timeout = left <= 0 ? 0 : (int)left + 1;
         }
-        int n = poll(p, extra_fd >= 0 ? 2 : 1, timeout);
+        int n = poll(p, 3, timeout); /* a negative fd is ignored */
         if (n > 0 && (p[0].revents & POLLIN)) {
                 uint64_t v;
                 ssize_t r = read(k->wake, &v, sizeof(v));
                 (void)r;
         }
-        return n > 0 && extra_fd >= 0 && (p[1].revents & POLLIN) ? 1 : 0;
+        if (n > 0 && cancel_fd >= 0 && (p[1].revents & POLLIN))
+                return 1;
+        if (n > 0 && watch_fd >= 0 && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))
+                return 2;
+        return 0;
 }
 
 /* Frame a JSON object onto the jail's stdin, giving up at deadline or when
@@ -433,7 +441,7 @@ static int kernel_start(const corral_jail_config *base, double lifetime_left_s, 
                         return corral_fail(ret_err, 0, "the session's interpreter was not ready within %g s",
                                            start_timeout_s);
                 }
-                kernel_wait(k, deadline, -1);
+                kernel_wait(k, deadline, -1, -1);
         }
 }
 
@@ -488,6 +496,8 @@ const char *session_status_to_string(enum session_status s)
                 return "lost";
         case SESSION_STEP_CANCELLED:
                 return "cancelled";
+        case SESSION_STEP_INTERRUPTED:
+                return "interrupted";
         default:
                 return "unknown";
         }
@@ -942,8 +952,9 @@ int session_exec(struct session *s, const char *code, size_t len, const struct s
         }
         json_decref(req);
 
-        bool interrupted = false;
+        bool interrupted = false, asked = false; /* asked: on request, not by the time limit */
         double hard_deadline = 0;
+        int watch_fd = cb && cb->on_interrupt_fd ? cb->interrupt_fd : -1;
         for (;;) {
                 if (step_frames(s, &st) < 0) {
                         step_lost(s, &st, SESSION_STEP_LOST, 125);
@@ -958,6 +969,12 @@ int session_exec(struct session *s, const char *code, size_t len, const struct s
                                 ret->status = SESSION_STEP_ERROR;
                                 ret->exit_code = 1;
                                 set_reason(ret, "the step raised KeyboardInterrupt");
+                        } else if (asked && ret->status == SESSION_STEP_TIMEOUT) {
+                                ret->status = SESSION_STEP_INTERRUPTED;
+                                ret->exit_code = 130;
+                                ret->limit = CORRAL_LIMIT_CANCELLED;
+                                set_reason(ret, "the step was interrupted (KeyboardInterrupt) on request; the "
+                                                "session's state is kept");
                         } else if (interrupted && ret->status == SESSION_STEP_TIMEOUT) {
                                 ret->limit = CORRAL_LIMIT_WALL_TIME;
                                 set_reason(ret, "the step's time limit of %g s was reached; it was interrupted "
@@ -984,17 +1001,37 @@ int session_exec(struct session *s, const char *code, size_t len, const struct s
                         continue;
                 }
                 if (interrupted && now >= hard_deadline) {
-                        step_lost(s, &st, SESSION_STEP_TIMEOUT, 124);
-                        ret->limit = CORRAL_LIMIT_WALL_TIME;
+                        step_lost(s, &st, asked ? SESSION_STEP_INTERRUPTED : SESSION_STEP_TIMEOUT, asked ? 130 : 124);
+                        ret->limit = asked ? CORRAL_LIMIT_CANCELLED : CORRAL_LIMIT_WALL_TIME;
                         ret->signal = 0;
                         free(ret->reason);
                         ret->reason = NULL;
-                        set_reason(ret, "the step's time limit of %g s was reached and it did not stop within "
-                                        "the %g s grace period after the interrupt: the interpreter was killed",
-                                   timeout_s, s->opt.grace_s);
+                        if (asked)
+                                set_reason(ret, "the step did not stop within the %g s grace period after it was "
+                                                "interrupted: the interpreter was killed",
+                                           s->opt.grace_s);
+                        else
+                                set_reason(ret, "the step's time limit of %g s was reached and it did not stop "
+                                                "within the %g s grace period after the interrupt: the "
+                                                "interpreter was killed",
+                                           timeout_s, s->opt.grace_s);
                         break;
                 }
-                if (kernel_wait(s->k, interrupted ? hard_deadline : deadline, cancel_fd) == 1) {
+                int woke = kernel_wait(s->k, interrupted ? hard_deadline : deadline, cancel_fd, watch_fd);
+                if (woke == 2) {
+                        if (!cb->on_interrupt_fd(cb->userdata)) {
+                                watch_fd = -1;
+                        } else if (!interrupted) {
+                                json_t *intr = json_pack("{s:s,s:I}", "op", "interrupt", "id", (json_int_t)st.id);
+                                if (intr)
+                                        kernel_send(s->k, intr, monotonic_ms() + 1000);
+                                json_decref(intr);
+                                interrupted = asked = true;
+                                hard_deadline = monotonic_ms() + s->opt.grace_s * 1000;
+                        }
+                        continue;
+                }
+                if (woke == 1) {
                         step_lost(s, &st, SESSION_STEP_CANCELLED, 130);
                         ret->limit = CORRAL_LIMIT_CANCELLED;
                         ret->signal = 0;

@@ -80,6 +80,13 @@ struct session_callbacks {
         /* Each chunk of the step's output as it arrives (kept bytes only);
          * stream is 1 or 2. */
         void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+        /* With on_interrupt_fd set: when interrupt_fd becomes readable (or
+         * hangs up), on_interrupt_fd() is called: true interrupts the step as its time limit does
+         * (KeyboardInterrupt in the interpreter, the state kept; killed after
+         * the grace period), with status "interrupted"; false stops watching
+         * the fd (a client that went away). */
+        int interrupt_fd;
+        bool (*on_interrupt_fd)(void *userdata);
         void *userdata;
 };
 
@@ -89,6 +96,7 @@ enum session_status {
         SESSION_STEP_TIMEOUT,    /* the wall limit interrupted it */
         SESSION_STEP_LOST,       /* the interpreter died during the step */
         SESSION_STEP_CANCELLED,  /* the caller's cancel fd */
+        SESSION_STEP_INTERRUPTED, /* interrupted on request (Ctrl-C): KeyboardInterrupt, state kept */
 };
 CORRAL_HIDDEN const char *session_status_to_string(enum session_status s);
 

@@ -606,3 +606,36 @@ def test_run_stateless_starts_fresh_processes(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "Each run starts a fresh process" in srv.requests[0]["messages"][0]["content"]
 
+
+
+def test_ctrl_c_interrupts_the_step_and_keeps_the_state(sessions, tmp_path):
+    """Ctrl-C on `corral session exec` interrupts the step as its time limit
+    does (KeyboardInterrupt in the interpreter, the state kept, exit 130);
+    a second exec waiting for a busy session says so, and Ctrl-C there gives
+    up without the step ever running."""
+    import signal
+    sid = sessions.start()["id"]
+    rc, r, err = sessions.step(sid, "x = 1")
+    assert rc == 0, (r, err)
+    p = subprocess.Popen([CORRAL, "session", "exec", sid, "-c",
+                          "import time\nprint('started', flush=True)\ntime.sleep(30)\nx = 2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=sessions.env)
+    assert p.stdout.readline() == "started\n"
+    # meanwhile a second client: it waits, says so, and gives up on Ctrl-C
+    q = subprocess.Popen([CORRAL, "session", "exec", sid, "-c", "open('ran.txt', 'w').write('x')"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=sessions.env)
+    said = q.stderr.readline()
+    assert "is running another step; waiting for it to end" in said, said
+    q.send_signal(signal.SIGINT)
+    _, qerr = q.communicate(timeout=30)
+    assert q.returncode == 130 and "the step was not run" in qerr, qerr
+    t0 = time.time()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert time.time() - t0 < 10, "the interrupt did not stop the step"
+    assert p.returncode == 130, (out, err)
+    assert "interrupting the step" in err and "interrupted" in err, err
+    rc, r, err = sessions.step(sid, "x")
+    assert rc == 0 and r["value"]["text"] == "1", (r, err)  # the state is kept, the rest of the step never ran
+    rc, r, err = sessions.step(sid, "import os; os.path.exists('ran.txt')")
+    assert r["value"]["text"] == "False", r
