@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -399,6 +400,11 @@ static json_t *limits_json(const corral_jail_config *j)
 int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_error **err)
 {
         memset(ret, 0, sizeof(*ret));
+        if (cfg->task == NULL || strlen(cfg->task) > AGENT_TASK_MAX)
+                return corral_usage(err, "the task is %zu bytes, more than the %u KiB a task may be (it is sent with "
+                                         "every model turn): put the text in a file, stage it as an input, and "
+                                         "name it in the task",
+                                    cfg->task ? strlen(cfg->task) : 0, AGENT_TASK_MAX >> 10);
         struct agent_state st = { .cfg = cfg };
         bool text = cfg->text_protocol;
         json_t *tools = text ? NULL : agent_tool_schemas();
@@ -432,6 +438,20 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
         if (start && cfg->run_info)
                 json_object_update(start, cfg->run_info);
         emit(cfg, "run_start", start);
+        /* What every turn sends before any output: if it fills the context
+         * alone, every step's output will be cut to nothing. */
+        const char *sys = json_string_value(json_object_get(json_array_get(messages, 0), "content"));
+        uint64_t fixed = model_estimate_tokens(sys ? sys : "", sys ? strlen(sys) : 0) +
+                         model_estimate_tokens(cfg->task, strlen(cfg->task));
+        if (fixed > context_target) {
+                cleanup_free char *msg = NULL;
+                if (asprintf(&msg, "the system prompt and the task alone take about %" PRIu64 " tokens, more than "
+                                   "3/4 of the model's context of %" PRIu64 ": older output will be cut short "
+                                   "every turn; put long text in an input file and name it in the task, or give "
+                                   "the model's context size (--context-tokens)",
+                             fixed, (uint64_t)cfg->context_tokens) >= 0)
+                        emit(cfg, "notice", json_pack("{s:s}", "message", msg));
+        }
 
         ret->status = AGENT_GAVE_UP;
         for (unsigned turn = 1;; turn++) {

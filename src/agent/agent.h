@@ -28,8 +28,12 @@ struct review_policy;
 
 #define AGENT_MAX_STEP_IMAGES 8
 
+/* The longest task: it is sent with every model turn.  Longer text belongs
+ * in an input file the task names. */
+#define AGENT_TASK_MAX (64u << 10)
+
 struct agent_config {
-        const char *task;
+        const char *task;        /* at most AGENT_TASK_MAX bytes */
         model_client *model;
         struct workspace *ws;
         /* Limits, binds and environment for every execution; argv, program

@@ -381,12 +381,14 @@ static void make_run_id(char *buf, size_t len)
         snprintf(buf, len, "%s-%02x%02x%02x", stamp, rnd[0], rnd[1], rnd[2]);
 }
 
+/* The task from stdin: a byte past AGENT_TASK_MAX tells it is too long
+ * (agent_run() says so); the rest is not read. */
 static char *read_task_stdin(void)
 {
-        struct capbuf b = { .cap = 1u << 20 };
+        struct capbuf b = { .cap = AGENT_TASK_MAX + 1 };
         char chunk[4096];
         ssize_t n;
-        while ((n = read(STDIN_FILENO, chunk, sizeof(chunk))) > 0)
+        while (!b.truncated && (n = read(STDIN_FILENO, chunk, sizeof(chunk))) > 0)
                 if (capbuf_append(&b, chunk, (size_t)n) == (size_t)-1)
                         break;
         return capbuf_detach(&b, NULL);
@@ -545,8 +547,13 @@ static int parse_command_line(struct run *run, int argc, char **argv, const char
                 task = run->task_buf = read_task_stdin();
         if (task == NULL || task[strspn(task, " \t\r\n")] == '\0')
                 return corral_usage(err, "the task is empty");
-        if (!utf8_valid(task, strlen(task)))
+        if (!utf8_valid(task, strlen(task)) && strlen(task) <= AGENT_TASK_MAX)
                 return corral_usage(err, "the task is not valid UTF-8");
+        if (strlen(task) > AGENT_TASK_MAX)
+                return corral_usage(err, "the task is %s%zu bytes, more than the %u KiB a task may be (it is sent "
+                                         "with every model turn): put the text in a file, stage it with -i FILE, and "
+                                         "name it in the task",
+                                    run->task_buf ? "over " : "", strlen(task), AGENT_TASK_MAX >> 10);
         if (run->o.archive_inputs && run->o.archive == NULL)
                 return corral_usage(err, "--archive-inputs needs --archive FILE");
         if (run->o.json)

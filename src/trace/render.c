@@ -391,11 +391,34 @@ static char *input_summary(const json_t *in)
         return buf;
 }
 
+/* A long task in the header: its first lines, and how much there is (the
+ * trace keeps it whole). */
+static char *task_head(const char *task)
+{
+        size_t len = strlen(task), cut = 0;
+        unsigned lines = 0;
+        while (cut < len && cut < 400 && lines < 5)
+                if (task[cut++] == '\n')
+                        lines++;
+        if (cut >= len)
+                return strdup(task);
+        while (cut > 0 && ((unsigned char)task[cut] & 0xc0) == 0x80)
+                cut--; /* not inside a UTF-8 character */
+        char size[32];
+        trace_fmt_count(size, sizeof(size), (unsigned long long)len);
+        char *out = NULL;
+        if (asprintf(&out, "%.*s… (%s bytes in all)", (int)cut, task, size) < 0)
+                return NULL;
+        return out;
+}
+
 static void render_run_start(render *r, const json_t *ev)
 {
         begin_block(r);
         out_rule(r, "─", "corral run", C_BOLD);
-        out_kv(r, "task", trace_jstr(ev, "task"), C_BOLD);
+        const char *task = trace_jstr(ev, "task");
+        cleanup_free char *head = task ? task_head(task) : NULL;
+        out_kv(r, "task", head, C_BOLD);
         const char *model = trace_jstr(ev, "model");
         if (model) {
                 char *line = NULL;

@@ -1024,3 +1024,27 @@ def test_runs_are_listed_and_found_again_by_id(run, tmp_path):
     shutil.rmtree(tmp_path / "state")
     r = show("last")
     assert r.returncode == 1 and "no run with a trace" in r.stderr, r.stderr
+
+
+def test_huge_tasks(run, tmp_path):
+    """A task is sent with every turn: over 64 KiB it is refused with a hint
+    (from stdin too, without reading it all), a long one is shortened in the
+    header, and one that fills the model's context alone is warned about."""
+    with ScriptedServer([]) as srv:
+        r = run(srv, "x" * (70 << 10))
+        assert r.rc == 2 and "more than the 64 KiB a task may be" in r.err and "-i FILE" in r.err, r.err
+        proc = subprocess.run([CORRAL, "run", "--base-url", srv.base_url, "--model", "m", "-"],
+                              input=b"y" * (26 << 20), capture_output=True, timeout=60, cwd=tmp_path,
+                              env=base_env(XDG_STATE_HOME=str(tmp_path / "state")))
+        assert proc.returncode == 2 and b"the task is over 65537 bytes" in proc.stderr, proc.stderr
+        assert len(proc.stderr) < 1000
+    assert srv.requests == []
+    task = ("line of the task\n" * 2000)[: 30 << 10]
+    with ScriptedServer([text("ok")]) as srv:
+        r = run(srv, "--context-tokens", "4000", task)
+    assert r.rc == 0, r.err
+    assert r.err.count("line of the task") <= 6 and "bytes in all)" in r.err, r.err[:2000]
+    notes = [e["message"] for e in r.events() if e["type"] == "notice"]
+    assert any("the system prompt and the task alone take about" in n for n in notes), notes
+    start = [e for e in r.events() if e["type"] == "run_start"][0]
+    assert start["task"] == task  # the trace keeps it whole
