@@ -191,8 +191,14 @@ static int apply_profile(corral_jail_config *cfg, json_t *root, const char *path
                                         }
                                 }
                         }
-                } else
-                        r = corral_usage(ret_err, "profile '%s': unknown key '%s'", path, key);
+                } else {
+                        static const char *const keys[] = { "timeout", "cpu_time", "memory", "disk", "output_limit",
+                                                            "pids", "nofile", "cpus", "net", "rootfs", "workspace",
+                                                            "require_cgroups", "env", "binds", NULL };
+                        const char *near = nearest_name(key, keys);
+                        r = corral_usage(ret_err, "profile '%s': unknown key '%s'%s%s%s", path, key,
+                                         near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+                }
                 if (r < 0)
                         break;
         }

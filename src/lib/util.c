@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -243,4 +244,45 @@ char *utf8_sanitize(const char *data, size_t len, size_t *ret_len)
         if (ret_len)
                 *ret_len = o;
         return out;
+}
+
+/* Edits from a to b (optimal string alignment), at most 64 bytes each. */
+static size_t edits(const char *a, const char *b)
+{
+        size_t n = strlen(a), m = strlen(b);
+        if (n > 64 || m > 64)
+                return SIZE_MAX;
+        size_t d[65][65];
+        for (size_t i = 0; i <= n; i++)
+                d[i][0] = i;
+        for (size_t j = 0; j <= m; j++)
+                d[0][j] = j;
+        for (size_t i = 1; i <= n; i++)
+                for (size_t j = 1; j <= m; j++) {
+                        size_t cost = a[i - 1] == b[j - 1] ? 0 : 1, best = d[i - 1][j - 1] + cost;
+                        if (d[i - 1][j] + 1 < best)
+                                best = d[i - 1][j] + 1;
+                        if (d[i][j - 1] + 1 < best)
+                                best = d[i][j - 1] + 1;
+                        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                                best = d[i - 2][j - 2] + 1;
+                        d[i][j] = best;
+                }
+        return d[n][m];
+}
+
+const char *nearest_name(const char *word, const char *const *names)
+{
+        const char *best = NULL;
+        size_t best_d = SIZE_MAX, len = strlen(word);
+        for (size_t i = 0; names[i]; i++) {
+                if (strcasecmp(word, names[i]) == 0)
+                        return names[i];
+                size_t d = edits(word, names[i]);
+                if (d < best_d) {
+                        best_d = d;
+                        best = names[i];
+                }
+        }
+        return best_d <= 2 && best_d * 3 <= len ? best : NULL;
 }

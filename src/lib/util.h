@@ -84,6 +84,11 @@ CORRAL_HIDDEN void str_vsetf(char **dst, const char *fmt, va_list ap) CORRAL_PRI
 CORRAL_HIDDEN int mkdir_p(const char *path, mode_t mode);
 CORRAL_HIDDEN int write_file_at(int dirfd, const char *path, const char *text);
 
+/* The name of names (NULL-terminated) closest to word, for "did you mean":
+ * equal but for case, or within two edits (insert, delete, replace, swap of
+ * neighbours) and not more than a third of its length; else NULL. */
+CORRAL_HIDDEN const char *nearest_name(const char *word, const char *const *names);
+
 /* Escape bytes as valid UTF-8: invalid sequences and NUL become U+FFFD. */
 CORRAL_HIDDEN char *utf8_sanitize(const char *data, size_t len, size_t *ret_len);
 CORRAL_HIDDEN bool utf8_valid(const char *data, size_t len);

@@ -103,6 +103,83 @@ static int config_string(const char *path, json_t *obj, const char *key, const c
         return expand_env(path, w, json_string_value(v), ret, err);
 }
 
+/* The keys each object of the config file may have: a typo ("modle",
+ * "baseUrl") is an error naming the nearest key, not silently nothing. */
+static const char *const top_keys[] = { "$schema", "provider", "model", NULL };
+static const char *const provider_keys[] = { "name", "npm", "options", "models", "baseURL", "apiKey", "quirks", NULL };
+static const char *const options_keys[] = { "baseURL", "apiKey", NULL };
+static const char *const model_keys[] = { "name", "limit", "modalities", NULL };
+static const char *const limit_keys[] = { "context", "output", NULL };
+static const char *const modalities_keys[] = { "input", "output", NULL };
+
+static int check_keys(const char *path, const char *where, const json_t *obj, const char *const *keys,
+                      corral_error **err)
+{
+        const char *key;
+        json_t *v;
+        json_object_foreach ((json_t *)obj, key, v) {
+                size_t i;
+                for (i = 0; keys[i] && strcmp(keys[i], key) != 0; i++)
+                        ;
+                if (keys[i])
+                        continue;
+                const char *near = nearest_name(key, keys);
+                char *known = NULL;
+                size_t klen = 0;
+                FILE *f = open_memstream(&known, &klen);
+                for (i = 0; f && keys[i]; i++)
+                        fprintf(f, "%s\"%s\"", i ? ", " : "", keys[i]);
+                if (f)
+                        fclose(f);
+                cleanup_free char *known_list = known;
+                if (near)
+                        return corral_usage(err, "config file '%s': %s has no key \"%s\" (did you mean \"%s\"?)",
+                                            path, where, key, near);
+                return corral_usage(err, "config file '%s': %s has no key \"%s\" (it takes %s)", path, where, key,
+                                    known_list ? known_list : "");
+        }
+        return 0;
+}
+
+/* The whole file's keys, before any of it is used. */
+static int check_config(const char *path, const json_t *doc, corral_error **err)
+{
+        if (check_keys(path, "the top level", doc, top_keys, err) < 0)
+                return -1;
+        const char *name, *id;
+        json_t *p, *m;
+        json_object_foreach ((json_t *)json_object_get(doc, "provider"), name, p) {
+                cleanup_free char *where = NULL;
+                if (asprintf(&where, "provider.%s", name) < 0)
+                        return corral_fail(err, ENOMEM, "cannot read the config file");
+                if (!json_is_object(p))
+                        return corral_usage(err, "config file '%s': %s must be an object", path, where);
+                json_t *options = json_object_get(p, "options"), *models = json_object_get(p, "models");
+                cleanup_free char *ow = NULL;
+                if (asprintf(&ow, "%s.options", where) < 0)
+                        return corral_fail(err, ENOMEM, "cannot read the config file");
+                if (check_keys(path, where, p, provider_keys, err) < 0 ||
+                    (json_is_object(options) && check_keys(path, ow, options, options_keys, err) < 0))
+                        return -1;
+                if (models && !json_is_object(models))
+                        return corral_usage(err, "config file '%s': %s.models must be an object of models", path,
+                                            where);
+                json_object_foreach (models, id, m) {
+                        cleanup_free char *mw = NULL;
+                        if (asprintf(&mw, "%s.models.%s", where, id) < 0)
+                                return corral_fail(err, ENOMEM, "cannot read the config file");
+                        if (!json_is_object(m))
+                                return corral_usage(err, "config file '%s': %s must be an object", path, mw);
+                        json_t *limit = json_object_get(m, "limit"), *mod = json_object_get(m, "modalities");
+                        if (check_keys(path, mw, m, model_keys, err) < 0 ||
+                            (json_is_object(limit) && check_keys(path, mw, limit, limit_keys, err) < 0) ||
+                            (json_is_object(mod) && check_keys(path, mw, mod, modalities_keys, err) < 0))
+                                return -1;
+                }
+        }
+        return 0;
+}
+
 static int load_config(const char *path, bool must_exist, json_t **ret, corral_error **err)
 {
         *ret = NULL;
@@ -132,6 +209,10 @@ static int load_config(const char *path, bool must_exist, json_t **ret, corral_e
         if (providers && !json_is_object(providers)) {
                 json_decref(doc);
                 return corral_usage(err, "%s: \"provider\" must be an object of providers", what);
+        }
+        if (check_config(path, doc, err) < 0) {
+                json_decref(doc);
+                return -1;
         }
         *ret = doc;
         return 0;

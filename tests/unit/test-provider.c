@@ -205,6 +205,36 @@ TEST(config_errors)
         CHECK_INT(resolve("m", NULL, NULL, "/nonexistent/corral.json", &c, &err), -1);
         CHECK(err && strstr(err->msg, "/nonexistent/corral.json"));
         corral_error_clear(&err);
+        /* Typos are errors naming the nearest key, at every level. */
+        static const struct {
+                const char *text, *says;
+        } typos[] = {
+                { "{\"modle\": \"x\"}", "the top level has no key \"modle\" (did you mean \"model\"?)" },
+                { "{\"provider\": {\"lab\": {\"baseUrl\": \"http://h/v1\"}}}",
+                  "provider.lab has no key \"baseUrl\" (did you mean \"baseURL\"?)" },
+                { "{\"provider\": {\"lab\": {\"options\": {\"apikey\": \"k\"}}}}",
+                  "provider.lab.options has no key \"apikey\" (did you mean \"apiKey\"?)" },
+                { "{\"provider\": {\"lab\": {\"models\": {\"m\": {\"limits\": {}}}}}}",
+                  "provider.lab.models.m has no key \"limits\" (did you mean \"limit\"?)" },
+                { "{\"provider\": {\"lab\": {\"models\": {\"m\": {\"limit\": {\"contxt\": 9}}}}}}",
+                  "no key \"contxt\" (did you mean \"context\"?)" },
+                { "{\"provider\": {\"lab\": {\"headers\": {}}}}", "no key \"headers\" (it takes \"name\"," },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(typos); i++) {
+                write_config(typos[i].text);
+                CHECK_INT(resolve("m", NULL, NULL, config, &c, &err), -1);
+                CHECK(err && strstr(err->msg, typos[i].says) && err->kind == CORRAL_ERR_USAGE);
+                if (err && !strstr(err->msg, typos[i].says))
+                        printf("# %s\n", err->msg);
+                corral_error_clear(&err);
+        }
+        /* the helper itself */
+        static const char *const names[] = { "timeout", "memory", "model", "baseURL", NULL };
+        CHECK_STR(nearest_name("timout", names), "timeout");
+        CHECK_STR(nearest_name("BASEURL", names), "baseURL");
+        CHECK_STR(nearest_name("memroy", names), "memory"); /* a swap is one edit */
+        CHECK(nearest_name("xyz", names) == NULL);
+        CHECK(nearest_name("mo", names) == NULL);           /* two edits of two letters: too far */
 }
 
 int main(void)
