@@ -44,6 +44,7 @@ struct render {
         size_t npending;
         char *last_text;        /* the last model text shown, to not repeat it as the answer */
         char *run_id;           /* of run_start: where to find the run again, in the summary */
+        char *last_code;        /* of the last run_python/run_shell call, for the review's excerpts */
         char *trace_file;
         unsigned steps;
         json_t *calls;          /* tool call id -> {"step", "name"} */
@@ -712,6 +713,8 @@ static void render_tool_call(render *r, const json_t *ev)
                         code = trace_jstr(args, key);
                 if (code == NULL)
                         code = json_is_string(args) ? json_string_value(args) : "";
+                free(r->last_code);
+                r->last_code = strdup(code);
                 out_rule(r, "─", label, C_BOLD);
                 /* Text protocol ("text-N" ids): the code block was just shown
                  * in the model's own text. */
@@ -778,6 +781,61 @@ static void out_first_line(render *r, const char *color, const char *text)
                         n--;
         }
         out_text(r, color, text, n);
+}
+
+/* Line n (from 1) of text, without its newline; NULL past the end. */
+static char *nth_line(const char *text, long long n)
+{
+        for (const char *p = text; p && n > 0; n--) {
+                const char *nl = strchr(p, '\n');
+                if (n == 1)
+                        return strndup(p, nl ? (size_t)(nl - p) : strlen(p));
+                p = nl ? nl + 1 : NULL;
+        }
+        return NULL;
+}
+
+/* The safety review of the step just shown, as `corral review` shows it:
+ * the verdict, then each finding's line, rule and message under the line
+ * of code it is about.  Nothing for a step it allowed without a word. */
+static void render_review(render *r, const json_t *ev)
+{
+        const char *verdict = trace_jstr(ev, "verdict");
+        json_t *findings = json_object_get(ev, "findings"), *f;
+        const json_t *llm = json_object_get(ev, "llm");
+        if (verdict == NULL || (json_array_size(findings) == 0 && !json_is_object(llm)))
+                return;
+        bool reject = strcmp(verdict, "reject") == 0;
+        ensure_bol(r);
+        out_kv(r, "review", reject ? "rejected: the step did not run" : "warnings: the step runs", reject ? C_RED
+                                                                                                         : C_YELLOW);
+        size_t i;
+        json_array_foreach (findings, i, f) {
+                double line = 0;
+                trace_jnum(f, "line", &line);
+                const char *rule = trace_jstr(f, "rule"), *msg = trace_jstr(f, "message");
+                const char *sev = trace_jstr(f, "severity");
+                cleanup_free char *head = NULL;
+                if (asprintf(&head, "line %.0f · %s%s%s", line, rule ? rule : "?", sev ? " · " : "", sev ? sev : "") <
+                    0)
+                        head = NULL;
+                out_kv(r, "", head, sev && strcmp(sev, "reject") == 0 ? C_RED : C_YELLOW);
+                cleanup_free char *code = r->last_code ? nth_line(r->last_code, (long long)line) : NULL;
+                if (code) {
+                        cleanup_free char *ex = NULL;
+                        if (asprintf(&ex, "%4.0f │ %s", line, code) >= 0)
+                                out_kv(r, "", ex, C_DIM);
+                }
+                out_kv(r, "", msg, NULL);
+        }
+        if (json_is_object(llm)) {
+                const char *model = trace_jstr(llm, "model"), *v = trace_jstr(llm, "verdict");
+                const char *why = trace_jstr(llm, "reasons");
+                cleanup_free char *line = NULL;
+                if (asprintf(&line, "reviewer model %s: %s%s%s", model ? model : "", v ? v : "?", why ? ": " : "",
+                             why ? why : "") >= 0)
+                        out_kv(r, "", line, v && strcmp(v, "reject") == 0 ? C_RED : NULL);
+        }
 }
 
 static void render_tool_result(render *r, const json_t *ev)
@@ -997,6 +1055,9 @@ void render_event(void *userdata, const json_t *event)
                         spinner_stop(r);
                         render_tool_call(r, event);
                 }
+        } else if (strcmp(type, "review") == 0) {
+                if (!q)
+                        render_review(r, event);
         } else if (strcmp(type, "tool_result") == 0) {
                 if (!q)
                         render_tool_result(r, event);
@@ -1072,6 +1133,7 @@ void render_free(render *r)
         free(r->last_text);
         free(r->run_id);
         free(r->trace_file);
+        free(r->last_code);
         pthread_cond_destroy(&r->cond);
         pthread_mutex_destroy(&r->lock);
         free(r);

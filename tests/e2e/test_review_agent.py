@@ -74,6 +74,12 @@ def test_rejected_step_does_not_run_and_the_model_learns_why(tmp_path):
     assert results[0]["ok"] is False and not results[0].get("exec")
     assert results[1]["ok"] is True
     assert ev[0]["review"]["level"] == "standard"
+    # The trace shown again says why, as `corral review` would: rule, line and the line of code.
+    trace = os.path.join(str(tmp_path), "state", "corral", "runs", ev[0]["run_id"], "trace.jsonl")
+    shown = subprocess.run([CORRAL, "trace", "show", "--no-color", trace], capture_output=True, text=True,
+                           timeout=60).stdout
+    assert "review     rejected: the step did not run" in shown, shown
+    assert "line 3 · PY-PROC-001 · reject" in shown and "   3 │ print(subprocess.run(" in shown, shown
 
 
 def test_review_policy_off_runs_everything(tmp_path):
