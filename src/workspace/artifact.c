@@ -1036,6 +1036,58 @@ static int detect_json(const struct src *s, unsigned char *buf, bool sure, json_
         return r < 0 ? -1 : 1;
 }
 
+/* needle in h[0..n), ignoring ASCII case. */
+static bool memcasemem(const unsigned char *h, size_t n, const char *needle)
+{
+        size_t m = strlen(needle);
+        for (size_t i = 0; m <= n && i <= n - m; i++)
+                if (strncasecmp((const char *)h + i, needle, m) == 0)
+                        return true;
+        return false;
+}
+
+/* Source code and configuration by name, else by what the file opens with
+ * (a #! line, an SQL statement, a YAML document marker): the format, or
+ * NULL.  Asked before Markdown, whose "# heading" is also a comment in
+ * Python, shell, YAML and TOML. */
+static const char *code_format(const char *name, const unsigned char *p, const unsigned char *end)
+{
+        static const struct {
+                const char *ext, *format;
+        } by_name[] = {
+                { ".py", "python" }, { ".pyw", "python" }, { ".sh", "shell" },  { ".bash", "shell" },
+                { ".zsh", "shell" },  { ".yaml", "yaml" },  { ".yml", "yaml" },  { ".toml", "toml" },
+                { ".sql", "sql" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(by_name); i++)
+                if (name_ends(name, by_name[i].ext))
+                        return by_name[i].format;
+        const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t first = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (first > 2 && p[0] == '#' && p[1] == '!') {
+                if (memmem(p, first, "python", 6))
+                        return "python";
+                if (memmem(p, first, "sh", 2))
+                        return "shell";
+        }
+        if (first >= 3 && memcmp(p, "---", 3) == 0 && (first == 3 || p[3] == ' ' || p[3] == '\r'))
+                return "yaml";
+        if (starts_ci(p, end, "%YAML"))
+                return "yaml";
+        /* A statement: its keyword, and a word it needs further on (prose
+         * may start with "With" or "Select"). */
+        static const struct {
+                const char *start, *needs;
+        } sql[] = { { "select ", " from " }, { "with ", " as (" },        { "create table ", "(" },
+                    { "create view ", " as " }, { "insert into ", "values" }, { "update ", " set " },
+                    { "delete from ", ";" },  { "drop table ", ";" } };
+        size_t span = (size_t)(end - p) < 4096 ? (size_t)(end - p) : 4096;
+        for (size_t i = 0; i < ARRAY_SIZE(sql); i++)
+                if (starts_ci(p, end, sql[i].start) && memcasemem(p, span, sql[i].needs))
+                        return "sql";
+        return NULL;
+}
+
 static int detect_text(const struct src *s, const unsigned char *h, size_t n, const char *name, json_t *e)
 {
         bool complete = n >= s->size;
@@ -1070,6 +1122,9 @@ static int detect_text(const struct src *s, const unsigned char *h, size_t n, co
         }
         bool csv_name = name_ends(name, ".csv") || name_ends(name, ".tsv") || name_ends(name, ".tab");
         bool md_name = name_ends(name, ".md") || name_ends(name, ".markdown");
+        const char *code = md_name || csv_name ? NULL : code_format(name, body, end);
+        if (code)
+                return set_str(e, "format", code) | count_lines(s, buf, e);
         const unsigned char *heading = NULL;
         if (!csv_name && (md_name || looks_markdown(body, (size_t)(end - body), &heading))) {
                 if (heading == NULL)
@@ -1214,6 +1269,8 @@ char *artifact_describe(const json_t *e, char *buf, size_t size)
                 { "tsv", "TSV" },         { "json", "JSON" },      { "jsonl", "JSON Lines" },
                 { "markdown", "Markdown" }, { "html", "HTML" },    { "xml", "XML" },
                 { "text", "text" },       { "xlsx", "Excel workbook" }, { "docx", "Word document" },
+                { "python", "Python" },   { "shell", "shell script" }, { "yaml", "YAML" },
+                { "toml", "TOML" },       { "sql", "SQL" },
                 { "pptx", "PowerPoint deck" }, { "zip", "zip archive" }, { "parquet", "Parquet" },
                 { "gzip", "gzip" },       { "zstd", "zstd" },      { "sqlite", "SQLite database" },
                 { "npy", "NumPy array" }, { "elf", "ELF executable" }, { "binary", "binary" },
@@ -1263,7 +1320,9 @@ char *artifact_describe(const json_t *e, char *buf, size_t size)
                         snprintf(buf, size, "JSON object, %" JSON_INTEGER_FORMAT " key%s", b, b == 1 ? "" : "s");
                 else
                         snprintf(buf, size, "JSON %s", t ? t : "");
-        } else if (strcmp(format, "text") == 0 || strcmp(format, "markdown") == 0) {
+        } else if (strcmp(format, "text") == 0 || strcmp(format, "markdown") == 0 || strcmp(format, "python") == 0 ||
+                   strcmp(format, "shell") == 0 || strcmp(format, "yaml") == 0 || strcmp(format, "toml") == 0 ||
+                   strcmp(format, "sql") == 0) {
                 bool least = false;
                 a = iget(e, "lines", &h1);
                 if (!h1) {

@@ -337,9 +337,9 @@ TEST(csv_basic)
         CHECK_STR(fmt(e), "csv");
         CHECK_INT(num(e, "rows"), 2);
         json_decref(e);
-        /* Source code whose lines split evenly at commas is still text. */
+        /* Source code whose lines split evenly at commas is not a CSV. */
         e = typed("f(a, b)\ng(c, d)\n", "step.py");
-        CHECK_STR(fmt(e), "text");
+        CHECK_STR(fmt(e), "python");
         json_decref(e);
 }
 
@@ -535,6 +535,31 @@ TEST(text_formats)
         e = typed("\xEF\xBB\xBFwith BOM\n", NULL);
         CHECK_STR(fmt(e), "text");
         json_decref(e);
+        /* Code and configuration: by name, else by how they open; their
+         * "# comments" are not Markdown headings (detect.py was "Markdown"). */
+        static const struct {
+                const char *text, *name, *format, *said;
+        } code[] = {
+                { "# Detect anomalies\nimport pandas as pd\n# --- rules ---\nx = 1\n", "detect.py", "python",
+                  "Python, 4 lines" },
+                { "#!/usr/bin/env python3\nprint(1)\n", "tool", "python", "Python, 2 lines" },
+                { "#!/bin/sh\n# setup\nset -eu\n", NULL, "shell", "shell script, 3 lines" },
+                { "# run it\necho hi\n", "run.sh", "shell", "shell script, 2 lines" },
+                { "# config\nname: x\nitems: [1, 2]\n", "conf.yaml", "yaml", "YAML, 3 lines" },
+                { "---\nname: x\n", NULL, "yaml", "YAML, 2 lines" },
+                { "# build\n[tool.x]\na = 1\n", "pyproject.toml", "toml", "TOML, 3 lines" },
+                { "-- totals\nSELECT a, b FROM t;\n", "q.sql", "sql", "SQL, 2 lines" },
+                { "SELECT product, sum(revenue) FROM sales GROUP BY 1;\n", NULL, "sql", "SQL, 1 line" },
+                { "# Title\n```python\nx = 1\n```\n", "notes.md", "markdown", "Markdown, 4 lines" },
+                { "a,b\n1,2\n", "x.py", "python", "Python, 2 lines" }, /* not a CSV */
+                { "With the data at hand, select what matters.\n", NULL, "text", "text, 1 line" }, /* prose */
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(code); i++) {
+                e = typed(code[i].text, code[i].name);
+                CHECK_STR(fmt(e), code[i].format);
+                CHECK_STR(said(e), code[i].said);
+                json_decref(e);
+        }
 }
 
 TEST(text_head_boundary)
