@@ -459,9 +459,12 @@ static void print_result(json_t *r)
                 const char *p = json_string_value(json_object_get(f, "host_path"));
                 if (p == NULL)
                         p = json_string_value(json_object_get(f, "path"));
-                cli_error("session", "figure %s (%" JSON_INTEGER_FORMAT "x%" JSON_INTEGER_FORMAT ")", p ? p : "?",
-                          json_integer_value(json_object_get(f, "width")),
-                          json_integer_value(json_object_get(f, "height")));
+                if (json_is_integer(json_object_get(f, "width")))
+                        cli_error("session", "figure %s (%" JSON_INTEGER_FORMAT "x%" JSON_INTEGER_FORMAT ")",
+                                  p ? p : "?", json_integer_value(json_object_get(f, "width")),
+                                  json_integer_value(json_object_get(f, "height")));
+                else
+                        cli_error("session", "figure %s", p ? p : "?");
         }
         const char *reason = json_string_value(json_object_get(r, "reason"));
         if (status && strcmp(status, "ok") != 0 && strcmp(status, "error") != 0 && reason)

@@ -234,6 +234,56 @@ def render_preview(fig, side, cap):
     return None, "larger than %d bytes even at %d pixels (%d bytes)" % (cap, max(16, side // 2), size)
 
 
+def _note_savefig(Figure):
+    """Wrap Figure.savefig to remember, on the figure, the file the step's
+    own code saved it to: save_figures() then names that file instead of
+    writing a second copy under output/figures/."""
+    if getattr(Figure.savefig, "_corral", False):
+        return
+    original = Figure.savefig
+
+    def savefig(self, fname, *args, **kwargs):
+        result = original(self, fname, *args, **kwargs)
+        try:
+            path = os.fspath(fname)
+        except TypeError:
+            path = None  # a file object: nothing to name
+        if isinstance(path, str):
+            self._corral_saved_to = os.path.abspath(path)
+        return result
+    savefig._corral = True
+    savefig.__wrapped__ = original
+    Figure.savefig = savefig
+
+
+class _FigureImportHook:
+    """Patches matplotlib.figure when the user's code first imports it (the
+    zygote imports it before the driver: then it is patched at once)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "matplotlib.figure":
+            return None
+        import importlib.util
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _note_savefig(module.Figure)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def watch_savefig():
+    if "matplotlib.figure" in sys.modules:
+        _note_savefig(sys.modules["matplotlib.figure"].Figure)
+    else:
+        sys.meta_path.insert(0, _FigureImportHook())
+
+
 def save_figures(step, preview=None):
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
@@ -242,19 +292,27 @@ def save_figures(step, preview=None):
     nums = plt.get_fignums()
     if not nums:
         return saved
-    try:
-        os.makedirs(FIGURE_DIR, exist_ok=True)
-    except OSError as e:
-        return [{"error": "cannot create %s: %s" % (FIGURE_DIR, e.strerror)}]
     for k, num in enumerate(nums, 1):
         fig = plt.figure(num)
         path = "%s/step%d-%d.png" % (FIGURE_DIR, step, k)
+        own = getattr(fig, "_corral_saved_to", None)
         try:
-            fig.savefig(path, format="png")
-            with open(path, "rb") as f:
-                head = f.read(24)  # the signature, then IHDR: width and height
-            w, h = struct.unpack(">II", head[16:24])
-            saved.append({"path": path, "width": w, "height": h, "bytes": os.path.getsize(path)})
+            if own and os.path.isfile(own):
+                # The code saved it itself: one copy, named, not two.
+                path = own
+                with open(path, "rb") as f:
+                    head = f.read(24)
+                entry = {"path": path, "bytes": os.path.getsize(path), "saved_by_code": True}
+                if head[:8] == b"\x89PNG\r\n\x1a\n":
+                    entry["width"], entry["height"] = struct.unpack(">II", head[16:24])
+                saved.append(entry)
+            else:
+                os.makedirs(FIGURE_DIR, exist_ok=True)
+                fig.savefig(path, format="png")
+                with open(path, "rb") as f:
+                    head = f.read(24)  # the signature, then IHDR: width and height
+                w, h = struct.unpack(">II", head[16:24])
+                saved.append({"path": path, "width": w, "height": h, "bytes": os.path.getsize(path)})
         except Exception as e:  # a broken figure must not lose the step
             saved.append({"path": path, "error": "%s: %s" % (type(e).__name__, e)})
             continue
@@ -403,6 +461,7 @@ def main():
     except Exception:
         pass
     signal.signal(signal.SIGINT, on_sigint)
+    watch_savefig()
     sys.argv = [""]
     sys.path[0] = ""  # like `python3 -c`: the working directory, not the driver's
     ns = {"__name__": "__main__", "__builtins__": __builtins__}

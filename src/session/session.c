@@ -765,6 +765,8 @@ static json_t *figure_from_frame(json_t *fig)
                 if (v)
                         json_object_set_new(out, strs[i], v);
         }
+        if (out && json_is_true(json_object_get(fig, "saved_by_code")))
+                json_object_set_new(out, "saved_by_code", json_true());
         /* A rendering for the model (asked for with preview_count): kept
          * whole or not at all, since a cut one would not decode; the
          * caller checks what it decodes to. */

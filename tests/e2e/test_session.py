@@ -285,6 +285,28 @@ def test_figures_saved_without_savefig(sessions):
     assert r["value"]["text"] == "[]" and r["figures"] == []
 
 
+def test_a_figure_the_code_saved_is_not_saved_twice(sessions):
+    """plt.savefig() in the step: that file is the figure (named, with its
+    size), no second copy under output/figures/; a figure the code did not
+    save still is.  Also when matplotlib is first imported in the step."""
+    info = sessions.start()
+    sid = info["id"]
+    rc, r, _ = sessions.step(sid, "import matplotlib.pyplot as plt\n"
+                                  "plt.plot([1, 3, 2])\n"
+                                  "plt.savefig('output/trend.png')\n"
+                                  "fig = plt.figure(figsize=(3, 2), dpi=100)\n"
+                                  "fig.savefig('output/bars.svg')\n"
+                                  "plt.figure(figsize=(2, 2), dpi=100)\n"
+                                  "_ = plt.plot([1])")
+    assert rc == 0, r
+    figs = r["figures"]
+    assert [f["path"] for f in figs] == ["/workspace/output/trend.png", "/workspace/output/bars.svg",
+                                         "/workspace/output/figures/step1-3.png"], figs
+    assert figs[0]["saved_by_code"] and (figs[0]["width"], figs[0]["height"]) == (640, 480)
+    assert "width" not in figs[1] and figs[1]["bytes"] > 0
+    assert sorted(os.listdir(os.path.join(info["workspace"], "output", "figures"))) == ["step1-3.png"]
+
+
 def test_exception_traceback_trimmed_to_user_code(sessions):
     sid = sessions.start()["id"]
     rc, r, _ = sessions.step(sid, "def inner():\n    return 1 / 0\n\ndef outer():\n    return inner()\n\nouter()")
