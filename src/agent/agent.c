@@ -220,7 +220,7 @@ static json_t *reply_event(unsigned iteration, const struct chat_reply *r, doubl
                                                                   : json_null(),
                          "reasoning", r->reasoning, "tool_calls", calls, "finish_reason", r->finish_reason, "usage",
                          "prompt_tokens", (json_int_t)r->usage.prompt_tokens, "completion_tokens",
-                         (json_int_t)r->usage.completion_tokens, "estimated", !r->usage.reported, "wait_ms", wait_ms);
+                         (json_int_t)r->usage.completion_tokens, "estimated", !r->usage.reported, "wait_ms", round_ms(wait_ms));
 }
 
 /* The tool_call event: arguments parsed when they are JSON, and the code
@@ -245,7 +245,7 @@ static json_t *call_event(unsigned iteration, const char *id, const char *name, 
 static json_t *result_event(unsigned iteration, const char *id, const struct agent_step *s, double ms)
 {
         json_t *ev = json_pack("{s:i, s:s, s:s, s:b, s:s, s:f}", "iteration", iteration, "id", id ? id : "", "name",
-                               s->name ? s->name : "", "ok", s->ok, "content", s->content ? s->content : "", "ms", ms);
+                               s->name ? s->name : "", "ok", s->ok, "content", s->content ? s->content : "", "ms", round_ms(ms));
         if (ev && s->exec)
                 json_object_set(ev, "exec", s->exec);
         if (ev && s->artifacts)

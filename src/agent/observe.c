@@ -168,7 +168,7 @@ json_t *agent_exec_to_json(const corral_jail_result *res, size_t stream_limit)
         return json_pack("{s:s, s:i, s:s?, s:s?, s:b, s:b, s:f, s:f, s:I, s:s?, s:s?}", "status",
                          corral_status_to_string(res->status), "exit_code", res->exit_code, "stdout", out, "stderr",
                          errs, "stdout_truncated", res->stdout_truncated, "stderr_truncated", res->stderr_truncated,
-                         "wall_ms", res->wall_ms, "cpu_ms", res->cpu_ms, "memory_peak_bytes",
+                         "wall_ms", round_ms(res->wall_ms), "cpu_ms", round_ms(res->cpu_ms), "memory_peak_bytes",
                          (json_int_t)res->memory_peak_bytes, "limit", corral_limit_to_string(res->limit), "reason",
                          res->reason);
 }

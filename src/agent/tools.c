@@ -455,7 +455,7 @@ static void exec_in_session(struct agent_state *st, const corral_jail_config *jc
         s->artifacts = diff_since_before(st);
         s->exec = agent_exec_to_json(&res, cfg->observation_bytes);
         if (s->exec) {
-                json_object_set_new(s->exec, "jail_ms", json_real(jail_ms));
+                json_object_set_new(s->exec, "jail_ms", json_real(round_ms(jail_ms)));
                 json_object_set_new(s->exec, "session_step", json_integer(r.step));
                 json_object_set_new(s->exec, "state_lost", json_boolean(r.state_lost));
                 json_object_set_new(s->exec, "restarted", json_boolean(r.restarted));
@@ -633,7 +633,7 @@ void agent_exec_code(struct agent_state *st, const char *lang, const char *code,
         s->artifacts = diff_since_before(st);
         s->exec = agent_exec_to_json(&res, cfg->observation_bytes);
         if (s->exec)
-                json_object_set_new(s->exec, "jail_ms", json_real(jail_ms)); /* the whole jail: set-up to teardown */
+                json_object_set_new(s->exec, "jail_ms", json_real(round_ms(jail_ms))); /* the whole jail: set-up to teardown */
         s->content = agent_observe_exec(&res, &jc, s->artifacts, cfg->observation_bytes);
         s->ok = res.status == CORRAL_STATUS_OK;
         s->cancelled = res.limit == CORRAL_LIMIT_CANCELLED;

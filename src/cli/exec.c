@@ -304,7 +304,7 @@ static int exec_review(const struct exec_opts *o, corral_error **err)
                                       "exit_code", EXIT_REVIEW_REJECTED, "signal", "reason",
                                       "rejected by the safety review; nothing ran", "limit", "stdout", "", "stderr", "",
                                       "review", review_result_to_json(&res));
-                char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+                char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
                 if (text)
                         puts(text);
                 free(text);

@@ -108,7 +108,7 @@ int cmd_review(int argc, char **argv)
         }
         if (json) {
                 json_t *j = review_result_to_json(&res);
-                char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+                char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
                 if (s)
                         printf("%s\n", s);
                 free(s);

@@ -479,7 +479,7 @@ static json_t *usage_json(const struct model_usage *u)
 {
         return json_pack("{s:I, s:I, s:i, s:i, s:f, s:b}", "prompt_tokens", (json_int_t)u->prompt_tokens,
                          "completion_tokens", (json_int_t)u->completion_tokens, "requests", (int)u->requests,
-                         "retries", (int)u->retries, "wait_ms", u->wait_ms, "estimated", u->estimated);
+                         "retries", (int)u->retries, "wait_ms", round_ms(u->wait_ms), "estimated", u->estimated);
 }
 
 /* Everything one `corral run` holds; released by run_release(). */
@@ -907,7 +907,7 @@ static int finish(struct run *run)
                         trace_emit(run->tr, "notice", json_pack("{s:s}", "message", stale_note));
         }
         const struct model_usage *u = model_client_usage(run->model);
-        double wall_ms = monotonic_ms() - run->t_start;
+        double wall_ms = round_ms(monotonic_ms() - run->t_start);
         const char *status = agent_status_to_string(res->status);
         trace_emit(run->tr, "run_end",
                    json_pack("{s:s, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f}", "status", status, "answer",
@@ -932,7 +932,7 @@ static int finish(struct run *run)
                         json_object_set(j, "replay", run->replay);
                 if (j) {
                         redact_json(j, run->secrets);
-                        text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+                        text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
                 }
                 if (text)
                         puts(text);

@@ -301,7 +301,7 @@ int cmd_runs(int argc, char **argv)
         }
         free_ids(ids);
         if (json) {
-                char *text = rows ? json_dumps(rows, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+                char *text = rows ? json_dumps(rows, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
                 if (text)
                         puts(text);
                 free(text);

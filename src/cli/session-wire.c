@@ -18,7 +18,7 @@
 
 int wire_write(int fd, json_t *obj)
 {
-        cleanup_free char *body = json_dumps(obj, JSON_COMPACT);
+        cleanup_free char *body = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(15));
         if (body == NULL)
                 return -1;
         size_t n = strlen(body);

@@ -377,7 +377,7 @@ static int cmd_start(int argc, char **argv)
                         json_t *j = json_pack("{s:s,s:i,s:s,s:s?,s:o?,s:b}", "id", id, "pid", hpid, "socket", sock,
                                               "workspace", workspace, "from", from ? json_incref(from) : json_null(),
                                               "warm", warm);
-                        char *js = j ? json_dumps(j, JSON_COMPACT) : NULL;
+                        char *js = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
                         if (js)
                                 puts(js);
                         free(js);
@@ -610,7 +610,7 @@ static int cmd_exec_step(int argc, char **argv)
                         cli_output_end(&streams[0]);
                         cli_output_end(&streams[1]);
                         if (json) {
-                                char *s = json_dumps(r, JSON_COMPACT);
+                                char *s = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(15));
                                 if (s)
                                         puts(s);
                                 free(s);
@@ -662,7 +662,7 @@ static json_t *ask(int fd, const char *op)
 static void print_archived(const char *id, json_t *report, bool json)
 {
         if (json) {
-                char *text = json_dumps(report, JSON_COMPACT);
+                char *text = json_dumps(report, JSON_COMPACT | JSON_REAL_PRECISION(15));
                 if (text)
                         puts(text);
                 free(text);
@@ -931,7 +931,7 @@ static int cmd_list(int argc, char **argv)
         if (dp)
                 closedir(dp);
         if (json) {
-                char *s = json_dumps(all, JSON_COMPACT);
+                char *s = json_dumps(all, JSON_COMPACT | JSON_REAL_PRECISION(15));
                 if (s)
                         puts(s);
                 free(s);
@@ -976,7 +976,7 @@ static int cmd_status(int argc, char **argv)
         if (info)
                 json_object_del(info, "t");
         if (json) {
-                char *js = json_dumps(info ? info : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+                char *js = json_dumps(info ? info : json_null(), JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
                 if (js)
                         puts(js);
                 free(js);

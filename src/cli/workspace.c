@@ -104,7 +104,7 @@ json_t *run_archive_write(struct workspace *ws, const struct ws_dest *dest, bool
                                  "status", agent_status_to_string(res->status), "answer", a, "reason", why,
                                  "iterations", (int)res->iterations, "time", when, "run_id", run_id, "model", model,
                                  "corral_version", CORRAL_VERSION);
-        cleanup_free char *text = meta ? json_dumps(meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        cleanup_free char *text = meta ? json_dumps(meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
         json_decref(meta);
         if (text == NULL) {
                 corral_fail(err, ENOMEM, "cannot archive the workspace");
@@ -339,7 +339,7 @@ int cmd_workspace(int argc, char **argv)
                 bool ok = json_is_true(json_object_get(out, "ok"));
                 if (json) {
                         json_object_set_new(out, "archive", json_string(file));
-                        char *text = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+                        char *text = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
                         if (text)
                                 puts(text);
                         free(text);

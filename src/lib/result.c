@@ -87,7 +87,7 @@ static json_t *ms(double v)
 {
         if (!isfinite(v) || v > 1e15 || v < -1e15)
                 return json_null(); /* cannot happen with monotonic times; never fail the object */
-        return json_real(round(v * 100.0) / 100.0);
+        return json_real(round_ms(v));
 }
 
 char *corral_jail_result_to_json(const corral_jail_result *r)

@@ -1,6 +1,7 @@
 /* util.c: capped buffers, file helpers, UTF-8 checks, time. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -285,4 +286,9 @@ const char *nearest_name(const char *word, const char *const *names)
                 }
         }
         return best_d <= 2 && best_d * 3 <= len ? best : NULL;
+}
+
+double round_ms(double ms)
+{
+        return round(ms * 100.0) / 100.0;
 }

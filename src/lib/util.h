@@ -70,6 +70,9 @@ CORRAL_HIDDEN char *capbuf_detach(struct capbuf *b, size_t *ret_len);
 CORRAL_HIDDEN void capbuf_release(struct capbuf *b);
 
 CORRAL_HIDDEN double monotonic_ms(void);
+/* A time in ms rounded to 0.01 ms, as every JSON result and event carries
+ * times (17 digits say nothing a reader can use). */
+CORRAL_HIDDEN double round_ms(double ms);
 /* write() all of buf, retrying on EINTR/short writes; -1 on error. */
 CORRAL_HIDDEN int write_all(int fd, const void *buf, size_t len);
 /* Read a small file into a NUL-terminated malloc'd string (at most max bytes). */

@@ -376,7 +376,7 @@ json_t *review_result_to_json(const struct review_result *r)
                                                    "message", f->message));
         }
         return json_pack("{s:s,s:o,s:f}", "verdict", r->rejected ? "reject" : r->n_warn ? "warn" : "allow",
-                         "findings", a ? a : json_array(), "ms", r->ms);
+                         "findings", a ? a : json_array(), "ms", round_ms(r->ms));
 }
 
 char *review_result_text(const struct review_result *r)

@@ -1074,8 +1074,8 @@ json_t *session_result_to_json(const struct session_result *r)
                               "state_lost", r->state_lost, "restarted", r->restarted, "exit_code", r->exit_code,
                               "stdout", o, ol, "stderr", e, el, "stdout_truncated", r->stdout_truncated,
                               "stderr_truncated", r->stderr_truncated, "stdout_bytes", (json_int_t)r->stdout_total,
-                              "stderr_bytes", (json_int_t)r->stderr_total, "wall_ms", r->wall_ms, "exec_ms",
-                              r->exec_ms, "cpu_ms", r->cpu_ms, "peak_memory_bytes",
+                              "stderr_bytes", (json_int_t)r->stderr_total, "wall_ms", round_ms(r->wall_ms), "exec_ms",
+                              round_ms(r->exec_ms), "cpu_ms", round_ms(r->cpu_ms), "peak_memory_bytes",
                               (json_int_t)r->peak_memory_bytes);
         if (j == NULL)
                 return NULL;

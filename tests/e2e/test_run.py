@@ -1048,3 +1048,27 @@ def test_huge_tasks(run, tmp_path):
     assert any("the system prompt and the task alone take about" in n for n in notes), notes
     start = [e for e in r.events() if e["type"] == "run_start"][0]
     assert start["task"] == task  # the trace keeps it whole
+
+
+def test_times_are_rounded_to_hundredths_of_a_ms(run):
+    """No 17-digit floats: every time in --json and in the trace is rounded
+    to 0.01 ms, as `corral exec --json` rounds."""
+    turns = [tool_call("run_python", code="print(1)"), text("ok")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--json", "go")
+    assert r.rc == 0, r.err
+
+    def floats(x, path=""):
+        if isinstance(x, float):
+            yield path, x
+        elif isinstance(x, dict):
+            for k, v in x.items():
+                yield from floats(v, f"{path}.{k}")
+        elif isinstance(x, list):
+            for i, v in enumerate(x):
+                yield from floats(v, f"{path}[{i}]")
+    seen = list(floats(r.json)) + [f for e in r.events() for f in floats(e, e["type"])]
+    assert any(p.endswith("wall_ms") for p, _ in seen)
+    for path, v in seen:
+        assert round(v, 2) == v, (path, v)
+    assert "000000" not in r.out
