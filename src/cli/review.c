@@ -121,6 +121,10 @@ int cmd_review(int argc, char **argv)
                 if (res.rejected)
                         printf("%s: rejected (%u finding%s)\n", file, res.n_reject + res.n_warn,
                                res.n_reject + res.n_warn == 1 ? "" : "s");
+                else if (res.n_findings == 0)
+                        printf("%s: ok (no findings)\n", file);
+                else
+                        printf("%s: ok (%zu warning%s)\n", file, res.n_findings, res.n_findings == 1 ? "" : "s");
         }
         int status = res.rejected ? 1 : 0;
         review_result_release(&res);

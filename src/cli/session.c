@@ -875,6 +875,7 @@ static int cmd_stop(int argc, char **argv)
                 cli_error("session", "session '%s' did not confirm that it stopped", argv[1]);
                 return EXIT_CORRAL;
         }
+        fprintf(stderr, "corral session: session %s stopped\n", argv[1]);
         return EXIT_OK;
 }
 
@@ -940,6 +941,8 @@ static int cmd_list(int argc, char **argv)
                 json_t *e;
                 if (json_array_size(all))
                         printf("%-12s %8s %6s %10s  %s\n", "ID", "PID", "STEPS", "EXPIRES", "WORKSPACE");
+                else
+                        puts("no sessions");
                 json_array_foreach(all, i, e) {
                         printf("%-12s %8" JSON_INTEGER_FORMAT " %6" JSON_INTEGER_FORMAT " %9.0fs  %s\n",
                                json_string_value(json_object_get(e, "id")),

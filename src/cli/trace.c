@@ -69,6 +69,19 @@ static const char *bad_option(char **argv, int c)
 
 enum { OPT_NO_COLOR = 300, OPT_IPYNB, OPT_HTML };
 
+/* render_event(), counting the events. */
+struct show {
+        render *r;
+        size_t events;
+};
+
+static void show_event(void *userdata, const json_t *event)
+{
+        struct show *sh = userdata;
+        sh->events++;
+        render_event(sh->r, event);
+}
+
 static int trace_show(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -120,12 +133,18 @@ static int trace_show(int argc, char **argv)
                 return EXIT_TRACE_FAILED;
         }
         corral_error *err = NULL;
-        int rc = trace_read_file(path, render_event, r, &err);
+        struct show sh = { .r = r };
+        int rc = trace_read_file(path, show_event, &sh, &err);
         render_free(r);
         fflush(stdout);
         if (rc < 0) {
                 cli_error_obj("trace", err);
                 corral_error_free(err);
+                return EXIT_TRACE_FAILED;
+        }
+        if (sh.events == 0) {
+                cli_error("trace", "the trace '%s' holds no events (a run that ended before its first, or not "
+                                   "a trace)", path);
                 return EXIT_TRACE_FAILED;
         }
         return EXIT_OK;
