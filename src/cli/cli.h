@@ -72,6 +72,11 @@ int jail_options_parse(int argc, char **argv, const char *shortopts, const struc
  * cli_cancel_signal() is the signal that arrived, or 0. */
 int cli_catch_signals(void);
 int cli_cancel_signal(void);
+/* What an immediate exit on a second signal leaves behind (a temporary
+ * workspace), for its message; NULL: nothing. */
+void cli_cancel_leaves(const char *what);
+/* "SIGINT (Ctrl-C)", "SIGTERM", ...: for messages. */
+const char *cli_signal_name(int sig);
 
 int cmd_exec(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

@@ -167,7 +167,7 @@ static int load_file(const char *path, char **ret, size_t *ret_len, corral_error
         }
         if (st.st_size > (16 << 20)) {
                 close(fd);
-                return corral_usage(err, "'%s' is larger than 16M", path);
+                return corral_usage(err, "'%s' is larger than 16 MiB", path);
         }
         size_t len = (size_t)st.st_size;
         char *buf = malloc(len + 1);
@@ -225,6 +225,11 @@ static int set_program(corral_jail_config *cfg, struct exec_opts *o, int argc, c
 
         const char *path = argv[0];
         const char *lang = o->lang ? o->lang : lang_from_name(path);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+                return corral_usage(err, "'%s' is a directory: give a .py or .sh file, -c CODE, or -- PROGRAM "
+                                         "(-w DIR makes a directory the workspace)",
+                                    path);
         if (lang == NULL)
                 return corral_usage(err, "'%s': unknown file type; use a .py or .sh file, --lang, or -- PROGRAM",
                                     path);
@@ -431,8 +436,7 @@ int cmd_exec(int argc, char **argv)
                 puts(j);
                 free(j);
         } else if (res.limit == CORRAL_LIMIT_CANCELLED) {
-                fprintf(stderr, "corral exec: interrupted by %s; the jail was stopped\n",
-                        cli_cancel_signal() ? strsignal(cli_cancel_signal()) : "a signal");
+                cli_error("exec", "interrupted by %s; the jail was stopped", cli_signal_name(cli_cancel_signal()));
         } else if (res.status != CORRAL_STATUS_OK && res.status != CORRAL_STATUS_ERROR) {
                 cli_error("exec", "%s: %s", corral_status_to_string(res.status), res.reason ? res.reason : "");
         } else if (res.reason) {

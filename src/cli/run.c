@@ -775,6 +775,8 @@ static int set_up(struct run *run, int cancel_fd, corral_error **err)
                 return -1;
         json_array_extend(run->inputs, staged);
         json_decref(staged);
+        if (run->ws->created)
+                cli_cancel_leaves(run->ws->root);
         replay_set_up(run);
 
         cleanup_close int trace_dir = run->trace.dirfd >= 0 ? ws_dest_dir(&run->trace, 0700, err) : AT_FDCWD;

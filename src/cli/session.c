@@ -426,7 +426,7 @@ static char *load_code(const char *path, corral_error **err)
         cleanup_free char *text = read_whole_file_at(AT_FDCWD, path, 16u << 20);
         if (text == NULL) {
                 if (errno == EFBIG)
-                        corral_usage(err, "'%s' is larger than 16M", path);
+                        corral_usage(err, "'%s' is larger than 16 MiB", path);
                 else
                         corral_make_error(err, CORRAL_ERR_USAGE, errno, "cannot read '%s'", path);
                 return NULL;

@@ -62,6 +62,10 @@ int corral_jail_config_load_profile(corral_jail_config *cfg, const char *path, c
 {
         json_error_t jerr;
         json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        /* jansson says line -1 when the file could not be read at all. */
+        if (root == NULL && jerr.line < 1)
+                return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno ? errno : EIO, "cannot read profile '%s'",
+                                         path);
         if (root == NULL)
                 return corral_usage(ret_err, "cannot read profile '%s': %s (line %d, column %d)", path, jerr.text,
                                     jerr.line, jerr.column);

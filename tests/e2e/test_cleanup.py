@@ -64,7 +64,8 @@ def test_sigint_stops_the_jail_and_cleans_up():
     assert _wait_for(lambda: _running(marker))
     p.send_signal(2)
     assert p.wait(timeout=10) == 130
-    assert b"interrupted" in p.stderr.read()
+    err = p.stderr.read()
+    assert b"interrupted by SIGINT (Ctrl-C); the jail was stopped" in err, err
     assert not _running(marker)
     assert corral_cgroups() == before
 

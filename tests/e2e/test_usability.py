@@ -42,3 +42,38 @@ def test_session_list_and_stop_say_what_they_did():
     finally:
         run("session", "shutdown", env=env)
         shutil.rmtree(rundir, ignore_errors=True)
+
+
+def test_wording_of_common_mistakes(tmp_path):
+    r = run("exec", "/tmp")
+    assert r.returncode == 125 and "'/tmp' is a directory" in r.stderr and "-w DIR" in r.stderr, r.stderr
+    r = run("exec", "--profile", "/nonexistent.json", "--", "true")
+    assert r.returncode == 125 and "No such file or directory" in r.stderr and "line -1" not in r.stderr, r.stderr
+    big = tmp_path / "big.py"
+    big.write_bytes(b"#" * (17 << 20))
+    r = run("exec", str(big))
+    assert "is larger than 16 MiB" in r.stderr, r.stderr
+
+
+def test_a_second_ctrl_c_says_what_it_leaves_behind(tmp_path):
+    """The run's temporary workspace is named, and the next run removes it."""
+    import signal
+    import sys
+    import time
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server"))
+    from modelserver import ScriptedServer, tool_call
+    env = dict(os.environ, TMPDIR=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "state"))
+    turns = [tool_call("run_python", code="import time\nprint('go', flush=True)\ntime.sleep(30)")]
+    with ScriptedServer(turns) as srv:
+        p = subprocess.Popen([CORRAL, "run", "--base-url", srv.base_url, "--model", "m", "--cold", "go"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        srv.wait_for_requests(1, timeout=30)
+        time.sleep(1.5)
+        p.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+    left = [n for n in os.listdir(tmp_path) if n.startswith("corral-ws-")]
+    assert p.returncode == 130
+    if left:  # the first Ctrl-C may have finished cleaning up already
+        assert f"left behind: {tmp_path}/{left[0]} (the next corral run" in err.decode(), err
