@@ -354,8 +354,15 @@ static int cmd_start(int argc, char **argv)
                         json_decref(req);
                         goto fail;
                 }
-                if (wire_write(fd, req) == 0)
+                if (wire_write(fd, req) == 0) {
+                        /* The first warm start of a host imports the data
+                         * libraries (a second or two): on a terminal, say so. */
+                        struct pollfd p = { .fd = fd, .events = POLLIN };
+                        if (!o.json && isatty(STDERR_FILENO) && poll(&p, 1, 700) == 0)
+                                fprintf(stderr, "corral session: starting (the first start of the session host "
+                                                "imports numpy, pandas, matplotlib and scipy; a second or two)...\n");
                         reply = wire_read(fd, -1);
+                }
                 close(fd);
         }
         json_decref(req);

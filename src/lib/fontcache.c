@@ -122,7 +122,9 @@ out:
         return ok;
 }
 
-char *fontcache_dir(const corral_jail_config *cfg)
+/* Where the cache for this host's Python and matplotlib is (malloc'd), or
+ * NULL when the jail needs none. */
+static char *cache_path(const corral_jail_config *cfg)
 {
         if (building || cfg->rootfs != NULL || !is_python(cfg))
                 return NULL;
@@ -140,8 +142,25 @@ char *fontcache_dir(const corral_jail_config *cfg)
         char *dir = NULL;
         if (root == NULL || asprintf(&dir, "%s/matplotlib-%016llx", root, (unsigned long long)h) < 0)
                 return NULL;
-        if (has_fontlist(dir))
+        return dir;
+}
+
+bool fontcache_will_build(const corral_jail_config *cfg)
+{
+        cleanup_free char *dir = cache_path(cfg);
+        return dir && !has_fontlist(dir);
+}
+
+char *fontcache_dir(const corral_jail_config *cfg)
+{
+        char *dir = cache_path(cfg);
+        if (dir == NULL || has_fontlist(dir))
                 return dir;
+        cleanup_free char *root = cache_root();
+        if (root == NULL) {
+                free(dir);
+                return NULL;
+        }
 
         /* Build it once: in a temp dir beside it, renamed into place. */
         cleanup_free char *tmp = NULL;

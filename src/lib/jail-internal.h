@@ -116,6 +116,8 @@ CORRAL_HIDDEN int idmap_open_tree_fd(int fd, const char *path, bool recursive, u
 /* The host directory holding a pre-built matplotlib font cache for this
  * jail (built on first use), or NULL when it does not apply or failed. */
 CORRAL_HIDDEN char *fontcache_dir(const corral_jail_config *cfg);
+/* Whether fontcache_dir() would build the cache first (about a second). */
+CORRAL_HIDDEN bool fontcache_will_build(const corral_jail_config *cfg);
 
 /* ---- plan.c / enter.c ---- */
 enum mount_op_kind {

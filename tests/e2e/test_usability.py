@@ -77,3 +77,55 @@ def test_a_second_ctrl_c_says_what_it_leaves_behind(tmp_path):
     assert p.returncode == 130
     if left:  # the first Ctrl-C may have finished cleaning up already
         assert f"left behind: {tmp_path}/{left[0]} (the next corral run" in err.decode(), err
+
+
+def test_the_first_python_jail_says_it_builds_the_font_cache(tmp_path):
+    """About a second the first time on a host, with a one-line note; silent
+    afterwards."""
+    # where the jail's uid can read it (pytest's tmp_path is private)
+    cache = tempfile.mkdtemp(prefix="corral-test-cache-", dir="/tmp")
+    os.chmod(cache, 0o755)
+    try:
+        env = dict(os.environ, CORRAL_CACHE_DIR=cache)
+        r = run("exec", "-c", "print(1)", env=env)
+        assert r.returncode == 0 and "building matplotlib's font cache" in r.stderr, r.stderr
+        r = run("exec", "-c", "print(1)", env=env)
+        assert r.returncode == 0 and "font cache" not in r.stderr, r.stderr
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_the_first_session_start_says_why_it_waits():
+    """On a terminal, a start that waits for the host's zygote to import the
+    data libraries says so; a later start (the zygote ready) does not."""
+    import pty
+    import select
+    rundir = tempfile.mkdtemp(prefix="corral-test-run-")
+    os.chmod(rundir, 0o700)
+    env = dict(os.environ, XDG_RUNTIME_DIR=rundir, CORRAL_SESSION_LINGER="30")
+
+    def start():
+        master, slave = pty.openpty()
+        p = subprocess.Popen([CORRAL, "session", "start"], stdout=subprocess.PIPE, stderr=slave, env=env)
+        os.close(slave)
+        seen = b""
+        while True:
+            ready, _, _ = select.select([master], [], [], 60)
+            try:
+                chunk = os.read(master, 4096) if ready else b""
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            seen += chunk
+        p.wait(timeout=60)
+        os.close(master)
+        return p.returncode, seen.decode(errors="replace")
+    try:
+        rc, said = start()
+        assert rc == 0 and "the first start of the session host imports numpy" in said, said
+        rc, said = start()
+        assert rc == 0 and "imports numpy" not in said, said
+    finally:
+        run("session", "shutdown", env=env)
+        shutil.rmtree(rundir, ignore_errors=True)
