@@ -17,7 +17,12 @@
 #include <corral/jail.h>
 
 #include "../lib/jail-internal.h"
+#include "../model/curl-dl.h"
+#include "../model/model.h"
+#include "../model/provider.h"
+#include "../workspace/archive-dl.h"
 #include "cli.h"
+#include "session-host.h"
 
 static char *first_line(const char *path)
 {
@@ -46,6 +51,131 @@ static bool probe_userns(int *ret_errno)
                 return false;
         *ret_errno = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
         return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Python and the data libraries as a jail sees them. */
+static void check_python(void)
+{
+        corral_jail_config cfg;
+        corral_jail_config_init(&cfg);
+        corral_error *err = NULL;
+        char *argv[] = { (char *)"python3", (char *)"-c",
+                         (char *)"import sys\nv = ['Python ' + sys.version.split()[0]]\nmissing = []\n"
+                                 "for m in ('numpy', 'pandas', 'matplotlib', 'scipy'):\n"
+                                 "    try:\n        v.append(m + ' ' + __import__(m).__version__)\n"
+                                 "    except Exception:\n        missing.append(m)\n"
+                                 "print(', '.join(v))\nprint(' '.join(missing))",
+                         NULL };
+        corral_jail_io io = { .capture = true, .cancel_fd = -1 };
+        corral_jail_result res;
+        cfg.timeout_s = 60;
+        cfg.memory_bytes = 1ull << 30;
+        bool ran = corral_jail_config_set_argv(&cfg, argv, &err) == 0 && corral_jail_run(&cfg, &io, &res, &err) == 0;
+        if (!ran) {
+                line("python in a jail", false, err ? err->msg : "failed", "install python3");
+        } else {
+                char *out = res.stdout_buf ? res.stdout_buf : "";
+                char *nl = strchr(out, '\n');
+                if (nl)
+                        *nl = '\0';
+                const char *missing = nl ? nl + 1 : "";
+                bool ok = res.status == CORRAL_STATUS_OK && missing[strspn(missing, " \n")] == '\0';
+                char found[512];
+                snprintf(found, sizeof(found), "%s%s%s", res.status == CORRAL_STATUS_OK ? out : "python3 did not run",
+                         ok ? "" : "; missing: ", ok ? "" : missing);
+                found[strcspn(found, "\n")] = '\0';
+                line("python in a jail", ok, found,
+                     "apt-get install python3-numpy python3-pandas python3-matplotlib python3-scipy");
+                corral_jail_result_release(&res);
+        }
+        corral_error_free(err);
+        corral_jail_config_release(&cfg);
+}
+
+/* The libraries loaded on first use (dlopen): a run needs libcurl, archives
+ * libarchive. */
+static void check_libraries(void)
+{
+        corral_error *err = NULL;
+        const struct curl_api *c = curl_api_get(&err);
+        char buf[256];
+        if (c) {
+                const curl_version_info_data *v = c->version_info(CURLVERSION_NOW);
+                snprintf(buf, sizeof(buf), "libcurl %s (for model endpoints)", v && v->version ? v->version : "?");
+        }
+        line("libcurl", c != NULL, c ? buf : err ? err->msg : "not found",
+             "apt-get install libcurl4 (corral run talks to models with it)");
+        corral_error_clear(&err);
+        const struct archive_api *a = archive_api_get(&err);
+        line("libarchive", a != NULL, a ? "loaded (for workspace archives)" : err ? err->msg : "not found",
+             "apt-get install libarchive13 (for --archive, --from and corral workspace)");
+        corral_error_free(err);
+}
+
+/* Which model `corral run` would use with no flags, and whether it
+ * answers; else whether a local Ollama does.  Says, never fails. */
+static void check_model(void)
+{
+        struct provider_request req = { 0 };
+        struct provider_choice ch;
+        corral_error *err = NULL;
+        char buf[512];
+        bool configured = provider_resolve(&req, &ch, &err) == 0 && ch.model && ch.model[0];
+        if (!configured) {
+                corral_error_clear(&err);
+                if (provider_resolve(&(struct provider_request){ .provider = "ollama", .model = "any" }, &ch,
+                                     &err) < 0) {
+                        corral_error_free(err);
+                        return;
+                }
+        }
+        struct model_settings s;
+        model_settings_init(&s);
+        s.base_url = ch.base_url;
+        s.model = ch.model;
+        s.api_key = ch.api_key;
+        s.provider = ch.provider;
+        s.quirks = ch.quirks;
+        s.connect_timeout_s = 2;
+        s.request_timeout_s = 5;
+        s.max_retries = 0;
+        model_client *m = NULL;
+        json_t *ids = NULL;
+        bool answers = strncmp(ch.model, "replay:", 7) == 0 ||
+                       (model_client_open(&s, &m, &err) == 0 && model_client_list(m, &ids, &err) == 0);
+        if (configured) {
+                snprintf(buf, sizeof(buf), "%s at %s: %s%s", ch.model, ch.base_url ? ch.base_url : "(replay)",
+                         answers ? "the endpoint answers" : "the endpoint does not answer: ",
+                         answers ? "" : err ? err->msg : "?");
+                line("model", answers, buf, "check --base-url, $OPENAI_BASE_URL and the config file (docs/providers.md)");
+        } else if (answers) {
+                snprintf(buf, sizeof(buf), "none configured; Ollama answers at %s with %zu model%s: corral run "
+                                           "--provider ollama --model NAME",
+                         ch.base_url, json_array_size(ids), json_array_size(ids) == 1 ? "" : "s");
+                printf("%-22s %-4s %s\n", "model", "-", buf);
+        } else {
+                printf("%-22s %-4s %s\n", "model", "-",
+                       "none configured and no Ollama on localhost:11434: give --model and --base-url, set "
+                       "$CORRAL_MODEL or the config file (docs/providers.md); replay:FILE works offline");
+        }
+        json_decref(ids);
+        model_client_free(m);
+        corral_error_free(err);
+        provider_choice_release(&ch);
+}
+
+static void check_session_host(void)
+{
+        corral_error *err = NULL;
+        int fd = session_host_connect(false, &err);
+        if (fd >= 0) {
+                close(fd);
+                printf("%-22s %-4s %s\n", "session host", "ok", "running (corral session status says more)");
+        } else {
+                printf("%-22s %-4s %s\n", "session host", "-",
+                       "not running: the first `corral session start` launches it (with its zygote, ~1.5 s)");
+        }
+        corral_error_free(err);
 }
 
 int cmd_doctor(int argc, char **argv)
@@ -148,6 +278,13 @@ int cmd_doctor(int argc, char **argv)
         line("jail", ran, buf, "corral refuses to run code here; fix the MISSING lines above");
         corral_error_free(err);
         corral_jail_config_release(&cfg);
+        if (ran) {
+                printf("\nwhat `corral run` and sessions need:\n");
+                check_python();
+        }
+        check_libraries();
+        check_model();
+        check_session_host();
         printf("\n%s\n", ran ? "corral can run code on this host." : "corral cannot run code on this host.");
         return ran ? 0 : 1;
 }

@@ -210,6 +210,16 @@ int model_client_record_run(model_client *c, const json_t *info)
         return r;
 }
 
+int model_client_list(model_client *c, json_t **ret_ids, corral_error **ret_err)
+{
+        *ret_ids = NULL;
+        if (c->ops->list == NULL)
+                return corral_usage(ret_err, "a %s model lists no models", c->ops->name);
+        int r = c->ops->list(c, ret_ids, ret_err);
+        redact_error(c, ret_err);
+        return r;
+}
+
 bool model_client_is_replay(const model_client *c)
 {
         return c && c->ops == &replay_backend_ops;

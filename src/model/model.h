@@ -70,6 +70,9 @@ CORRAL_HIDDEN int model_chat(model_client *c, const json_t *messages, const json
                              const struct model_hooks *hooks, struct chat_reply *ret, corral_error **ret_err);
 
 CORRAL_HIDDEN const struct model_usage *model_client_usage(const model_client *c);
+/* The endpoint's models (GET /models): an array of ids in *ret_ids; -1 with
+ * *ret_err when it does not answer (corral doctor). */
+CORRAL_HIDDEN int model_client_list(model_client *c, json_t **ret_ids, corral_error **ret_err);
 
 /* What a transcript knows of the run it was recorded on, so that a replay
  * on other data says so instead of passing the recorded text off as this

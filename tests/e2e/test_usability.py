@@ -129,3 +129,26 @@ def test_the_first_session_start_says_why_it_waits():
     finally:
         run("session", "shutdown", env=env)
         shutil.rmtree(rundir, ignore_errors=True)
+
+
+def test_doctor_checks_what_a_run_needs(tmp_path):
+    """Python with the data libraries as a jail sees them, the libraries
+    loaded on first use, the model a run would use (and whether it answers),
+    the session host."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server"))
+    from modelserver import ScriptedServer
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CORRAL_MODEL", "XDG_CONFIG"))}
+    base["XDG_CONFIG_HOME"] = str(tmp_path)  # no config file
+    with ScriptedServer([], models=["gpt-test"]) as srv:
+        r = run("doctor", env=dict(base, OPENAI_BASE_URL=srv.base_url, CORRAL_MODEL="gpt-test"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "python in a jail       ok   Python 3." in out and "pandas" in out and "matplotlib" in out, out
+    assert "libcurl                ok" in out and "libarchive             ok" in out, out
+    assert f"model                  ok   gpt-test at {srv.base_url}: the endpoint answers" in out, out
+    assert "session host" in out
+    r = run("doctor", env=dict(base, OPENAI_BASE_URL="http://127.0.0.1:9/v1", CORRAL_MODEL="gpt-test"))
+    assert "model                  MISSING gpt-test at http://127.0.0.1:9/v1: the endpoint does not answer" in \
+        r.stdout, r.stdout
+    assert r.returncode == 0  # code still runs here: a model is for corral run
