@@ -33,6 +33,12 @@ enum corral_error_kind {
         CORRAL_ERR_MODEL_NO_IMAGES,   /* the endpoint rejects image content (send text only) */
 };
 
+/* The kind's stable name, for JSON and protocols: "internal", "usage",
+ * "unsupported", "cancelled", "model_unreachable", "model_auth",
+ * "model_not_found", "model_context", "model_no_tools", "model_refused",
+ * "model_no_images"; "internal" for anything else. */
+const char *corral_error_kind_to_string(int kind);
+
 /* Free an error; accepts NULL. */
 void corral_error_free(corral_error *err);
 

@@ -451,6 +451,18 @@ int cmd_exec(int argc, char **argv)
 fail:
         cli_error_obj("exec", err);
         status = EXIT_CORRAL;
+        if (o.json) {
+                /* --json promises one object on stdout, a failure too. */
+                json_t *j = json_pack("{s:i, s:s, s:i, s:s, s:{s:s, s:s}}", "schema", 1, "status", "failed",
+                                      "exit_code", EXIT_CORRAL, "reason", err ? err->msg : "unknown error", "error",
+                                      "kind", corral_error_kind_to_string(err ? err->kind : 0), "message",
+                                      err ? err->msg : "unknown error");
+                char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+                if (text)
+                        puts(text);
+                free(text);
+                json_decref(j);
+        }
 out:
         free(o.review_code);
         ws_snapshot_free(before);

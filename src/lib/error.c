@@ -75,3 +75,22 @@ void corral_error_clear(corral_error **err)
         corral_error_free(*err);
         *err = NULL;
 }
+
+const char *corral_error_kind_to_string(int kind)
+{
+        static const char *const names[] = {
+                [CORRAL_ERR_INTERNAL] = "internal",
+                [CORRAL_ERR_USAGE] = "usage",
+                [CORRAL_ERR_UNSUPPORTED] = "unsupported",
+                [CORRAL_ERR_CANCELLED] = "cancelled",
+                [CORRAL_ERR_MODEL_UNREACHABLE] = "model_unreachable",
+                [CORRAL_ERR_MODEL_AUTH] = "model_auth",
+                [CORRAL_ERR_MODEL_NOT_FOUND] = "model_not_found",
+                [CORRAL_ERR_MODEL_CONTEXT] = "model_context",
+                [CORRAL_ERR_MODEL_NO_TOOLS] = "model_no_tools",
+                [CORRAL_ERR_MODEL_REFUSED] = "model_refused",
+                [CORRAL_ERR_MODEL_NO_IMAGES] = "model_no_images",
+        };
+        return kind >= 0 && (size_t)kind < sizeof(names) / sizeof(names[0]) && names[kind] ? names[kind]
+                                                                                            : "internal";
+}

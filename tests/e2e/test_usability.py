@@ -152,3 +152,16 @@ def test_doctor_checks_what_a_run_needs(tmp_path):
     assert "model                  MISSING gpt-test at http://127.0.0.1:9/v1: the endpoint does not answer" in \
         r.stdout, r.stdout
     assert r.returncode == 0  # code still runs here: a model is for corral run
+
+
+def test_exec_json_says_why_it_failed():
+    """--json promises one object on stdout: also for a usage error or a jail
+    that cannot be set up (exit 125)."""
+    for args, kind, says in ((["--pids", "1"], "usage", "the jail's init is one process"),
+                             (["--bogus"], "usage", "unknown option"),
+                             (["-m", "1K"], "usage", "memory limit must be at least")):
+        r = run("exec", "--json", *args, "--", "true")
+        assert r.returncode == 125, r.stderr
+        j = json.loads(r.stdout)
+        assert j["status"] == "failed" and j["exit_code"] == 125 and j["error"]["kind"] == kind, j
+        assert says in j["reason"] and says in r.stderr, (j, r.stderr)

@@ -385,7 +385,8 @@ TEST(validate)
         EXPECT_VALID(cpu_time_s, 0.0);
         EXPECT_VALID(cpu_time_s, 2.5);
         EXPECT_VALID(memory_bytes, 8u << 20);
-        EXPECT_VALID(pids, 1);
+        EXPECT_VALID(pids, 2);
+        EXPECT_INVALID(pids, 1, "the jail's init is one process");
         EXPECT_VALID(pids, 1u << 22);
         EXPECT_VALID(nofile, 8);
         EXPECT_VALID(nofile, 1u << 20);
