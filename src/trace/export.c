@@ -25,7 +25,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmark.h>
+#include <nettle/base64.h>
+
+#include "../workspace/artifact.h"
 #include "../workspace/dest.h"
+#include "../workspace/workspace.h"
 #include "export.h"
 #include "format.h"
 #include "render.h"
@@ -36,7 +41,115 @@
 struct events {
         json_t *all;     /* array of events */
         bool *consumed;  /* tool_results already paired with a call */
+        /* The run's output directory, where the exports find its figures
+         * and files to embed: -1 when the trace does not say or it is gone. */
+        int out_fd;
+        size_t embedded; /* bytes of images embedded so far */
+        json_t *shown;   /* paths of the images embedded already (as a step's figures) */
 };
+
+static bool is_type(const json_t *ev, const char *type);
+
+/* ---- files of the run, embedded ------------------------------------------ */
+
+/* A trace says where the output was copied; the files there are read back
+ * (beneath the directory, never through a link) and embedded, within
+ * limits: an export stays a file someone can mail. */
+#define EMBED_IMAGE_MAX (2u << 20)   /* one image */
+#define EMBED_TOTAL_MAX (16u << 20)  /* all images of an export */
+#define PREVIEW_ROWS 20
+#define PREVIEW_COLS 12
+#define PREVIEW_CELL 200
+#define REPORT_MAX (256u << 10)      /* a markdown file shown */
+
+static void outputs_open(struct events *e)
+{
+        const json_t *start = NULL, *end = NULL, *ev;
+        size_t i;
+        json_array_foreach (e->all, i, ev) {
+                if (start == NULL && is_type(ev, "run_start"))
+                        start = ev;
+                if (is_type(ev, "run_end"))
+                        end = ev;
+        }
+        const char *dir = trace_jstr(end, "output_dir"), *cwd = trace_jstr(start, "cwd");
+        if (dir == NULL)
+                return;
+        cleanup_free char *path = NULL;
+        if (dir[0] != '/' && cwd && asprintf(&path, "%s/%s", cwd, dir) < 0)
+                return;
+        e->out_fd = open(path ? path : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* "output/a.png" or "/workspace/output/a.png" as a path in the output
+ * directory ("a.png"), or NULL. */
+static const char *in_output(const char *path)
+{
+        if (path && strncmp(path, "/workspace/", 11) == 0)
+                path += 11;
+        if (path == NULL || strncmp(path, "output/", 7) != 0 || path[7] == '\0' || strstr(path, ".."))
+                return NULL;
+        return path + 7;
+}
+
+/* A PNG or JPEG of the run as base64 (malloc'd) with its MIME type, or NULL
+ * with why (static text) when it is not embedded. */
+static char *image_b64(struct events *e, const char *path, const char **ret_mime, const char **ret_why)
+{
+        const char *rel = in_output(path);
+        *ret_why = e->out_fd < 0 ? "the output directory is not there any more" : "not in the output directory";
+        if (e->out_fd < 0 || rel == NULL)
+                return NULL;
+        cleanup_free char *data = NULL;
+        size_t len = 0;
+        if (ws_read_beneath(e->out_fd, rel, EMBED_IMAGE_MAX, &data, &len) < 0) {
+                *ret_why = errno == EFBIG ? "larger than 2 MiB" : "cannot be read";
+                return NULL;
+        }
+        if (len >= 8 && memcmp(data, "\x89PNG\r\n\x1a\n", 8) == 0)
+                *ret_mime = "image/png";
+        else if (len >= 3 && memcmp(data, "\xff\xd8\xff", 3) == 0)
+                *ret_mime = "image/jpeg";
+        else {
+                *ret_why = "not a PNG or JPEG";
+                return NULL;
+        }
+        if (e->embedded + len > EMBED_TOTAL_MAX) {
+                *ret_why = "past the 16 MiB of images an export embeds";
+                return NULL;
+        }
+        char *b64 = malloc(BASE64_ENCODE_RAW_LENGTH(len) + 1);
+        if (b64 == NULL)
+                return NULL;
+        base64_encode_raw(b64, len, (const uint8_t *)data);
+        b64[BASE64_ENCODE_RAW_LENGTH(len)] = '\0';
+        e->embedded += len;
+        return b64;
+}
+
+/* The first rows of a CSV/TSV of the run, or NULL. */
+static json_t *csv_rows(struct events *e, const json_t *art, bool *ret_more_cols)
+{
+        const char *rel = in_output(trace_jstr(art, "path"));
+        cleanup_free char *data = NULL;
+        size_t len = 0;
+        if (e->out_fd < 0 || rel == NULL || ws_read_beneath(e->out_fd, rel, 64u << 20, &data, &len) < 0)
+                return NULL;
+        const char *d = trace_jstr(art, "delimiter");
+        unsigned char delim = d && d[0] ? (unsigned char)d[0] : strcmp(trace_jstr(art, "format"), "tsv") ? ',' : '\t';
+        return artifact_csv_preview(data, len, delim, PREVIEW_ROWS + 1, PREVIEW_COLS, PREVIEW_CELL, ret_more_cols);
+}
+
+/* A markdown file of the run (its report), or NULL. */
+static char *markdown_text(struct events *e, const json_t *art)
+{
+        const char *rel = in_output(trace_jstr(art, "path"));
+        char *data = NULL;
+        size_t len = 0;
+        if (e->out_fd < 0 || rel == NULL || ws_read_beneath(e->out_fd, rel, REPORT_MAX, &data, &len) < 0)
+                return NULL;
+        return data;
+}
 
 static void collect_event(void *userdata, const json_t *event)
 {
@@ -463,7 +576,30 @@ static void nb_stream(json_t *outputs, const char *name, const char *text)
 }
 
 /* A run_python / run_shell call and its result as one code cell. */
-static void nb_code_step(struct nb *nb, const json_t *call, const json_t *result)
+/* A figure of the run as a notebook output (display_data), or a line
+ * saying why it is not there. */
+static void nb_figure(struct events *e, json_t *outputs, const char *path)
+{
+        const char *mime = NULL, *why = NULL;
+        char *b64 = image_b64(e, path, &mime, &why);
+        json_t *o;
+        if (b64) {
+                o = json_pack("{s:s, s:{s:s, s:[s]}, s:{}}", "output_type", "display_data", "data", mime, b64,
+                              "text/plain", path, "metadata");
+                json_object_set_new(e->shown, path, json_true());
+        } else {
+                char *line = NULL;
+                if (asprintf(&line, "[corral: %s: not embedded (%s)]\n", path, why) < 0)
+                        line = NULL;
+                o = line ? json_pack("{s:s, s:s, s:[s]}", "output_type", "stream", "name", "stderr", "text", line) : NULL;
+                free(line);
+        }
+        free(b64);
+        if (o)
+                json_array_append_new(outputs, o);
+}
+
+static void nb_code_step(struct nb *nb, struct events *e, const json_t *call, const json_t *result)
 {
         bool shell;
         const char *code = call_code(call, &shell);
@@ -502,6 +638,11 @@ static void nb_code_step(struct nb *nb, const json_t *call, const json_t *result
                         nb_stream(outputs, "stderr", msg);
                 free(msg);
         }
+        size_t k;
+        json_t *fig;
+        json_array_foreach (json_object_get(exec, "figures"), k, fig)
+                if (in_output(trace_jstr(fig, "path")))
+                        nb_figure(e, outputs, in_output(trace_jstr(fig, "path")) - 7);
         json_t *meta = json_object_get(c, "metadata");
         json_t *info = json_pack("{s:s, s:b}", "status", status, "ok", ok);
         if (info && json_object_get(result, "artifacts"))
@@ -524,6 +665,92 @@ static void md_artifacts(const json_t *arts, FILE *f)
                         md_code(f, line);
                         first = false;
                 }
+        }
+}
+
+/* The run's files after its summary, as the HTML export shows them: images
+ * (not shown by a step) as markdown cells with the image attached, CSV as a
+ * markdown table of its first rows (every cell escaped), a markdown report
+ * as a markdown cell of its own (md_model: no raw HTML). */
+static void nb_files(struct nb *nb, struct events *e, const json_t *arts)
+{
+        size_t i;
+        json_t *a;
+        json_array_foreach (arts, i, a) {
+                const char *path = trace_jstr(a, "path"), *fmt = trace_jstr(a, "format");
+                if (path == NULL || fmt == NULL)
+                        continue;
+                char *md = NULL;
+                size_t mdlen = 0;
+                FILE *f = open_memstream(&md, &mdlen);
+                if (f == NULL)
+                        return;
+                json_t *attach = NULL;
+                if ((strcmp(fmt, "png") == 0 || strcmp(fmt, "jpeg") == 0) && !json_object_get(e->shown, path)) {
+                        const char *mime = NULL, *why = NULL;
+                        cleanup_free char *b64 = image_b64(e, path, &mime, &why);
+                        md_code(f, path);
+                        if (b64) {
+                                /* an attachment name of our own: safe in the link */
+                                const char *ext = strcmp(mime, "image/png") == 0 ? "png" : "jpg";
+                                fprintf(f, "\n\n![figure %zu](attachment:figure-%zu.%s)", i + 1, i + 1, ext);
+                                char key[64];
+                                snprintf(key, sizeof(key), "figure-%zu.%s", i + 1, ext);
+                                attach = json_pack("{s:{s:s}}", key, mime, b64);
+                        } else {
+                                fputs(": not embedded (", f);
+                                md_text(f, why);
+                                fputs(")", f);
+                        }
+                } else if (strcmp(fmt, "csv") == 0 || strcmp(fmt, "tsv") == 0) {
+                        bool more = false;
+                        json_t *rows = csv_rows(e, a, &more), *row;
+                        size_t r, c, cols = json_array_size(json_array_get(rows, 0));
+                        if (cols == 0) {
+                                json_decref(rows);
+                                fclose(f);
+                                free(md);
+                                continue;
+                        }
+                        md_code(f, path);
+                        fputs("\n\n", f);
+                        json_array_foreach (rows, r, row) {
+                                if (r == PREVIEW_ROWS + (size_t)1)
+                                        break;
+                                fputs("|", f);
+                                for (c = 0; c < cols; c++) {
+                                        fputs(" ", f);
+                                        md_text(f, json_string_value(json_array_get(row, c)));
+                                        fputs(" |", f);
+                                }
+                                fputs(more ? " … |\n" : "\n", f);
+                                if (r == 0) {
+                                        fputs("|", f);
+                                        for (c = 0; c < cols + (more ? 1 : 0); c++)
+                                                fputs(" --- |", f);
+                                        fputs("\n", f);
+                                }
+                        }
+                        json_decref(rows);
+                } else if (strcmp(fmt, "markdown") == 0) {
+                        cleanup_free char *text = markdown_text(e, a);
+                        if (text) {
+                                md_code(f, path);
+                                fputs("\n\n", f);
+                                md_model(f, text);
+                        }
+                }
+                if (fclose(f) == 0 && md && md[0]) {
+                        nb_markdown(nb, md);
+                        if (attach)
+                                json_object_set_new(json_array_get(nb->cells, json_array_size(nb->cells) - 1),
+                                                    "attachments", attach);
+                        else
+                                json_decref(attach);
+                } else {
+                        json_decref(attach);
+                }
+                free(md);
         }
 }
 
@@ -575,7 +802,7 @@ static char *build_ipynb(struct events *e)
                         if (trace_is_answer_tool(name)) {
                                 /* the answer is in run_end */
                         } else if (is_code_tool(name)) {
-                                nb_code_step(&nb, ev, result);
+                                nb_code_step(&nb, e, ev, result);
                                 json_t *arts = json_object_get(result, "artifacts");
                                 if (json_array_size(arts) > 0)
                                         md_artifacts(arts, f);
@@ -604,6 +831,8 @@ static char *build_ipynb(struct events *e)
                 if (fclose(f) == 0 && md && md[0])
                         nb_markdown(&nb, md);
                 free(md);
+                if (is_type(ev, "run_end"))
+                        nb_files(&nb, e, json_object_get(ev, "artifacts"));
         }
         json_t *doc = json_pack("{s:i, s:i, s:{s:{s:s, s:s, s:s}, s:{s:s}, s:o}, s:o}", "nbformat", 4, "nbformat_minor",
                                 5, "metadata", "kernelspec", "name", "python3", "display_name", "Python 3", "language",
@@ -684,7 +913,13 @@ static const char html_css[] =
         "ul.files{list-style:none;padding:0;margin:6px 0;font:13px ui-monospace,monospace}\n"
         ".created{color:var(--ok)}.modified{color:var(--warn)}.deleted{color:var(--bad)}\n"
         ".notice{color:var(--warn)}\n"
-        "footer{border-top:1px solid var(--line);margin-top:28px;padding-top:16px}\n";
+        "footer{border-top:1px solid var(--line);margin-top:28px;padding-top:16px}\n"
+        "figure{margin:10px 0}figure img{max-width:100%;height:auto;border:1px solid var(--line)}\n"
+        "figcaption{color:var(--muted);font:12px ui-monospace,monospace}\n"
+        "table.csv{border-collapse:collapse;font:13px ui-monospace,monospace;margin:6px 0;display:block;"
+        "overflow-x:auto}\n"
+        "table.csv th,table.csv td{border:1px solid var(--line);padding:2px 8px;text-align:left}\n"
+        ".report{border:1px solid var(--line);border-radius:6px;padding:4px 16px;margin:8px 0}\n";
 
 static void html_artifacts(FILE *f, const json_t *arts)
 {
@@ -755,7 +990,96 @@ static void html_run_start(FILE *f, const json_t *ev)
         fputs("</dl>\n</header>\n", f);
 }
 
-static void html_step(FILE *f, unsigned step, const json_t *call, const json_t *result)
+/* An image of the run inline (data: URI, allowed by the page's CSP for
+ * images only), or a note saying why not. */
+static void html_image(FILE *f, struct events *e, const char *path)
+{
+        const char *mime = NULL, *why = NULL;
+        cleanup_free char *b64 = image_b64(e, path, &mime, &why);
+        if (b64) {
+                fputs("<figure><img alt=\"", f);
+                h(f, path);
+                fprintf(f, "\" src=\"data:%s;base64,%s\"><figcaption>", mime, b64);
+                h(f, path);
+                fputs("</figcaption></figure>\n", f);
+                json_object_set_new(e->shown, path, json_true());
+        } else {
+                fputs("<p class=\"note\">", f);
+                h(f, path);
+                fputs(": not embedded (", f);
+                h(f, why);
+                fputs(")</p>\n", f);
+        }
+}
+
+static void html_figures(FILE *f, struct events *e, const json_t *figures)
+{
+        size_t i;
+        json_t *fig;
+        json_array_foreach (figures, i, fig) {
+                const char *path = trace_jstr(fig, "path");
+                if (path && in_output(path))
+                        html_image(f, e, in_output(path) - 7);
+        }
+}
+
+/* The run's files at the end: images inline (those a step did not show),
+ * CSV as a table of its first rows, markdown rendered (cmark, which leaves
+ * out raw HTML and unsafe links by default). */
+static void html_files(FILE *f, struct events *e, const json_t *arts)
+{
+        size_t i;
+        json_t *a;
+        json_array_foreach (arts, i, a) {
+                const char *path = trace_jstr(a, "path"), *fmt = trace_jstr(a, "format");
+                if (path == NULL || fmt == NULL)
+                        continue;
+                if ((strcmp(fmt, "png") == 0 || strcmp(fmt, "jpeg") == 0) && !json_object_get(e->shown, path)) {
+                        html_image(f, e, path);
+                } else if (strcmp(fmt, "csv") == 0 || strcmp(fmt, "tsv") == 0) {
+                        bool more = false;
+                        json_t *rows = csv_rows(e, a, &more), *row, *cell;
+                        if (json_array_size(rows) == 0) {
+                                json_decref(rows);
+                                continue;
+                        }
+                        fputs("<figure><table class=\"csv\">\n", f);
+                        size_t r, c;
+                        json_array_foreach (rows, r, row) {
+                                if (r == PREVIEW_ROWS + (size_t)1)
+                                        break;
+                                fputs("<tr>", f);
+                                json_array_foreach (row, c, cell) {
+                                        fputs(r == 0 ? "<th>" : "<td>", f);
+                                        h(f, json_string_value(cell));
+                                        fputs(r == 0 ? "</th>" : "</td>", f);
+                                }
+                                fputs(more ? "<td>…</td></tr>\n" : "</tr>\n", f);
+                        }
+                        fputs("</table><figcaption>", f);
+                        h(f, path);
+                        double rows_n = 0;
+                        if (trace_jnum(a, "rows", &rows_n) && rows_n > PREVIEW_ROWS)
+                                fprintf(f, " (the first %d of %.0f rows)", PREVIEW_ROWS, rows_n);
+                        fputs("</figcaption></figure>\n", f);
+                        json_decref(rows);
+                } else if (strcmp(fmt, "markdown") == 0) {
+                        cleanup_free char *text = markdown_text(e, a);
+                        size_t n = 0;
+                        cleanup_free char *clean = text ? term_sanitize(text, strlen(text), &n) : NULL;
+                        cleanup_free char *html = clean ? cmark_markdown_to_html(clean, n, CMARK_OPT_DEFAULT) : NULL;
+                        if (html) {
+                                fputs("<figure><div class=\"report\">\n", f);
+                                fputs(html, f);
+                                fputs("</div><figcaption>", f);
+                                h(f, path);
+                                fputs("</figcaption></figure>\n", f);
+                        }
+                }
+        }
+}
+
+static void html_step(FILE *f, struct events *e, unsigned step, const json_t *call, const json_t *result)
 {
         const char *name = trace_jstr(call, "name");
         bool ok = true;
@@ -812,11 +1136,12 @@ static void html_step(FILE *f, unsigned step, const json_t *call, const json_t *
                         html_pre(f, "err", trace_jstr(result, "content"));
                 }
                 html_artifacts(f, json_object_get(result, "artifacts"));
+                html_figures(f, e, json_object_get(exec, "figures"));
         }
         fputs("</section>\n", f);
 }
 
-static void html_run_end(FILE *f, const json_t *ev)
+static void html_run_end(FILE *f, struct events *e, const json_t *ev)
 {
         const char *status = trace_jstr(ev, "status");
         const char *cls = status == NULL                          ? "warn"
@@ -853,6 +1178,7 @@ static void html_run_end(FILE *f, const json_t *ev)
         }
         fputs("</dl>\n", f);
         html_artifacts(f, json_object_get(ev, "artifacts"));
+        html_files(f, e, json_object_get(ev, "artifacts"));
         fputs("</footer>\n", f);
 }
 
@@ -871,7 +1197,7 @@ static char *build_html(struct events *e)
                         start = ev;
         fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
               "<meta http-equiv=\"Content-Security-Policy\"\n"
-              "      content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+              "      content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n"
               "<meta name=\"referrer\" content=\"no-referrer\">\n"
               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>corral run",
               f);
@@ -903,9 +1229,9 @@ static char *build_html(struct events *e)
                 } else if (is_type(ev, "tool_call")) {
                         const json_t *result = find_result(e, i);
                         if (!trace_is_answer_tool(trace_jstr(ev, "name")))
-                                html_step(f, ++steps, ev, result);
+                                html_step(f, e, ++steps, ev, result);
                 } else if (is_type(ev, "tool_result") && !e->consumed[i]) {
-                        html_step(f, ++steps, ev, ev);
+                        html_step(f, e, ++steps, ev, ev);
                 } else if (is_type(ev, "notice") || is_type(ev, "model_retry")) {
                         fputs("<p class=\"notice\">", f);
                         if (is_type(ev, "notice")) {
@@ -919,7 +1245,7 @@ static char *build_html(struct events *e)
                         }
                         fputs("</p>\n", f);
                 } else if (is_type(ev, "run_end")) {
-                        html_run_end(f, ev);
+                        html_run_end(f, e, ev);
                 }
         }
         fputs("</main>\n</body>\n</html>\n", f);
@@ -934,19 +1260,27 @@ static char *build_html(struct events *e)
 
 int trace_export(const char *trace_path, enum export_format fmt, const char *out, corral_error **ret_err)
 {
-        struct events e = { .all = json_array() };
-        if (e.all == NULL)
+        struct events e = { .all = json_array(), .out_fd = -1, .shown = json_object() };
+        if (e.all == NULL || e.shown == NULL) {
+                json_decref(e.all);
+                json_decref(e.shown);
                 return corral_fail(ret_err, ENOMEM, "out of memory");
+        }
         if (trace_read_file(trace_path, collect_event, e.all, ret_err) < 0) {
                 json_decref(e.all);
+                json_decref(e.shown);
                 return -1;
         }
         e.consumed = calloc(json_array_size(e.all) + 1, sizeof(bool));
+        outputs_open(&e);
         char *text = NULL;
-        if (e.consumed != NULL)
+        if (e.consumed != NULL && e.shown != NULL)
                 text = fmt == EXPORT_IPYNB ? build_ipynb(&e) : build_html(&e);
         free(e.consumed);
         json_decref(e.all);
+        json_decref(e.shown);
+        if (e.out_fd >= 0)
+                close(e.out_fd);
         if (text == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot build the %s export of '%s'",
                                    fmt == EXPORT_IPYNB ? "notebook" : "HTML", trace_path);

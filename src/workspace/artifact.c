@@ -309,10 +309,40 @@ struct csv {
         size_t cell_len[2][HEADER_NAMES];
         size_t sample_fields[SAMPLE_RECORDS]; /* field counts of the first records */
         size_t sampled;
+        struct csv_preview *pv; /* artifact_csv_preview(): the cells kept, or NULL */
 };
+
+/* The first rows of a CSV as cells (artifact_csv_preview()). */
+struct csv_preview {
+        json_t *rows;           /* [[cell, ...], ...] */
+        json_t *row;            /* the record being read */
+        struct capbuf cell;
+        size_t max_rows, max_cols;
+        bool more_cols;
+};
+
+static void pv_end_cell(struct csv *c)
+{
+        struct csv_preview *pv = c->pv;
+        if (pv == NULL || json_array_size(pv->rows) >= pv->max_rows)
+                return;
+        if (pv->row == NULL)
+                pv->row = json_array();
+        if (json_array_size(pv->row) < pv->max_cols) {
+                size_t n = 0;
+                cleanup_free char *text = utf8_sanitize(pv->cell.data ? pv->cell.data : "", pv->cell.len, &n);
+                json_array_append_new(pv->row, text ? json_stringn(text, n) : json_string(""));
+        } else {
+                pv->more_cols = true;
+        }
+        capbuf_release(&pv->cell);
+        pv->cell = (struct capbuf){ .cap = pv->cell.cap };
+}
 
 static void csv_byte_to_cell(struct csv *c, unsigned char ch)
 {
+        if (c->pv && json_array_size(c->pv->rows) < c->pv->max_rows)
+                capbuf_append(&c->pv->cell, (const char *)&ch, 1);
         if (c->records >= 2 || c->fields >= HEADER_NAMES)
                 return;
         size_t *len = &c->cell_len[c->records][c->fields];
@@ -322,6 +352,7 @@ static void csv_byte_to_cell(struct csv *c, unsigned char ch)
 
 static void csv_end_field(struct csv *c)
 {
+        pv_end_cell(c);
         c->fields++;
         c->st = F_START;
 }
@@ -332,7 +363,18 @@ static void csv_end_record(struct csv *c)
         c->st = F_START;
         if (c->rec_bytes == 0) { /* a blank line */
                 c->fields = 0;
+                if (c->pv) {
+                        capbuf_release(&c->pv->cell);
+                        c->pv->cell = (struct capbuf){ .cap = c->pv->cell.cap };
+                }
                 return;
+        }
+        if (c->pv) {
+                pv_end_cell(c);
+                if (c->pv->row && json_array_size(c->pv->rows) < c->pv->max_rows)
+                        json_array_append(c->pv->rows, c->pv->row);
+                json_decref(c->pv->row);
+                c->pv->row = NULL;
         }
         if (c->records == 0)
                 c->first_fields = c->fields;
@@ -1350,4 +1392,30 @@ char *artifact_describe(const json_t *e, char *buf, size_t size)
                 snprintf(buf, size, "%s", label);
         }
         return buf;
+}
+
+json_t *artifact_csv_preview(const void *data, size_t len, unsigned char delim, size_t max_rows, size_t max_cols,
+                             size_t cell_max, bool *ret_more_cols)
+{
+        struct csv_preview pv = { .rows = json_array(), .cell = { .cap = cell_max }, .max_rows = max_rows,
+                                  .max_cols = max_cols };
+        struct csv *c = calloc(1, sizeof(*c));
+        if (c == NULL || pv.rows == NULL) {
+                free(c);
+                json_decref(pv.rows);
+                return NULL;
+        }
+        c->delim = delim ? delim : ',';
+        c->pv = &pv;
+        const unsigned char *p = data;
+        for (size_t i = 0; i < len && json_array_size(pv.rows) < max_rows; i++)
+                csv_byte(c, p[i]);
+        if (json_array_size(pv.rows) < max_rows)
+                csv_finish(c);
+        json_decref(pv.row);
+        capbuf_release(&pv.cell);
+        free(c);
+        if (ret_more_cols)
+                *ret_more_cols = pv.more_cols;
+        return pv.rows;
 }

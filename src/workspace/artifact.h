@@ -60,6 +60,14 @@ CORRAL_HIDDEN int artifact_detect_mem(const void *data, size_t len, uint64_t fil
  * (more than one link), or the open's or read's error. */
 CORRAL_HIDDEN int artifact_detect_at(int root_fd, const char *rel, uint64_t scan_max, json_t *entry);
 
+/* The first max_rows records of CSV text (delim: ',' when 0; RFC 4180
+ * quoting) as [[cell, ...], ...], at most max_cols cells a row (*ret_more_cols
+ * says when a row had more) and cell_max bytes a cell, cells as valid
+ * UTF-8; blank lines skipped.  For the exports' table previews.  NULL on
+ * allocation failure. */
+CORRAL_HIDDEN json_t *artifact_csv_preview(const void *data, size_t len, unsigned char delim, size_t max_rows,
+                                           size_t max_cols, size_t cell_max, bool *ret_more_cols);
+
 /* Type every "created" or "modified" entry of type "file" in diff (a
  * workspace_diff() array) in place, the first ARTIFACT_TYPE_MAX of them (a
  * step that makes 100,000 files costs no more than one that makes 1,000).

@@ -326,3 +326,35 @@ int workspace_list_files(struct workspace *ws, const char *path, unsigned max_de
         *ret = out;
         return 0;
 }
+
+int ws_read_beneath(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len)
+{
+        cleanup_close int fd = ws_open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, true);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -1;
+        if (!S_ISREG(st.st_mode)) {
+                errno = EINVAL;
+                return -1;
+        }
+        if ((uint64_t)st.st_size > max) {
+                errno = EFBIG;
+                return -1;
+        }
+        char *buf = malloc((size_t)st.st_size + 1);
+        if (buf == NULL)
+                return -1;
+        size_t got = 0;
+        while (got < (size_t)st.st_size) {
+                ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break; /* shrank meanwhile: what is there */
+                got += (size_t)n;
+        }
+        buf[got] = '\0';
+        *ret = buf;
+        *ret_len = got;
+        return 0;
+}

@@ -172,6 +172,14 @@ CORRAL_HIDDEN void workspace_diff_drop_mounts(const struct workspace *ws, json_t
 CORRAL_HIDDEN const struct ws_staged *workspace_staged_at(const struct workspace *ws, const char *rel,
                                                           bool bound_only);
 
+/* Read the regular file rel (clean, relative) beneath dirfd whole, never
+ * through a symlink (ws_open_beneath(), O_NONBLOCK: a FIFO cannot hang
+ * the reader), if it holds at most max bytes: malloc'd in *ret (NUL added),
+ * its length in *ret_len.  -1 with errno: EFBIG past max, EINVAL not a
+ * regular file, ELOOP/EXDEV a link or a way out.  For what corral reads back
+ * from an output directory (the exports' figures and previews). */
+CORRAL_HIDDEN int ws_read_beneath(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len);
+
 /* Add "sha256" (digest.h) to each file entry of entries (as
  * workspace_stage_manifest() reports them), read through what the jails
  * see: for telling a replay on other data. */

@@ -1,10 +1,15 @@
 """corral trace show / export on a handcrafted trace: the view, the notebook, the page, bad input."""
 import html.parser
 import json
+import re
+import shutil
+import subprocess
 import os
 import stat
 
 import pytest
+
+from conftest import CORRAL
 
 
 def event(type_, **fields):
@@ -186,3 +191,58 @@ def test_help(corral):
     for word in ["show", "export", "--quiet", "--no-color", "--ipynb", "--html", "-o", "exit statuses"]:
         assert word in text, word
     assert corral("trace", "show", "--help").rc == 0
+
+
+def test_exports_show_the_figures_tables_and_report(tmp_path):
+    """The point of a data-analysis run: its figures inline (within limits,
+    CSP allowing data: images only), a CSV as a table of its first rows, the
+    markdown report rendered (no raw HTML from it), in the page and in the
+    notebook; a missing output directory is said, not an error."""
+    import base64
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server"))
+    from modelserver import ScriptedServer, text, tool_call
+    code = ("import matplotlib.pyplot as plt, pandas as pd\n"
+            "pd.DataFrame({'product': ['A', 'B'], 'revenue': [3, 1]}).to_csv('output/top.csv', index=False)\n"
+            "open('output/report.md', 'w').write('# Report\\n\\nA is **first**.\\n\\n<script>alert(1)</script>\\n"
+            "[x](javascript:alert(2))\\n')\n"
+            "plt.plot([1, 2, 3])\n"
+            "plt.figure(); plt.bar(['a'], [1]); plt.savefig('output/bars.png')\n"
+            "plt.close()\n")
+    trace = tmp_path / "t.jsonl"
+    out = tmp_path / "out"
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"))
+    with ScriptedServer([tool_call("run_python", code=code), text("done")]) as srv:
+        r = subprocess.run([CORRAL, "run", "--base-url", srv.base_url, "--model", "m", "--cold", "-q", "--trace",
+                            str(trace), "-o", str(out), "go"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    html_path, nb_path = tmp_path / "t.html", tmp_path / "t.ipynb"
+    for fmt, path in (("--html", html_path), ("--ipynb", nb_path)):
+        r = subprocess.run([CORRAL, "trace", "export", fmt, "-o", str(path), str(trace)], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    html = html_path.read_text()
+    assert "img-src data:" in html and "default-src 'none'" in html
+    imgs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(imgs) == 2, len(imgs)  # the step's open figure, then at the end the file it saved (bars.png)
+    assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in imgs)
+    assert '<table class="csv">' in html and "<th>product</th>" in html and "<td>A</td>" in html
+    assert "<h1>Report</h1>" in html and "<strong>first</strong>" in html
+    report = html[html.index('<div class="report">'):]
+    report = report[:report.index("</div>")]
+    assert "<script>" not in html and "javascript:" not in report and "raw HTML omitted" in report, report
+    nb = json.loads(nb_path.read_text())
+    shown = [o for c in nb["cells"] for o in c.get("outputs", []) if o["output_type"] == "display_data"]
+    assert len(shown) == 1 and shown[0]["data"]["image/png"], shown
+    attached = [c for c in nb["cells"] if c.get("attachments")]
+    assert len(attached) == 1 and "output/bars.png" in "".join(attached[0]["source"]), attached
+    (png,) = [v["image/png"] for v in attached[0]["attachments"].values()]
+    assert base64.b64decode(png)[:8] == b"\x89PNG\r\n\x1a\n"
+    md = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    assert any("| product | revenue |" in m and "| A | 3 |" in m for m in md), md
+    assert any(m.startswith("`output/report.md`") and "# Report" in m and "&lt;script>" in m for m in md), md
+    # the output directory gone: the export says so
+    shutil.rmtree(out)
+    r = subprocess.run([CORRAL, "trace", "export", "--html", "-o", str(html_path), str(trace)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "not embedded (the output directory is not there any more)" in html_path.read_text()

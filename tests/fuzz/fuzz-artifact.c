@@ -31,7 +31,7 @@ static const char *const names[] = { "out.csv", "out.tsv",  "out.json", "out.jso
 static const char *const formats[] = { "png",  "jpeg", "gif",  "svg",  "pdf",     "csv",  "tsv",  "json",
                                        "jsonl", "markdown", "html", "xml", "text", "xlsx", "docx", "pptx",
                                        "zip",  "parquet", "gzip", "zstd", "sqlite", "npy", "elf", "binary",
-                                       "empty" };
+                                       "empty", "python", "shell", "yaml", "toml", "sql" };
 
 static char dir[256];
 static int dir_fd = -1;
