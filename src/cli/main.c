@@ -96,15 +96,63 @@ void cli_error_obj(const char *cmd, const corral_error *err)
         cli_error(cmd, "%s", err ? err->msg : "unknown error");
 }
 
+/* `corral completion bash|zsh`: a completion script built from the table
+ * above; each command's options come from its own --help when completing,
+ * so the script never goes stale. */
+static int cmd_completion(int argc, char **argv)
+{
+        if (argc != 2 || (strcmp(argv[1], "bash") != 0 && strcmp(argv[1], "zsh") != 0)) {
+                fputs("usage: corral completion bash|zsh\n"
+                      "  bash: eval \"$(corral completion bash)\" (or save it in\n"
+                      "        ~/.local/share/bash-completion/completions/corral)\n"
+                      "  zsh:  eval \"$(corral completion zsh)\"\n",
+                      argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) ? stdout : stderr);
+                return argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
+                               ? EXIT_OK
+                               : EXIT_USAGE_SUBCOMMAND;
+        }
+        if (strcmp(argv[1], "zsh") == 0)
+                puts("autoload -U +X bashcompinit && bashcompinit");
+        fputs("_corral() {\n"
+              "    local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} words\n"
+              "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n"
+              "        words=\"",
+              stdout);
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                printf("%s ", commands[i].name);
+        fputs("completion --help --version\"\n"
+              "    elif [[ $cur == -* ]]; then\n"
+              "        words=$(\"${COMP_WORDS[0]}\" \"$cmd\" --help 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)\n"
+              "    elif [ \"$COMP_CWORD\" -eq 2 ] && [ \"$cmd\" = completion ]; then\n"
+              "        words=\"bash zsh\"\n"
+              "    elif [ \"$COMP_CWORD\" -eq 2 ]; then\n"
+              "        words=$(\"${COMP_WORDS[0]}\" \"$cmd\" --help 2>/dev/null | grep -oE \"corral $cmd [a-z]+\" | "
+              "awk '{print $3}' | sort -u)\n"
+              "    fi\n"
+              "    if [ -n \"$words\" ]; then\n"
+              "        COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
+              "    else\n"
+              "        COMPREPLY=($(compgen -f -- \"$cur\"))\n"
+              "    fi\n"
+              "}\n"
+              "complete -o filenames -F _corral corral\n",
+              stdout);
+        return EXIT_OK;
+}
+
 static void usage(FILE *f)
 {
         fprintf(f, "usage: corral COMMAND [OPTIONS] ...\n\ncommands:\n");
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
-        fprintf(f, "\nRun 'corral COMMAND --help' for a command's options.\n\n"
+        fprintf(f, "\nRun 'corral COMMAND --help' for a command's options; 'corral --version' prints the version;\n"
+                   "'corral completion bash|zsh' prints a shell completion script; 'man corral' has it all.\n\n"
                    "exit statuses (all commands):\n"
                    "  0        success (corral run: the agent answered)\n"
                    "  1        corral run: the agent gave up (iterations, token or wall budget)\n"
+                   "           corral trace: the trace could not be read or the export written\n"
+                   "           corral doctor: corral cannot run code on this host\n"
+                   "           corral session start --from: the archive was refused\n"
                    "           corral workspace: the archive was refused or could not be read\n"
                    "           corral review: the code is rejected\n"
                    "  1-123    corral exec: the program's own exit status\n"
@@ -138,6 +186,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 if (strcmp(cmd, commands[i].name) == 0)
                         return commands[i].fn(argc - 1, argv + 1);
+        if (strcmp(cmd, "completion") == 0)
+                return cmd_completion(argc - 1, argv + 1);
         fprintf(stderr, "corral: unknown command '%s' (see 'corral --help')\n", cmd);
         return EXIT_USAGE_SUBCOMMAND;
 }

@@ -38,7 +38,8 @@ static const char help_text[] =
         "      --model NAME        model id, PROVIDER/ID, or replay:FILE (default: $CORRAL_MODEL,\n"
         "                          then \"model\" in the config file)\n"
         "      --base-url URL      OpenAI-compatible endpoint, e.g. http://localhost:11434/v1\n"
-        "                          (default: the provider's, then $OPENAI_BASE_URL, then the config file)\n"
+        "                          (default: $OPENAI_BASE_URL unless --provider is given, else the\n"
+        "                          provider's from the config file or its preset, else OpenAI's)\n"
         "      --provider NAME     preset: openai, ollama, llamacpp, vllm (base URL and quirks),\n"
         "                          or a provider of the config file\n"
         "      --config FILE       config file (default $XDG_CONFIG_HOME/corral/config.json)\n"
@@ -108,6 +109,8 @@ static const char help_text[] =
         "output:\n"
         "      --json              print one JSON result object (docs/run-json.md), no live view\n"
         "  -q, --quiet             no live view: the answer on stdout, notices and errors on stderr\n"
+        "      --no-color          no colours in the live view (also when NO_COLOR is set or TERM\n"
+        "                          is dumb)\n"
         "      --trace FILE        JSONL trace (default .corral/runs/ID/trace.jsonl; mode 0600)\n"
         "      --no-trace          write no trace file\n"
         "  -h, --help              show this help\n"
@@ -148,6 +151,7 @@ enum {
         OPT_IMAGES_PER_STEP,
         OPT_IMAGES_PER_RUN,
         OPT_IMAGE_BYTES,
+        OPT_NO_COLOR,
 };
 
 static const struct option run_options[] = {
@@ -185,6 +189,8 @@ static const struct option run_options[] = {
         { "images-per-step", required_argument, NULL, OPT_IMAGES_PER_STEP },
         { "images-per-run", required_argument, NULL, OPT_IMAGES_PER_RUN },
         { "image-bytes", required_argument, NULL, OPT_IMAGE_BYTES },
+        { "no-color", no_argument, NULL, OPT_NO_COLOR },
+        { "no-colour", no_argument, NULL, OPT_NO_COLOR },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
@@ -207,6 +213,7 @@ struct run_opts {
         bool context_given;
         bool json;
         bool quiet;
+        bool no_color;               /* --no-color */
         struct review_policy *review; /* --review-policy (default standard) */
         bool llm_review;              /* --llm-review */
         const char *reviewer_model;   /* --reviewer-model */
@@ -361,6 +368,9 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 return 0;
         case OPT_FROM:
                 o->from = arg;
+                return 0;
+        case OPT_NO_COLOR:
+                o->no_color = true;
                 return 0;
         default:
                 return 0;
@@ -789,6 +799,8 @@ static int set_up(struct run *run, int cancel_fd, corral_error **err)
         if (!o->json && !o->quiet) {
                 struct render_options ro;
                 render_options_default(&ro, stderr, true);
+                if (o->no_color)
+                        ro.color = false;
                 run->view = render_new(&ro);
                 if (run->view)
                         trace_subscribe(run->tr, render_event, run->view);

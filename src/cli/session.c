@@ -1057,7 +1057,12 @@ static int cmd_shutdown(int argc, char **argv)
 int cmd_session(int argc, char **argv)
 {
         if (argc < 2) {
-                fputs(help_text, stderr);
+                fputs("usage: corral session start|exec|archive|stop|list|status|shutdown ...\n"
+                      "  corral session start                 a session (prints its ID)\n"
+                      "  corral session exec ID -c CODE       run a step in it\n"
+                      "  corral session stop ID               end it\n"
+                      "See 'corral session --help' for every option.\n",
+                      stderr);
                 return EXIT_USAGE_SUBCOMMAND;
         }
         const char *verb = argv[1];

@@ -165,3 +165,13 @@ def test_exec_json_says_why_it_failed():
         j = json.loads(r.stdout)
         assert j["status"] == "failed" and j["exit_code"] == 125 and j["error"]["kind"] == kind, j
         assert says in j["reason"] and says in r.stderr, (j, r.stderr)
+
+
+def test_help_says_version_and_session_alone_is_short():
+    r = run("--help")
+    assert "'corral --version' prints the version" in r.stdout and "corral completion bash|zsh" in r.stdout
+    assert "corral trace: the trace could not be read" in r.stdout and "corral doctor: corral cannot run" in r.stdout
+    r = run("session")
+    assert r.returncode == 2 and len(r.stderr.splitlines()) <= 6 and "corral session --help" in r.stderr, r.stderr
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.startswith("corral ")
