@@ -59,8 +59,8 @@ static const char help_text[] =
         "                          inline content anywhere under /workspace, read-only (bound, not\n"
         "                          copied) or writable (copied); see docs/workspace.md\n"
         "  -o, --out DIR           copy /workspace/output/ to DIR when the run ends (also when it\n"
-        "                          fails or is interrupted; default .corral/runs/ID/output, or\n"
-        "                          none with -w)\n"
+        "                          fails or is interrupted; default: with the run's records,\n"
+        "                          $XDG_STATE_HOME/corral/runs/ID/output, or none with -w)\n"
         "  -w, --workspace DIR     use DIR as the workspace and keep it (default: a temporary one)\n"
         "      --input-limit SIZE  total size of what --input and --manifest stage, bound or\n"
         "                          copied (default 2G)\n"
@@ -111,7 +111,8 @@ static const char help_text[] =
         "  -q, --quiet             no live view: the answer on stdout, notices and errors on stderr\n"
         "      --no-color          no colours in the live view (also when NO_COLOR is set or TERM\n"
         "                          is dumb)\n"
-        "      --trace FILE        JSONL trace (default .corral/runs/ID/trace.jsonl; mode 0600)\n"
+        "      --trace FILE        JSONL trace (default $XDG_STATE_HOME/corral/runs/ID/trace.jsonl,\n"
+        "                          ~/.local/state/... when unset; mode 0600; see corral runs)\n"
         "      --no-trace          write no trace file\n"
         "  -h, --help              show this help\n"
         "\n"
@@ -437,10 +438,8 @@ static void print_notice(void *ud, const json_t *event)
         (void)ud;
         const char *type = json_string_value(json_object_get(event, "type"));
         const char *msg = json_string_value(json_object_get(event, "message"));
-        if (type && strcmp(type, "notice") == 0 && msg) {
-                cleanup_free char *clean = term_sanitize(msg, strlen(msg), NULL);
-                cli_error("run", "note: %s", clean ? clean : "");
-        }
+        if (type && strcmp(type, "notice") == 0 && msg)
+                cli_error("run", "note: %s", msg); /* made inert there */
 }
 
 /* The files under output/ when the run ended: [{"path","bytes"}]. */
@@ -687,11 +686,11 @@ static json_t *input_changes(const json_t *then, const json_t *now)
 
 /* What a transcript records or a replay checks: the inputs as staged, with
  * sizes and digests (docs/providers.md, "Replay"). */
-static int replay_set_up(struct run *run)
+static void replay_set_up(struct run *run)
 {
         bool recording = run->o.model.record_path != NULL, replay = model_client_is_replay(run->model);
         if (!recording && !replay)
-                return 0;
+                return;
         workspace_digest_inputs(run->ws, run->inputs);
         json_t *inputs = json_array(), *e;
         size_t i;
@@ -719,7 +718,6 @@ static int replay_set_up(struct run *run)
                 }
         }
         json_decref(inputs);
-        return 0;
 }
 
 /* A replay whose answer must not pass for this run's: recorded on other
