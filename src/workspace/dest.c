@@ -249,12 +249,10 @@ int ws_dest_open(const char *path, enum ws_dest_kind kind, const char *what, con
                                  "%s '%s' lies inside %s '%s', which code in a jail can write: choose a path "
                                  "outside it",
                                  what, path, root->what, root->path);
-        if (r == 0) {
-                d.dirfd = openat(cur, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (d.dirfd < 0)
-                        r = corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot open the directory of %s '%s'",
-                                              what, path);
-        }
+        /* O_PATH: making entries beneath it needs search and write
+         * permission, not read. */
+        if (r == 0)
+                d.dirfd = TAKE_FD(cur);
         if (cur >= 0)
                 close(cur);
         /* Can we make what is missing, or write the file, at all?  Asked

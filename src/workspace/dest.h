@@ -50,7 +50,7 @@ enum ws_dest_kind {
 };
 
 struct ws_dest {
-        int dirfd;       /* the deepest directory of the path that existed */
+        int dirfd;       /* the deepest directory of the path that existed (O_PATH) */
         char *missing;   /* "a/b": directories still to make beneath dirfd, or NULL */
         char *name;      /* WS_DEST_FILE: the file's name; else NULL */
         char *shown;     /* the path as given */
@@ -68,7 +68,8 @@ CORRAL_HIDDEN int ws_dest_open(const char *path, enum ws_dest_kind kind, const c
 /* The destination's directory (the directory itself for WS_DEST_DIR, the
  * file's for WS_DEST_FILE), made now where missing (mode, each component
  * made with mkdirat and opened with O_NOFOLLOW beneath the last): a new
- * O_DIRECTORY fd, or -1 with *ret_err. */
+ * O_DIRECTORY fd (O_PATH when nothing was missing: enough to make and rename
+ * entries beneath it), or -1 with *ret_err. */
 CORRAL_HIDDEN int ws_dest_dir(const struct ws_dest *d, mode_t mode, corral_error **ret_err);
 /* Write a whole WS_DEST_FILE: to a fresh temporary file beside it (mode
  * 0600, then mode), synced, then renamed over the name, so an entry there
