@@ -255,10 +255,9 @@ static bool kernel_ended(struct kernel *k)
 }
 
 /* Wait until there is news (a frame or the end) or deadline (monotonic ms,
- * <= 0: none), also watching extra_fd (>= 0).  Returns 1 when extra_fd is
- * readable. */
-/* Wait for the kernel, until deadline or an fd: 1 when cancel_fd is
- * readable, 2 when watch_fd is (readable or hung up), else 0. */
+ * <= 0: none), also watching cancel_fd and watch_fd (each -1: none).
+ * Returns 1 when cancel_fd is readable, 2 when watch_fd is (readable or hung
+ * up), else 0. */
 static int kernel_wait(struct kernel *k, double deadline, int cancel_fd, int watch_fd)
 {
         struct pollfd p[3] = { { .fd = k->wake, .events = POLLIN },
