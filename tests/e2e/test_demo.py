@@ -240,11 +240,14 @@ def test_sales_artifacts(sales):
 
 @pytest.mark.parametrize("name", ["energy", "sales"])
 def test_transcripts_are_labelled(name):
-    """A scripted transcript says so on its first line, and holds replies only."""
+    """A scripted transcript says so on its first line, then what data it was
+    made on (a replay on other data says so: docs/providers.md, "Replay"),
+    and holds replies only."""
     with open(os.path.join(EXAMPLES, name, "transcript.jsonl")) as f:
         lines = [json.loads(line) for line in f]
     assert list(lines[0]) == ["comment"] and lines[0]["comment"].startswith("Scripted for the demo, not recorded")
-    assert len(lines) >= 5 and all(list(line) == ["reply"] for line in lines[1:])
+    assert list(lines[1]) == ["run"] and lines[1]["run"]["inputs"][0]["sha256"]
+    assert len(lines) >= 6 and all(list(line) == ["reply"] for line in lines[2:])
 
 
 def test_energy_demo_with_a_configured_model(tmp_path):
@@ -254,7 +257,7 @@ def test_energy_demo_with_a_configured_model(tmp_path):
     sys.path.insert(0, os.path.join(ROOT, "tests", "model-server"))
     from modelserver import ScriptedServer
     with open(os.path.join(EXAMPLES, "energy", "transcript.jsonl")) as f:
-        replies = [json.loads(line)["reply"]["message"] for line in f.read().splitlines()[1:]]
+        replies = [json.loads(line)["reply"]["message"] for line in f.read().splitlines()[2:]]
     turns = [{"reply": {"content": m["content"],
                         "tool_calls": [{"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
                                        for c in m["tool_calls"]]}} for m in replies]
