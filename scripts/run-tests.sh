@@ -72,6 +72,9 @@ if [ "$(id -u)" -eq 0 ]; then
         cp "$build/tests/warm-sessions" "$tmp/bin/tests/"
         cp -r tests "$tmp/tests"
         cp -r examples "$tmp/examples" # the demos' scripts, for tests/e2e/test_demo.py
+        cp README.md "$tmp/" # tests/e2e/test_docs_options.py compares it with --help
+        mkdir -p "$tmp/scripts"
+        cp scripts/gen-man.sh "$tmp/scripts/"
         mkdir -p "$tmp/src/session"
         cp src/lib/seccomp.c "$tmp/src/lib/"
         cp src/session/driver.py "$tmp/src/session/"

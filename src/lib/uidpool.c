@@ -19,29 +19,46 @@
 
 #include "jail-internal.h"
 
-#define POOL_DIR "/run/corral"
-#define POOL_FILE POOL_DIR "/uid-pool.lock"
+/* Where the lock lives: /run/corral for the host's root.  Root of a user
+ * namespace of its own (a rootless container, `unshare -r`) may not own the
+ * host's /run: its pool is its namespace's, in a directory of its own under
+ * /tmp named after the namespace (what uids it can lease are its
+ * namespace's anyway). */
+static void pool_dir(char *buf, size_t size)
+{
+        cleanup_free char *map = read_file_at(AT_FDCWD, "/proc/self/uid_map", 4096);
+        unsigned long inside = 1, outside = 1, count = 0;
+        bool initial = map && sscanf(map, "%lu %lu %lu", &inside, &outside, &count) == 3 && inside == 0 &&
+                       outside == 0 && count == 4294967295ul;
+        struct stat ns;
+        if (initial || stat("/proc/self/ns/user", &ns) < 0)
+                snprintf(buf, size, "/run/corral");
+        else
+                snprintf(buf, size, "/tmp/corral-uid-pool-%lu", (unsigned long)ns.st_ino);
+}
 
 /* The lock file, made if missing; refused unless root owns it and its
  * directory and nobody else can write either. */
 static int open_pool(corral_error **ret_err)
 {
-        if (mkdir(POOL_DIR, 0700) < 0 && errno != EEXIST)
-                return corral_fail(ret_err, errno, "cannot make '%s' for the jail uid pool", POOL_DIR);
+        char dir[128], file[160];
+        pool_dir(dir, sizeof(dir));
+        snprintf(file, sizeof(file), "%s/uid-pool.lock", dir);
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return corral_fail(ret_err, errno, "cannot make '%s' for the jail uid pool", dir);
         struct stat st;
-        if (lstat(POOL_DIR, &st) < 0)
-                return corral_fail(ret_err, errno, "cannot look at '%s'", POOL_DIR);
+        if (lstat(dir, &st) < 0)
+                return corral_fail(ret_err, errno, "cannot look at '%s'", dir);
         if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
                 return corral_fail(ret_err, 0, "refusing '%s' for the jail uid pool: it must be a directory of "
                                                "root's that only root can write",
-                                   POOL_DIR);
-        int fd = open(POOL_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+                                   dir);
+        int fd = open(file, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
         if (fd < 0)
-                return corral_fail(ret_err, errno, "cannot open '%s'", POOL_FILE);
+                return corral_fail(ret_err, errno, "cannot open '%s'", file);
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
                 close(fd);
-                return corral_fail(ret_err, 0, "refusing '%s': it must be a regular file only root can use",
-                                   POOL_FILE);
+                return corral_fail(ret_err, 0, "refusing '%s': it must be a regular file only root can use", file);
         }
         return fd;
 }
