@@ -17,6 +17,7 @@
 
 #define R REVIEW_SEV_REJECT
 #define W REVIEW_SEV_WARN
+#define OFF REVIEW_SEV_OFF
 
 static const struct review_rule rules[] = {
         { "PY-PROC-001", R, R, "starting processes is not allowed here; use Python libraries instead" },
@@ -32,6 +33,9 @@ static const struct review_rule rules[] = {
         { "PY-DYN-004", R, R,
           "reaching the interpreter's builtins this way is not allowed here; call the functions directly" },
         { "PY-DYN-005", R, R, "reaching interpreter internals is not allowed here; write ordinary code" },
+        { "PY-DYN-006", R, OFF,
+          "the review cannot follow this value (a name, module or directory known only at run time); under this "
+          "policy name modules, functions and paths directly" },
         { "PY-FFI-001", R, R, "loading native code is not allowed here; use Python and the installed libraries" },
         { "PY-FFI-002", R, R, "loading native code is not allowed here; use Python and the installed libraries" },
         { "PY-NET-001", R, R, "there is no network here; work with the files in the workspace" },
@@ -66,6 +70,7 @@ static const struct review_rule rules[] = {
 
 #undef R
 #undef W
+#undef OFF
 
 const struct review_rule *review_rule_find(const char *id)
 {

@@ -362,6 +362,138 @@ TEST(arbitrary_bytes)
         review_result_release(&r);
 }
 
+TEST(names_resolved_at_run_time)
+{
+        PY_HAS("import pkgutil\npkgutil.resolve_name('os:system')('id')\n", "PY-PROC-002@2");
+        PY_HAS("import pkgutil\npkgutil.resolve_name(name)\n", "PY-DYN-002@2");
+        PY_HAS("import importlib.util\ns = importlib.util.find_spec('posix')\nm = importlib.util.module_from_spec(s)\n"
+               "s.loader.exec_module(m)\nm.system('id')\n", "PY-PROC-002@5");
+        PY_HAS("from importlib.util import find_spec\nfind_spec('sub' + 'process')\n", "PY-PROC-001@2");
+        PY_HAS("import importlib.util\nm = importlib.util.module_from_spec(spec)\n", "PY-DYN-002@2");
+        PY_HAS("import sys\nfor f in sys.meta_path:\n    f.find_spec('os', None).loader.load_module('os').popen('id')\n",
+               "PY-PROC-002@3");
+        PY_HAS("x.load_module(name)\n", "PY-DYN-002@1");
+        PY_HAS("from importlib.machinery import BuiltinImporter\nBuiltinImporter.load_module('posix').system('id')\n",
+               "PY-PROC-002@2");
+        PY_HAS("import importlib\nm = importlib.import_module('.machinery', 'importlib')\n"
+               "m.BuiltinImporter.load_module('posix').system('id')\n", "PY-PROC-002@3");
+        PY_HAS("import functools, shutil\nfunctools.reduce(getattr, ['os', 'system'], shutil)('id')\n", "PY-PROC-002@2");
+        PY_HAS("from functools import reduce\nimport os\nreduce(getattr, 'path.os.popen'.split('.'), os)('id')\n",
+               "PY-PROC-002@3");
+        PY_HAS("from functools import reduce\nreduce(lambda o, a: getattr(o, a), ['system'], __import__('os'))('id')\n",
+               "PY-PROC-002@2");
+        PY_HAS("from functools import reduce\nimport os\nreduce(getattr, names, os)\n", "PY-DYN-003@3");
+        PY_HAS("import os\nobject.__getattribute__(os, 'popen')('id')\nos.__getattribute__('system')('id')\n",
+               "PY-PROC-002@2 PY-PROC-002@3");
+        PY_HAS("import operator, sys\noperator.getitem(sys.modules, 'o' + 's').system('id')\n", "PY-PROC-002@2");
+        PY_HAS("import _imp\n", "PY-DYN-002@1");
+        PY_HAS("import zipimport\n", "PY-DYN-001@1");
+        /* constants travel through names, and decode */
+        PY_HAS("n = 'sys' + 'tem'\nimport os\ngetattr(os, n)('id')\n", "PY-PROC-002@3");
+        PY_HAS("import base64, importlib\nimportlib.import_module(base64.b64decode('b3M=').decode()).system('x')\n",
+               "PY-PROC-002@2");
+        PY_HAS("src = 'import os; os.system(1)'\nexec(src)\n", "PY-PROC-002@2");
+        /* a name bound twice, to different values, is no longer a constant */
+        PY_HAS("src = 'print(1)'\nif x:\n    src = input()\nexec(src)\n", "PY-DYN-001@4");
+        CHECK_STR(PY("import importlib.util\nok = importlib.util.find_spec('scipy') is not None\n"), "");
+}
+
+TEST(modules_passed_as_values)
+{
+        PY_HAS("import os\npick = lambda mod: mod.system\npick(os)('id')\n", "PY-PROC-002@3");
+        PY_HAS("import os\n(lambda m: m.system('id'))(os)\n", "PY-PROC-002@2");
+        PY_HAS("import os\ndef run(c, m=os):\n    return m.system(c)\n", "PY-PROC-002@3");
+        PY_HAS("import os\ndef call(mod, c):\n    return getattr(mod, 'sys' + 'tem')(c)\ncall(os, 'id')\n",
+               "PY-PROC-002@4");
+        PY_HAS("import os\ndef call(mod, c):\n    return mod.system(c)\ncall(c='id', mod=os)\n", "PY-PROC-002@4");
+        PY_HAS("def get():\n    import os as m\n    return m\nget().system('id')\n", "PY-PROC-002@4");
+        PY_HAS("import os\ndef lookup(m, n):\n    return getattr(m, n)\nlookup(os, name)\n", "PY-DYN-003@4");
+        PY_HAS("import math, os\nmods = [math, os]\nmods[1].system('id')\n", "PY-PROC-002@3");
+        PY_HAS("import os\nd = {'k': os}\nd['k'].system('id')\nd.get('k').popen('id')\n",
+               "PY-PROC-002@3 PY-PROC-002@4");
+        PY_HAS("import json, os\npair = (json, os)\n_, m = pair\nm.system('id')\n", "PY-PROC-002@4");
+        PY_HAS("import os\nfor m in (os,):\n    m.system('id')\n", "PY-PROC-002@3");
+        PY_HAS("import os\n[m.system('id') for m in [os]]\n", "PY-PROC-002@2");
+        PY_HAS("import os\nl = []\nl.append(os)\nl[-1].system('id')\n", "PY-PROC-002@4");
+        PY_HAS("import os\nclass B: pass\nb = B()\nb.m = os\nb.m.system('id')\n", "PY-PROC-002@5");
+        PY_HAS("import os\nlist(map(lambda m: m.system('id'), [os]))\n", "PY-PROC-002@2");
+        PY_HAS("import os\nnext(iter([os])).system('id')\ndict(s=os)['s'].popen('id')\n",
+               "PY-PROC-002@2 PY-PROC-002@3");
+        /* ordinary modules in containers and parameters */
+        CHECK_STR(PY("import numpy as np, pandas as pd, statistics\nlibs = {'numpy': np, 'pandas': pd}\n"
+                     "for name, mod in libs.items():\n    print(name, mod.__version__)\n"
+                     "def describe(xs, lib=np):\n    return lib.mean(xs)\n"
+                     "for b in [statistics, np]:\n    print(b.mean([1, 2]))\n"
+                     "class R:\n    def __init__(self):\n        self.np = np\n"),
+                  "");
+}
+
+TEST(asyncio_apis)
+{
+        PY_HAS("import asyncio\nloop = asyncio.new_event_loop()\nloop.subprocess_exec(P, 'id')\n", "PY-PROC-001@3");
+        PY_HAS("import asyncio\nasync def f():\n    loop = asyncio.get_running_loop()\n"
+               "    await loop.subprocess_shell(P, 'id')\n", "PY-PROC-001@4");
+        PY_HAS("async def f(loop):\n    await loop.subprocess_exec(P, 'id')\n", "PY-PROC-001@2");
+        PY_HAS("import asyncio\nasyncio.get_event_loop_policy().new_event_loop().subprocess_exec(P, 'id')\n",
+               "PY-PROC-001@2");
+        PY_HAS("import asyncio\nl = asyncio.new_event_loop()\nl.create_connection(asyncio.Protocol, 'h', 80)\n",
+               "PY-NET-001@3");
+        PY_HAS("import asyncio\nl = asyncio.get_event_loop()\nl.create_datagram_endpoint(P, remote_addr=('h', 53))\n",
+               "PY-NET-001@3");
+        PY_HAS("import asyncio.streams\nasyncio.streams.open_connection('h', 80)\n", "PY-NET-001@2");
+        CHECK_STR(PY("import asyncio\nasync def main():\n    await asyncio.sleep(0)\n"
+                     "    loop = asyncio.get_running_loop()\n    await loop.run_in_executor(None, sum, [1])\n"
+                     "    await asyncio.gather(main())\nasyncio.run(main())\n"),
+                  "");
+}
+
+TEST(raw_file_apis)
+{
+        PY_HAS("import io\nio.FileIO('/etc/x', 'w')\n", "PY-FS-001@2");
+        PY_HAS("import os\nos.open('/etc/x', 0o101)\n", "PY-FS-001@2");
+        PY_HAS("import os\nfl = os.O_WRONLY\nfl |= os.O_CREAT\nos.open('/usr/' + 'x', fl)\n", "PY-FS-001@4");
+        PY_HAS("import os\nos.open('/etc/x', flags)\n", "PY-FS-001@2"); /* flags it cannot fold: a write */
+        PY_HAS("import numpy as np\nnp.memmap('/etc/x', dtype='uint8')\n", "PY-FS-001@2");
+        PY_HAS("import numpy as np\nnp.memmap('/etc/x', dtype='uint8', mode='w+', shape=(2,))\n", "PY-FS-001@2");
+        PY_HAS("import pandas as pd\ndf.to_csv(index=False, path_or_buf='/etc/x.csv')\n", "PY-FS-001@2");
+        PY_HAS("import pandas as pd\npd.DataFrame.to_json(df, '/etc/x.json')\n", "PY-FS-001@2");
+        PY_HAS("import numpy as np\nnp.savetxt(f'/etc/{name}.txt', a)\n", "PY-FS-001@2");
+        PY_HAS("open('/etc/' + name, 'w')\nopen('/etc/{}'.format(name), 'a')\n", "PY-FS-001@1 PY-FS-001@2");
+        PY_HAS("import os\nopen(os.path.join('/usr', 'lib', 'x.pth'), 'w')\n", "PY-FS-001@2");
+        PY_HAS("import os\nos.chdir('/etc')\nopen('x.conf', 'w')\n", "PY-FS-001@3");
+        PY_HAS("import sqlite3, tarfile, logging\nsqlite3.connect('/var/x.db')\ntarfile.open('/etc/x.tar', 'w')\n"
+               "logging.FileHandler('/etc/x.log')\n", "PY-FS-001@2 PY-FS-001@3 PY-FS-001@4");
+        PY_HAS("import base64\nopen(base64.b64decode('L2V0Yy94').decode(), 'w')\n", "PY-FS-001@2");
+        PY_HAS("def save(p, t):\n    open(p, 'w').write(t)\nsave('/etc/x', 'y')\n", "PY-FS-001@3");
+        PY_HAS("p = '/etc/x'\nopen(p, 'w')\n", "PY-FS-001@2");
+        /* inside the workspace, /tmp, and reading: nothing */
+        CHECK_STR(PY("import os, io, sqlite3, numpy as np\nfd = os.open('output/a.bin', os.O_WRONLY | os.O_CREAT)\n"
+                     "fd = os.open('/etc/hostname', os.O_RDONLY)\nio.FileIO('output/b', 'w')\n"
+                     "np.memmap('output/m.dat', mode='w+', shape=(2,))\nnp.memmap('/etc/x', mode='r')\n"
+                     "sqlite3.connect(':memory:')\nopen(f'output/{name}.csv', 'w')\n"
+                     "open(os.path.join('output', name), 'w')\nos.chdir('output')\nopen('x.txt', 'w')\n"
+                     "p = '/etc/hostname'\nprint(open(p).read())\nos.chdir(somewhere)\nopen('y.txt', 'w')\n"),
+                  "");
+}
+
+TEST(strict_rejects_what_cannot_be_followed)
+{
+        /* computed lookups on modules outside the sensitive list: strict only */
+        const char *lookup = "import numpy as np\nf = getattr(np, name)\n";
+        CHECK_STR(PY(lookup), "");
+        CHECK_STR(rules_of(strict, REVIEW_PYTHON, lookup), "PY-DYN-006@2");
+        const char *spec = "import importlib.util\nimportlib.util.find_spec(name)\n";
+        CHECK_STR(PY(spec), "");
+        CHECK_STR(rules_of(strict, REVIEW_PYTHON, spec), "PY-DYN-006@2");
+        const char *escape = "import os\nregister(os)\n";
+        CHECK_STR(PY(escape), "");
+        CHECK_STR(rules_of(strict, REVIEW_PYTHON, escape), "PY-DYN-006@2");
+        const char *cwd = "import os\nos.chdir(d)\nopen('x', 'w')\n";
+        CHECK_STR(PY(cwd), "");
+        CHECK_STR(rules_of(strict, REVIEW_PYTHON, cwd), "PY-DYN-006@3");
+        CHECK(!rejected(strict, REVIEW_PYTHON, "import numpy as np\nprint(np.mean([1]))\n"));
+}
+
 int main(void)
 {
         standard = review_policy_new(REVIEW_LEVEL_STANDARD);
@@ -378,6 +510,11 @@ int main(void)
         RUN(syntax_errors);
         RUN(levels_and_policy_files);
         RUN(arbitrary_bytes);
+        RUN(names_resolved_at_run_time);
+        RUN(modules_passed_as_values);
+        RUN(asyncio_apis);
+        RUN(raw_file_apis);
+        RUN(strict_rejects_what_cannot_be_followed);
         review_policy_free(standard);
         review_policy_free(strict);
         return DONE();
