@@ -63,6 +63,9 @@ static const struct review_rule rules[] = {
         { "SH-PRIV-001", R, W, "there are no privileges to gain here; run the command without them" },
         { "SH-DYN-001", R, W,
           "running a command built at run time hides what it does; write the command out directly" },
+        { "SH-DYN-002", R, OFF,
+          "the review cannot follow where this goes (a directory or file known only at run time); under this policy "
+          "use literal paths under /workspace" },
         { "SH-POL-001", R, R, "this command is denied by the policy of this run; do it another way" },
         { "SH-SYN-001", R, W, "the script has a syntax error near here; bash will report it precisely when it runs" },
         { "SH-SYN-002", R, R, "the script is nested too deeply to review; write it flatter" },

@@ -491,7 +491,69 @@ TEST(strict_rejects_what_cannot_be_followed)
         const char *cwd = "import os\nos.chdir(d)\nopen('x', 'w')\n";
         CHECK_STR(PY(cwd), "");
         CHECK_STR(rules_of(strict, REVIEW_PYTHON, cwd), "PY-DYN-006@3");
+        const char *cd = "cd \"$(echo /etc)\"\necho x > y\n";
+        CHECK_STR(SH(cd), "");
+        CHECK_STR(rules_of(strict, REVIEW_BASH, cd), "SH-DYN-002@2");
         CHECK(!rejected(strict, REVIEW_PYTHON, "import numpy as np\nprint(np.mean([1]))\n"));
+}
+
+TEST(shell_working_directory)
+{
+        SH_HAS("cd /etc\necho x > motd\n", "SH-FS-001@2");
+        SH_HAS("cd /usr/local/bin && cp ~/tool .\n", "SH-FS-001@1");
+        SH_HAS("cd ../../etc; touch x\n", "SH-FS-001@1");
+        SH_HAS("d=/etc\ncd \"$d\"\necho x | tee y\n", "SH-FS-001@3");
+        SH_HAS("cd\ncd ../etc\necho > x\n", "SH-FS-001@3");
+        SH_HAS("pushd /usr/local\ntar -xf /tmp/a.tar\n", "SH-FS-001@2");
+        SH_HAS("if true; then cd /etc; fi\necho x > y\n", "SH-FS-001@2");
+        SH_HAS("cd / && rm -rf etc\n", "SH-RM-001@1");
+        SH_HAS("cd /usr && rm -rf *\n", "SH-RM-001@1");
+        SH_HAS("tar -xzf a.tgz -C /usr/local\n", "SH-FS-001@1");
+        CHECK_STR(SH("(cd /etc && cat hostname)\necho ok > out.txt\nx=$(cd /etc; pwd)\necho > y\n"
+                     "cd output && echo ok > status.txt\ncd /tmp && echo s > scratch\ncd - >/dev/null\n"
+                     "tar -xf output/a.tar -C output/u\n"),
+                  "");
+}
+
+TEST(shell_code_in_strings)
+{
+        SH_HAS("exec 3<>$'\\x2fdev\\x2ftcp/203.0.113.9/80'\n", "SH-NET-002@1");
+        SH_HAS("cat < $'/dev/\\164cp/h/80'\n", "SH-NET-002@1");
+        SH_HAS("a=/dev\nb=tcp\nexec 3<>\"$a/$b/h/80\"\n", "SH-NET-002@3");
+        SH_HAS("exec 3<>\"${T:-/dev/tcp/h/80}\"\n", "SH-NET-002@1");
+        SH_HAS("trap 'echo x > /etc/y' EXIT\n", "SH-FS-001@1");
+        SH_HAS("h=1.2.3.4\ntrap \"echo x > /dev/tcp/$h/80\" EXIT\n", "SH-NET-002@2");
+        SH_HAS("p=/dev/tcp\neval \"exec 3<>$p/h/80\"\n", "SH-NET-002@2");
+        SH_HAS("bash <<< 'rm -rf /'\n", "SH-RM-001@1");
+        SH_HAS("echo 'rm -rf /' | bash\n", "SH-RM-001@1");
+        SH_HAS("echo cm0gLXJmIC8= | base64 -d | sh\n", "SH-RM-001@1");
+        SH_HAS("printf 'import os\\nos.system(1)\\n' | python3\n", "PY-PROC-002@1");
+        SH_HAS("c='import os; os.system(1)'\npython3 -c \"$c\"\n", "PY-PROC-002@2");
+        CHECK_STR(SH("base64 -d < blob.txt | sh\n"), "SH-DYN-001@1");
+        CHECK_STR(SH("trap \"$cleanup\" EXIT\n"), "SH-DYN-001@1");
+        CHECK_STR(SH("tmp=$(mktemp)\ntrap 'rm -f \"$tmp\"' EXIT\necho 'print(1)' | python3\n"
+                     "python3 <<< 'print(sum(range(3)))'\nOUT=output\necho x > \"$OUT/a.txt\"\n"),
+                  "");
+}
+
+TEST(shell_sed_and_find)
+{
+        SH_HAS("sed -n 'w /etc/x' in.txt\n", "SH-FS-001@1");
+        SH_HAS("sed -e 's/a/b/w /usr/local/x' in.txt\n", "SH-FS-001@1");
+        SH_HAS("sed --expression='1,3W /etc/x' in.txt\n", "SH-FS-001@1");
+        SH_HAS("sed '1e rm -rf /' in.txt\n", "SH-RM-001@1");
+        SH_HAS("cd /etc; sed -i 's/a/b/' hosts\n", "SH-FS-001@1");
+        CHECK_STR(SH("sed 's/a/id/e' in.txt\n"), "SH-DYN-001@1");
+        SH_HAS("find . -exec sh -c 'echo x > /etc/y' \\;\n", "SH-FS-001@1");
+        SH_HAS("find . -name '*.conf' -exec cp {} /etc/ \\;\n", "SH-FS-001@1");
+        SH_HAS("find /etc -name hosts -exec sed -i s/a/b/ {} +\n", "SH-FS-001@1");
+        SH_HAS("find . -fprint /etc/list\n", "SH-FS-001@1");
+        SH_HAS("find / -maxdepth 1 -exec rm -rf {} +\n", "SH-RM-001@1");
+        CHECK_STR(SH("sed -n '1,5p' data.csv\nsed -e 's/,/;/g' -e '/^$/d' a.csv > output/b.csv\n"
+                     "sed -i 's/ *$//' output/notes.txt\nsed -n '/^#/!p;$q' a\nsed 's/w/W/g; s|x|/etc/y|' a\n"
+                     "find data -name '*.csv' -exec wc -l {} +\nfind data -name '*.json' -exec cp {} output/ \\;\n"
+                     "find output -name '*.tmp' -delete\nfind . -type f -exec grep -l error {} \\;\n"),
+                  "");
 }
 
 int main(void)
@@ -515,6 +577,9 @@ int main(void)
         RUN(asyncio_apis);
         RUN(raw_file_apis);
         RUN(strict_rejects_what_cannot_be_followed);
+        RUN(shell_working_directory);
+        RUN(shell_code_in_strings);
+        RUN(shell_sed_and_find);
         review_policy_free(standard);
         review_policy_free(strict);
         return DONE();
