@@ -1257,15 +1257,129 @@ static bool loop_factory(const char *nm)
         return under_module(nm, "asyncio") && last && in_list(last + 1, loops, ARRAY_SIZE(loops));
 }
 
+/* Method names the walk looks at, whatever their object (sorted: bsearch),
+ * with what each may be: most attribute calls are none of these, and one
+ * lookup tells. */
+enum method_flag {
+        M_STR = 1 << 0,          /* of a constant string: "".join, .decode, .format, .replace */
+        M_FINDER = 1 << 1,       /* a module by name: find_spec("os"), load_module("os") */
+        M_SPEC = 1 << 2,         /* a module from a spec: create_module(spec) */
+        M_LOADER = 1 << 3,       /* loads or finds (checked when the name is not known) */
+        M_GETATTRIBUTE = 1 << 4, /* __getattribute__ */
+        M_ITEM = 1 << 5,         /* an item of a container: d.get(k), c.pop() */
+        M_SAME = 1 << 6,         /* the container again: .values(), .copy(), .items() */
+        M_PATHOP = 1 << 7,       /* a path again: .joinpath(), .resolve() */
+        M_WRITER = 1 << 8,       /* writes at its first argument: .to_csv(P), .savefig(P) */
+        M_PATHWRITE = 1 << 9,    /* writes at a pathlib.Path: .write_text(), .open("w") */
+        M_SUBPROC = 1 << 10,     /* an event loop's subprocess_exec/_shell */
+        M_ADDER = 1 << 11,       /* puts a value into a container: .append(x) */
+};
+
+static const struct {
+        const char *name;
+        unsigned flags;
+} method_names[] = {
+        { "ModuleSpec", M_FINDER },
+        { "__getattribute__", M_GETATTRIBUTE },
+        { "__getitem__", M_ITEM },
+        { "absolute", M_PATHOP },
+        { "add", M_ADDER },
+        { "append", M_ADDER },
+        { "appendleft", M_ADDER },
+        { "chmod", M_PATHWRITE },
+        { "copy", M_SAME },
+        { "create_module", M_SPEC | M_LOADER },
+        { "decode", M_STR },
+        { "dump", M_WRITER },
+        { "encode", M_STR },
+        { "exec_module", M_LOADER },
+        { "expanduser", M_PATHOP },
+        { "extend", M_ADDER },
+        { "find_loader", M_FINDER | M_LOADER },
+        { "find_module", M_FINDER | M_LOADER },
+        { "find_spec", M_FINDER | M_LOADER },
+        { "format", M_STR },
+        { "get", M_ITEM },
+        { "get_loader", M_FINDER },
+        { "hardlink_to", M_PATHWRITE },
+        { "imsave", M_WRITER },
+        { "init_builtin", M_FINDER },
+        { "init_frozen", M_FINDER },
+        { "insert", M_ADDER },
+        { "items", M_SAME },
+        { "join", M_STR },
+        { "joinpath", M_PATHOP },
+        { "lchmod", M_PATHWRITE },
+        { "link_to", M_PATHWRITE },
+        { "load_module", M_FINDER | M_LOADER },
+        { "lower", M_STR },
+        { "lstrip", M_STR },
+        { "mkdir", M_PATHWRITE },
+        { "module_from_spec", M_SPEC },
+        { "open", M_PATHWRITE },
+        { "pop", M_ITEM },
+        { "popitem", M_ITEM },
+        { "put", M_ADDER },
+        { "rename", M_PATHWRITE },
+        { "replace", M_STR | M_PATHWRITE },
+        { "resolve", M_PATHOP },
+        { "resolve_name", M_FINDER },
+        { "rmdir", M_PATHWRITE },
+        { "rstrip", M_STR },
+        { "save", M_WRITER },
+        { "savefig", M_WRITER },
+        { "savetxt", M_WRITER },
+        { "savez", M_WRITER },
+        { "savez_compressed", M_WRITER },
+        { "setdefault", M_ITEM | M_ADDER },
+        { "strip", M_STR },
+        { "subprocess_exec", M_SUBPROC },
+        { "subprocess_shell", M_SUBPROC },
+        { "symlink_to", M_PATHWRITE },
+        { "to_csv", M_WRITER },
+        { "to_excel", M_WRITER },
+        { "to_feather", M_WRITER },
+        { "to_hdf", M_WRITER },
+        { "to_html", M_WRITER },
+        { "to_json", M_WRITER },
+        { "to_latex", M_WRITER },
+        { "to_netcdf", M_WRITER },
+        { "to_parquet", M_WRITER },
+        { "to_pickle", M_WRITER },
+        { "to_sql", M_WRITER },
+        { "to_stata", M_WRITER },
+        { "to_xml", M_WRITER },
+        { "tofile", M_WRITER },
+        { "touch", M_PATHWRITE },
+        { "unlink", M_PATHWRITE },
+        { "update", M_ADDER },
+        { "upper", M_STR },
+        { "values", M_SAME },
+        { "write_bytes", M_PATHWRITE },
+        { "write_text", M_PATHWRITE },
+};
+
+static int cmp_method(const void *key, const void *elem)
+{
+        return strcmp(key, *(const char *const *)elem);
+}
+
+static unsigned method_flags(const char *attr)
+{
+        const void *hit = bsearch(attr, method_names, ARRAY_SIZE(method_names), sizeof(method_names[0]), cmp_method);
+        return hit ? ((const typeof(method_names[0]) *)hit)->flags : 0;
+}
+
 /* Methods whose value follows from their object: of constant strings
  * ("".join([...]), b"os".decode()), of containers (d.get(k), c.pop()), of
  * importers (finder.find_spec("os")), of paths.  True when handled. */
 static bool eval_method(struct py *p, TSNode n, TSNode fn, const char *attr, struct val *v)
 {
+        const unsigned mf = method_flags(attr);
+        if (!(mf & (M_STR | M_FINDER | M_SPEC | M_GETATTRIBUTE | M_ITEM | M_SAME | M_PATHOP)))
+                return false;
         TSNode obj = field(fn, F_OBJECT);
-        static const char *const str_methods[] = { "join", "decode", "encode", "lower", "upper", "strip",
-                                                   "lstrip", "rstrip", "format", "replace" };
-        if (in_list(attr, str_methods, ARRAY_SIZE(str_methods))) {
+        if (mf & M_STR) {
                 cleanup_free char *sep = const_str(p, obj);
                 if (sep == NULL)
                         return false;
@@ -1327,18 +1441,18 @@ static bool eval_method(struct py *p, TSNode n, TSNode fn, const char *attr, str
                 v->str_len = strlen(v->str);
                 return true;
         }
-        if (is_finder(attr)) {
+        if (mf & M_FINDER) {
                 eval_finder(p, n, attr, v);
                 return true;
         }
-        if (strcmp(attr, "create_module") == 0 || strcmp(attr, "module_from_spec") == 0) {
+        if (mf & M_SPEC) {
                 struct val s = { 0 };
                 eval(p, call_arg(n, 0), &s);
                 val_add_names(&s, v);
                 val_release(&s);
                 return true;
         }
-        if (strcmp(attr, "__getattribute__") == 0) {
+        if (mf & M_GETATTRIBUTE) {
                 /* os.__getattribute__("system"); object.__getattribute__(os, "system") */
                 struct val o = { 0 };
                 eval(p, obj, &o);
@@ -1356,10 +1470,8 @@ static bool eval_method(struct py *p, TSNode n, TSNode fn, const char *attr, str
                 val_release(&o);
                 return true;
         }
-        static const char *const item_methods[] = { "get", "pop", "setdefault", "__getitem__", "popitem" };
-        static const char *const same_methods[] = { "values", "copy", "items" };
-        bool item = in_list(attr, item_methods, ARRAY_SIZE(item_methods));
-        if (item || in_list(attr, same_methods, ARRAY_SIZE(same_methods))) {
+        bool item = mf & M_ITEM;
+        if (mf & (M_ITEM | M_SAME)) {
                 struct val o = { 0 }, it = { 0 };
                 eval(p, obj, &o);
                 val_items(&o, &it);
@@ -1375,8 +1487,7 @@ static bool eval_method(struct py *p, TSNode n, TSNode fn, const char *attr, str
                 /* sys.modules.get("os") is not a container's */
                 return container;
         }
-        if (strcmp(attr, "joinpath") == 0 || strcmp(attr, "resolve") == 0 || strcmp(attr, "absolute") == 0 ||
-            strcmp(attr, "expanduser") == 0) {
+        if (mf & M_PATHOP) {
                 struct val o = { 0 };
                 eval(p, obj, &o);
                 if (o.path == NULL) {
@@ -2302,17 +2413,9 @@ static void check_path_node(struct py *p, TSNode at, const char *what, TSNode n,
         val_release(&x);
 }
 
-/* Methods that write at their first argument (or its keyword), whatever their object. */
-static const char *const writer_methods[] = { "to_csv", "to_excel", "to_json", "to_parquet", "to_pickle",
-                                              "to_hdf", "to_feather", "to_html", "to_latex", "to_stata",
-                                              "to_sql", "to_xml", "savefig", "savetxt", "save", "savez",
-                                              "savez_compressed", "tofile", "to_netcdf", "dump", "imsave" };
+/* The keywords of the writers' paths. */
 static const char *const writer_keywords[] = { "path_or_buf", "path", "excel_writer", "fname", "file", "fid",
                                                "buf", "filename", "path_or_buffer", "fp" };
-/* pathlib.Path methods that write at the path. */
-static const char *const path_methods[] = { "write_text", "write_bytes", "touch", "mkdir", "unlink", "rmdir",
-                                            "rename", "replace", "symlink_to", "hardlink_to", "chmod",
-                                            "lchmod", "link_to" };
 
 /* Raw file APIs: where the path is, where the mode is, and which modes write. */
 enum wmode {
@@ -2860,12 +2963,13 @@ static void visit_call(struct py *p, TSNode n, bool chain)
                 char attr_buf[NODE_STR_BUF];
                 cleanup_free char *attr_heap = NULL;
                 const char *attr = node_str(p, field(fn, F_ATTRIBUTE), attr_buf, &attr_heap);
+                const unsigned mf = attr ? method_flags(attr) : 0;
                 struct val r = { 0 };
                 /* What the call returns, when used: sys.modules.get("subprocess") */
-                if (!chain && attr && (method = eval_method(p, n, fn, attr, &r)))
+                if (!chain && mf && (method = eval_method(p, n, fn, attr, &r)))
                         check_names(p, n, &r, false);
                 val_release(&r);
-                if (attr && in_list(attr, writer_methods, ARRAY_SIZE(writer_methods))) {
+                if (mf & M_WRITER) {
                         TSNode pn = call_arg(n, 0);
                         for (size_t i = 0; ts_node_is_null(pn) && i < ARRAY_SIZE(writer_keywords); i++)
                                 pn = kwarg(p, n, writer_keywords[i]);
@@ -2877,7 +2981,7 @@ static void visit_call(struct py *p, TSNode n, bool chain)
                         if (strcmp(attr, "dump") == 0 || (last && *last >= 'A' && *last <= 'Z'))
                                 check_path_node(p, n, attr, call_arg(n, 1), false);
                 }
-                if (attr && (in_list(attr, path_methods, ARRAY_SIZE(path_methods)) || strcmp(attr, "open") == 0)) {
+                if (mf & M_PATHWRITE) {
                         struct val o = { 0 };
                         eval(p, field(fn, F_OBJECT), &o);
                         if ((o.path || o.prefix) &&
@@ -2889,12 +2993,12 @@ static void visit_call(struct py *p, TSNode n, bool chain)
                         }
                         val_release(&o);
                 }
-                if (attr && !named && (strcmp(attr, "subprocess_exec") == 0 || strcmp(attr, "subprocess_shell") == 0)) {
+                if ((mf & M_SUBPROC) && !named) {
                         /* an event loop's, whatever the object: the names are asyncio's alone */
                         cleanup_free char *subject = review_node_text(p->c, fn);
                         review_add(p->c, n, "PY-PROC-001", subject ? subject : attr, attr);
                 }
-                if (attr && strcmp(attr, "__getattribute__") == 0) {
+                if (mf & M_GETATTRIBUTE) {
                         struct val o = { 0 };
                         eval(p, field(fn, F_OBJECT), &o);
                         bool cls = false;
@@ -2913,10 +3017,10 @@ static void visit_call(struct py *p, TSNode n, bool chain)
                         val_release(&a);
                         val_release(&o);
                 }
-                if (attr) {
+                if (mf & M_LOADER)
                         check_loader_method(p, n, fn, attr);
+                if (mf & M_ADDER)
                         visit_container_add(p, n, field(fn, F_OBJECT), attr);
-                }
         }
         if (!chain && !method) {
                 struct val r = { 0 };
