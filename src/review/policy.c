@@ -17,6 +17,7 @@
 
 #define R REVIEW_SEV_REJECT
 #define W REVIEW_SEV_WARN
+#define OFF REVIEW_SEV_OFF
 
 static const struct review_rule rules[] = {
         { "PY-PROC-001", R, R, "starting processes is not allowed here; use Python libraries instead" },
@@ -32,6 +33,9 @@ static const struct review_rule rules[] = {
         { "PY-DYN-004", R, R,
           "reaching the interpreter's builtins this way is not allowed here; call the functions directly" },
         { "PY-DYN-005", R, R, "reaching interpreter internals is not allowed here; write ordinary code" },
+        { "PY-DYN-006", R, OFF,
+          "the review cannot follow this value (a name, module or directory known only at run time); under this "
+          "policy name modules, functions and paths directly" },
         { "PY-FFI-001", R, R, "loading native code is not allowed here; use Python and the installed libraries" },
         { "PY-FFI-002", R, R, "loading native code is not allowed here; use Python and the installed libraries" },
         { "PY-NET-001", R, R, "there is no network here; work with the files in the workspace" },
@@ -59,6 +63,9 @@ static const struct review_rule rules[] = {
         { "SH-PRIV-001", R, W, "there are no privileges to gain here; run the command without them" },
         { "SH-DYN-001", R, W,
           "running a command built at run time hides what it does; write the command out directly" },
+        { "SH-DYN-002", R, OFF,
+          "the review cannot follow where this goes (a directory or file known only at run time); under this policy "
+          "use literal paths under /workspace" },
         { "SH-POL-001", R, R, "this command is denied by the policy of this run; do it another way" },
         { "SH-SYN-001", R, W, "the script has a syntax error near here; bash will report it precisely when it runs" },
         { "SH-SYN-002", R, R, "the script is nested too deeply to review; write it flatter" },
@@ -66,6 +73,7 @@ static const struct review_rule rules[] = {
 
 #undef R
 #undef W
+#undef OFF
 
 const struct review_rule *review_rule_find(const char *id)
 {

@@ -114,10 +114,25 @@ CORRAL_HIDDEN void review_children_release(struct review_children *k);
 CORRAL_HIDDEN void review_syntax(struct review_ctx *c, TSNode root, const char *rule);
 
 /* Is this literal path (absolute, or relative to /workspace) outside
- * /workspace and /tmp (and not /dev/null & co.)? */
+ * /workspace and /tmp (and not /dev/null & co.)?  The _at forms take
+ * relative paths from cwd (an absolute, normalised directory; NULL:
+ * /workspace). */
 CORRAL_HIDDEN bool review_path_outside(const char *path);
+CORRAL_HIDDEN bool review_path_outside_at(const char *cwd, const char *path);
+/* A path known only by its beginning (f"/etc/{name}", "$d/x"): is every
+ * path that starts so outside?  Only whole directories count. */
+CORRAL_HIDDEN bool review_prefix_outside_at(const char *cwd, const char *prefix);
 /* / , /workspace, /workspace/input or a top-level system directory. */
 CORRAL_HIDDEN bool review_path_system_dir(const char *path);
+CORRAL_HIDDEN bool review_path_system_dir_at(const char *cwd, const char *path);
+/* path made absolute from cwd and normalised into out; false when too long. */
+CORRAL_HIDDEN bool review_path_join(const char *cwd, const char *path, char *out, size_t size);
+
+/* Constants obfuscated code decodes at run time (base64.b64decode("..."),
+ * echo ... | base64 -d): malloc'd and NUL-terminated, length in *ret_len;
+ * NULL when in is not valid. */
+CORRAL_HIDDEN char *review_base64_decode(const char *in, size_t n, size_t *ret_len);
+CORRAL_HIDDEN char *review_hex_decode(const char *in, size_t n, size_t *ret_len);
 
 CORRAL_HIDDEN void review_python(struct review_ctx *c, TSTree *tree);
 CORRAL_HIDDEN void review_shell(struct review_ctx *c, TSTree *tree);

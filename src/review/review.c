@@ -8,6 +8,7 @@
  * program that does not parse does not run.  `strict` rejects it.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -396,18 +397,75 @@ char *review_result_text(const struct review_result *r)
         return out;
 }
 
+/* Decoding constants (what obfuscated code decodes at run time). */
+
+char *review_base64_decode(const char *in, size_t n, size_t *ret_len)
+{
+        static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        char *out = malloc(n + 1);
+        if (out == NULL)
+                return NULL;
+        size_t k = 0;
+        unsigned acc = 0;
+        int bits = 0;
+        for (size_t i = 0; i < n && in[i] != '='; i++) {
+                if (in[i] == '\n' || in[i] == '\r' || in[i] == ' ')
+                        continue;
+                const char *c = in[i] ? strchr(b64, in[i]) : NULL;
+                if (c == NULL) {
+                        free(out);
+                        return NULL;
+                }
+                acc = (acc << 6) | (unsigned)(c - b64);
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        out[k++] = (char)((acc >> bits) & 0xff);
+                }
+        }
+        out[k] = '\0';
+        *ret_len = k;
+        return out;
+}
+
+char *review_hex_decode(const char *in, size_t n, size_t *ret_len)
+{
+        char *out = malloc(n / 2 + 1);
+        if (out == NULL)
+                return NULL;
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (in[i] == ' ' || in[i] == '\n')
+                        continue;
+                int hi = i + 1 < n && isxdigit((unsigned char)in[i]) ? in[i] : -1;
+                int lo = i + 1 < n && isxdigit((unsigned char)in[i + 1]) ? in[i + 1] : -1;
+                if (hi < 0 || lo < 0) {
+                        free(out);
+                        return NULL;
+                }
+                out[k++] = (char)(((hi <= '9' ? hi - '0' : (hi | 32) - 'a' + 10) << 4) |
+                                  (lo <= '9' ? lo - '0' : (lo | 32) - 'a' + 10));
+                i++;
+        }
+        out[k] = '\0';
+        *ret_len = k;
+        return out;
+}
+
 /* Paths. */
 
 static const char *const system_dirs[] = { "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64",
                                            "/libx32", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys",
                                            "/usr", "/var", "/workspace", "/workspace/input" };
 
-/* Normalise a literal path against /workspace: "." and ".." resolved,
- * repeated slashes dropped.  Returns false when it cannot be (too long). */
-static bool normalize(const char *path, char *out, size_t size)
+/* Normalise a literal path against the directory cwd (absolute; NULL:
+ * /workspace): "." and ".." resolved, repeated slashes dropped.  Returns
+ * false when it cannot be (too long). */
+static bool normalize(const char *cwd, const char *path, char *out, size_t size)
 {
         char buf[4096];
-        if (snprintf(buf, sizeof(buf), "%s%s", path[0] == '/' ? "" : "/workspace/", path) >= (int)sizeof(buf))
+        if (snprintf(buf, sizeof(buf), "%s/%s", path[0] == '/' ? "" : cwd ? cwd : "/workspace", path) >=
+            (int)sizeof(buf))
                 return false;
         size_t o = 0;
         char *save = NULL;
@@ -440,12 +498,12 @@ static bool under(const char *p, const char *dir)
         return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
 }
 
-bool review_path_outside(const char *path)
+bool review_path_outside_at(const char *cwd, const char *path)
 {
         char p[4096];
         if (*path == '\0' || strchr(path, '~') == path)
                 return false;
-        if (!normalize(path, p, sizeof(p)))
+        if (!normalize(cwd, path, p, sizeof(p)))
                 return true;
         if (under(p, "/workspace") || under(p, "/tmp") || under(p, "/var/tmp") || under(p, "/dev/shm"))
                 return false;
@@ -453,10 +511,29 @@ bool review_path_outside(const char *path)
                  under(p, "/dev/fd") || under(p, "/proc/self/fd"));
 }
 
-bool review_path_system_dir(const char *path)
+bool review_path_outside(const char *path)
+{
+        return review_path_outside_at(NULL, path);
+}
+
+bool review_prefix_outside_at(const char *cwd, const char *prefix)
+{
+        /* Only whole directories count: "/etc/" + x is under /etc, "/e" + x may be anything. */
+        const char *slash = strrchr(prefix, '/');
+        if (slash == NULL || (slash == prefix && prefix[0] == '/') || strchr(prefix, '~') == prefix)
+                return false;
+        char dir[4096], p[4096];
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - prefix), prefix);
+        if (!normalize(cwd, dir, p, sizeof(p)) || strcmp(p, "/") == 0)
+                return false;
+        /* /dev/ + x may be /dev/null */
+        return strcmp(p, "/dev") != 0 && review_path_outside_at(NULL, p);
+}
+
+bool review_path_system_dir_at(const char *cwd, const char *path)
 {
         char p[4096];
-        if (*path == '\0' || !normalize(path, p, sizeof(p)))
+        if (*path == '\0' || !normalize(cwd, path, p, sizeof(p)))
                 return false;
         if (strcmp(p, "/") == 0)
                 return true;
@@ -464,6 +541,16 @@ bool review_path_system_dir(const char *path)
                 if (strcmp(p, system_dirs[i]) == 0)
                         return true;
         return false;
+}
+
+bool review_path_system_dir(const char *path)
+{
+        return review_path_system_dir_at(NULL, path);
+}
+
+bool review_path_join(const char *cwd, const char *path, char *out, size_t size)
+{
+        return normalize(cwd, path, out, size);
 }
 
 void review_grammar_init(struct review_grammar *g)

@@ -1,5 +1,5 @@
 """The legitimate corpus (legit/): data-analysis scripts of the kind an agent
-writes.  Each must pass review under `standard` (exit 0, no reject finding)
+writes (Python, and a few shell scripts: .sh runs as bash).  Each must pass review under `standard` (exit 0, no reject finding)
 and must really run in the jail on the generated dataset (dataset.py), so
 that the corpus is code that works, not code shaped to please the review.
 
@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from review_corpus import LEGIT, check_finding_shape, note, review, snippet_files
+from review_corpus import LEGIT, check_finding_shape, lang_of, note, review, snippet_files
 
 SCRIPTS = snippet_files(LEGIT)
 IDS = [p.name for p in SCRIPTS]
@@ -51,7 +51,7 @@ def test_passes_review_standard(corral_bin, script):
 @pytest.mark.parametrize("script", _jail_sample(), ids=lambda p: p.name)
 def test_runs_in_the_jail(isolation, run_jail, data_workspace, script):
     args = ["-w", data_workspace, "--net", "none", "-m", "512M", "--pids", "64"]
-    run = run_jail(args, script.read_text(), timeout=60)
+    run = run_jail(args, script.read_text(), timeout=60, lang=lang_of(script))
     assert run["status"] == "ok" and run["exit_code"] == 0, f"{script.name} failed in the jail: {run!r}"
     assert "Traceback" not in run["stderr"], run
     assert (run["stdout"] + run["stderr"]).strip(), f"{script.name} printed nothing: {run!r}"

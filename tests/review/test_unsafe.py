@@ -53,6 +53,26 @@ REQUIRED = {
     "os.execv": "os_execv.py",
     "os.posix_spawn": "os_posix_spawn.py",
     "pathlib.Path(\"/etc/x\").write_text": "write_pathlib_write_text.py",
+    # issue 13: obfuscation
+    "pkgutil.resolve_name": "pkgutil_resolve_name.py",
+    "importlib.util spec loading": "importlib_find_spec_posix.py",
+    "importer objects": "meta_path_find_spec.py",
+    "functools.reduce/getattr chain over a module": "reduce_getattr_chain.py",
+    "module as a default argument": "default_arg_module.py",
+    "module through a lambda": "lambda_iife_module.py",
+    "module in a container": "dict_of_modules.py",
+    "asyncio subprocess API": "asyncio_loop_subprocess_exec.py",
+    "asyncio connection API": "asyncio_create_connection.py",
+    "io.FileIO outside /workspace": "io_fileio_outside.py",
+    "os.open with flags outside /workspace": "os_open_numeric_flags.py",
+    "numpy.memmap outside /workspace": "numpy_memmap_outside.py",
+    "pandas/numpy writer outside /workspace": "pandas_to_csv_keyword.py",
+    "sed w": "sed_w_command.sh",
+    "find -exec": "find_exec_sh_c.sh",
+    "cd, then a relative write": "cd_then_redirect.sh",
+    "/dev/tcp from ANSI-C quoting": "ansi_c_dev_tcp.sh",
+    "/dev/tcp from expansions in a trap string": "trap_expansion_dev_tcp.sh",
+    "/dev/tcp from expansions in an eval string": "eval_expansion_dev_tcp.sh",
 }
 
 # A few snippets are also reviewed without --json.
@@ -65,7 +85,7 @@ NOT_DEMONSTRABLE = {
 
 
 def test_corpus_is_large_and_well_formed():
-    assert len(SNIPPETS) >= 60, f"the unsafe corpus has {len(SNIPPETS)} snippets (at least 60 wanted)"
+    assert len(SNIPPETS) >= 220, f"the unsafe corpus has {len(SNIPPETS)} snippets (at least 220 wanted)"
     bad = {s.name: s.problems() for s in SNIPPETS if s.problems()}
     assert not bad, f"snippets with a broken header: {bad}"
     langs = {s.lang for s in SNIPPETS}

@@ -362,6 +362,200 @@ TEST(arbitrary_bytes)
         review_result_release(&r);
 }
 
+TEST(names_resolved_at_run_time)
+{
+        PY_HAS("import pkgutil\npkgutil.resolve_name('os:system')('id')\n", "PY-PROC-002@2");
+        PY_HAS("import pkgutil\npkgutil.resolve_name(name)\n", "PY-DYN-002@2");
+        PY_HAS("import importlib.util\ns = importlib.util.find_spec('posix')\nm = importlib.util.module_from_spec(s)\n"
+               "s.loader.exec_module(m)\nm.system('id')\n", "PY-PROC-002@5");
+        PY_HAS("from importlib.util import find_spec\nfind_spec('sub' + 'process')\n", "PY-PROC-001@2");
+        PY_HAS("import importlib.util\nm = importlib.util.module_from_spec(spec)\n", "PY-DYN-002@2");
+        PY_HAS("import sys\nfor f in sys.meta_path:\n    f.find_spec('os', None).loader.load_module('os').popen('id')\n",
+               "PY-PROC-002@3");
+        PY_HAS("x.load_module(name)\n", "PY-DYN-002@1");
+        PY_HAS("from importlib.machinery import BuiltinImporter\nBuiltinImporter.load_module('posix').system('id')\n",
+               "PY-PROC-002@2");
+        PY_HAS("import importlib\nm = importlib.import_module('.machinery', 'importlib')\n"
+               "m.BuiltinImporter.load_module('posix').system('id')\n", "PY-PROC-002@3");
+        PY_HAS("import functools, shutil\nfunctools.reduce(getattr, ['os', 'system'], shutil)('id')\n", "PY-PROC-002@2");
+        PY_HAS("from functools import reduce\nimport os\nreduce(getattr, 'path.os.popen'.split('.'), os)('id')\n",
+               "PY-PROC-002@3");
+        PY_HAS("from functools import reduce\nreduce(lambda o, a: getattr(o, a), ['system'], __import__('os'))('id')\n",
+               "PY-PROC-002@2");
+        PY_HAS("from functools import reduce\nimport os\nreduce(getattr, names, os)\n", "PY-DYN-003@3");
+        PY_HAS("import os\nobject.__getattribute__(os, 'popen')('id')\nos.__getattribute__('system')('id')\n",
+               "PY-PROC-002@2 PY-PROC-002@3");
+        PY_HAS("import operator, sys\noperator.getitem(sys.modules, 'o' + 's').system('id')\n", "PY-PROC-002@2");
+        PY_HAS("import _imp\n", "PY-DYN-002@1");
+        PY_HAS("import zipimport\n", "PY-DYN-001@1");
+        /* constants travel through names, and decode */
+        PY_HAS("n = 'sys' + 'tem'\nimport os\ngetattr(os, n)('id')\n", "PY-PROC-002@3");
+        PY_HAS("import base64, importlib\nimportlib.import_module(base64.b64decode('b3M=').decode()).system('x')\n",
+               "PY-PROC-002@2");
+        PY_HAS("src = 'import os; os.system(1)'\nexec(src)\n", "PY-PROC-002@2");
+        /* a name bound twice, to different values, is no longer a constant */
+        PY_HAS("src = 'print(1)'\nif x:\n    src = input()\nexec(src)\n", "PY-DYN-001@4");
+        CHECK_STR(PY("import importlib.util\nok = importlib.util.find_spec('scipy') is not None\n"), "");
+}
+
+TEST(modules_passed_as_values)
+{
+        PY_HAS("import os\npick = lambda mod: mod.system\npick(os)('id')\n", "PY-PROC-002@3");
+        PY_HAS("import os\n(lambda m: m.system('id'))(os)\n", "PY-PROC-002@2");
+        PY_HAS("import os\ndef run(c, m=os):\n    return m.system(c)\n", "PY-PROC-002@3");
+        PY_HAS("import os\ndef call(mod, c):\n    return getattr(mod, 'sys' + 'tem')(c)\ncall(os, 'id')\n",
+               "PY-PROC-002@4");
+        PY_HAS("import os\ndef call(mod, c):\n    return mod.system(c)\ncall(c='id', mod=os)\n", "PY-PROC-002@4");
+        PY_HAS("def get():\n    import os as m\n    return m\nget().system('id')\n", "PY-PROC-002@4");
+        PY_HAS("import os\ndef lookup(m, n):\n    return getattr(m, n)\nlookup(os, name)\n", "PY-DYN-003@4");
+        PY_HAS("import math, os\nmods = [math, os]\nmods[1].system('id')\n", "PY-PROC-002@3");
+        PY_HAS("import os\nd = {'k': os}\nd['k'].system('id')\nd.get('k').popen('id')\n",
+               "PY-PROC-002@3 PY-PROC-002@4");
+        PY_HAS("import json, os\npair = (json, os)\n_, m = pair\nm.system('id')\n", "PY-PROC-002@4");
+        PY_HAS("import os\nfor m in (os,):\n    m.system('id')\n", "PY-PROC-002@3");
+        PY_HAS("import os\n[m.system('id') for m in [os]]\n", "PY-PROC-002@2");
+        PY_HAS("import os\nl = []\nl.append(os)\nl[-1].system('id')\n", "PY-PROC-002@4");
+        PY_HAS("import os\nclass B: pass\nb = B()\nb.m = os\nb.m.system('id')\n", "PY-PROC-002@5");
+        PY_HAS("import os\nlist(map(lambda m: m.system('id'), [os]))\n", "PY-PROC-002@2");
+        PY_HAS("import os\nnext(iter([os])).system('id')\ndict(s=os)['s'].popen('id')\n",
+               "PY-PROC-002@2 PY-PROC-002@3");
+        /* ordinary modules in containers and parameters */
+        CHECK_STR(PY("import numpy as np, pandas as pd, statistics\nlibs = {'numpy': np, 'pandas': pd}\n"
+                     "for name, mod in libs.items():\n    print(name, mod.__version__)\n"
+                     "def describe(xs, lib=np):\n    return lib.mean(xs)\n"
+                     "for b in [statistics, np]:\n    print(b.mean([1, 2]))\n"
+                     "class R:\n    def __init__(self):\n        self.np = np\n"),
+                  "");
+}
+
+TEST(asyncio_apis)
+{
+        PY_HAS("import asyncio\nloop = asyncio.new_event_loop()\nloop.subprocess_exec(P, 'id')\n", "PY-PROC-001@3");
+        PY_HAS("import asyncio\nasync def f():\n    loop = asyncio.get_running_loop()\n"
+               "    await loop.subprocess_shell(P, 'id')\n", "PY-PROC-001@4");
+        PY_HAS("async def f(loop):\n    await loop.subprocess_exec(P, 'id')\n", "PY-PROC-001@2");
+        PY_HAS("import asyncio\nasyncio.get_event_loop_policy().new_event_loop().subprocess_exec(P, 'id')\n",
+               "PY-PROC-001@2");
+        PY_HAS("import asyncio\nl = asyncio.new_event_loop()\nl.create_connection(asyncio.Protocol, 'h', 80)\n",
+               "PY-NET-001@3");
+        PY_HAS("import asyncio\nl = asyncio.get_event_loop()\nl.create_datagram_endpoint(P, remote_addr=('h', 53))\n",
+               "PY-NET-001@3");
+        PY_HAS("import asyncio.streams\nasyncio.streams.open_connection('h', 80)\n", "PY-NET-001@2");
+        CHECK_STR(PY("import asyncio\nasync def main():\n    await asyncio.sleep(0)\n"
+                     "    loop = asyncio.get_running_loop()\n    await loop.run_in_executor(None, sum, [1])\n"
+                     "    await asyncio.gather(main())\nasyncio.run(main())\n"),
+                  "");
+}
+
+TEST(raw_file_apis)
+{
+        PY_HAS("import io\nio.FileIO('/etc/x', 'w')\n", "PY-FS-001@2");
+        PY_HAS("import os\nos.open('/etc/x', 0o101)\n", "PY-FS-001@2");
+        PY_HAS("import os\nfl = os.O_WRONLY\nfl |= os.O_CREAT\nos.open('/usr/' + 'x', fl)\n", "PY-FS-001@4");
+        PY_HAS("import os\nos.open('/etc/x', flags)\n", "PY-FS-001@2"); /* flags it cannot fold: a write */
+        PY_HAS("import numpy as np\nnp.memmap('/etc/x', dtype='uint8')\n", "PY-FS-001@2");
+        PY_HAS("import numpy as np\nnp.memmap('/etc/x', dtype='uint8', mode='w+', shape=(2,))\n", "PY-FS-001@2");
+        PY_HAS("import pandas as pd\ndf.to_csv(index=False, path_or_buf='/etc/x.csv')\n", "PY-FS-001@2");
+        PY_HAS("import pandas as pd\npd.DataFrame.to_json(df, '/etc/x.json')\n", "PY-FS-001@2");
+        PY_HAS("import numpy as np\nnp.savetxt(f'/etc/{name}.txt', a)\n", "PY-FS-001@2");
+        PY_HAS("open('/etc/' + name, 'w')\nopen('/etc/{}'.format(name), 'a')\n", "PY-FS-001@1 PY-FS-001@2");
+        PY_HAS("import os\nopen(os.path.join('/usr', 'lib', 'x.pth'), 'w')\n", "PY-FS-001@2");
+        PY_HAS("import os\nos.chdir('/etc')\nopen('x.conf', 'w')\n", "PY-FS-001@3");
+        PY_HAS("import sqlite3, tarfile, logging\nsqlite3.connect('/var/x.db')\ntarfile.open('/etc/x.tar', 'w')\n"
+               "logging.FileHandler('/etc/x.log')\n", "PY-FS-001@2 PY-FS-001@3 PY-FS-001@4");
+        PY_HAS("import base64\nopen(base64.b64decode('L2V0Yy94').decode(), 'w')\n", "PY-FS-001@2");
+        PY_HAS("def save(p, t):\n    open(p, 'w').write(t)\nsave('/etc/x', 'y')\n", "PY-FS-001@3");
+        PY_HAS("p = '/etc/x'\nopen(p, 'w')\n", "PY-FS-001@2");
+        /* inside the workspace, /tmp, and reading: nothing */
+        CHECK_STR(PY("import os, io, sqlite3, numpy as np\nfd = os.open('output/a.bin', os.O_WRONLY | os.O_CREAT)\n"
+                     "fd = os.open('/etc/hostname', os.O_RDONLY)\nio.FileIO('output/b', 'w')\n"
+                     "np.memmap('output/m.dat', mode='w+', shape=(2,))\nnp.memmap('/etc/x', mode='r')\n"
+                     "sqlite3.connect(':memory:')\nopen(f'output/{name}.csv', 'w')\n"
+                     "open(os.path.join('output', name), 'w')\nos.chdir('output')\nopen('x.txt', 'w')\n"
+                     "p = '/etc/hostname'\nprint(open(p).read())\nos.chdir(somewhere)\nopen('y.txt', 'w')\n"),
+                  "");
+}
+
+TEST(strict_rejects_what_cannot_be_followed)
+{
+        /* computed lookups on modules outside the sensitive list: strict only */
+        const char *lookup = "import numpy as np\nf = getattr(np, name)\n";
+        CHECK_STR(PY(lookup), "");
+        CHECK_STR(rules_of(strict, REVIEW_PYTHON, lookup), "PY-DYN-006@2");
+        const char *spec = "import importlib.util\nimportlib.util.find_spec(name)\n";
+        CHECK_STR(PY(spec), "");
+        CHECK_STR(rules_of(strict, REVIEW_PYTHON, spec), "PY-DYN-006@2");
+        const char *escape = "import os\nregister(os)\n";
+        CHECK_STR(PY(escape), "");
+        CHECK_STR(rules_of(strict, REVIEW_PYTHON, escape), "PY-DYN-006@2");
+        const char *cwd = "import os\nos.chdir(d)\nopen('x', 'w')\n";
+        CHECK_STR(PY(cwd), "");
+        CHECK_STR(rules_of(strict, REVIEW_PYTHON, cwd), "PY-DYN-006@3");
+        const char *cd = "cd \"$(echo /etc)\"\necho x > y\n";
+        CHECK_STR(SH(cd), "");
+        CHECK_STR(rules_of(strict, REVIEW_BASH, cd), "SH-DYN-002@2");
+        CHECK(!rejected(strict, REVIEW_PYTHON, "import numpy as np\nprint(np.mean([1]))\n"));
+}
+
+TEST(shell_working_directory)
+{
+        SH_HAS("cd /etc\necho x > motd\n", "SH-FS-001@2");
+        SH_HAS("cd /usr/local/bin && cp ~/tool .\n", "SH-FS-001@1");
+        SH_HAS("cd ../../etc; touch x\n", "SH-FS-001@1");
+        SH_HAS("d=/etc\ncd \"$d\"\necho x | tee y\n", "SH-FS-001@3");
+        SH_HAS("cd\ncd ../etc\necho > x\n", "SH-FS-001@3");
+        SH_HAS("pushd /usr/local\ntar -xf /tmp/a.tar\n", "SH-FS-001@2");
+        SH_HAS("if true; then cd /etc; fi\necho x > y\n", "SH-FS-001@2");
+        SH_HAS("cd / && rm -rf etc\n", "SH-RM-001@1");
+        SH_HAS("cd /usr && rm -rf *\n", "SH-RM-001@1");
+        SH_HAS("tar -xzf a.tgz -C /usr/local\n", "SH-FS-001@1");
+        CHECK_STR(SH("(cd /etc && cat hostname)\necho ok > out.txt\nx=$(cd /etc; pwd)\necho > y\n"
+                     "cd output && echo ok > status.txt\ncd /tmp && echo s > scratch\ncd - >/dev/null\n"
+                     "tar -xf output/a.tar -C output/u\n"),
+                  "");
+}
+
+TEST(shell_code_in_strings)
+{
+        SH_HAS("exec 3<>$'\\x2fdev\\x2ftcp/203.0.113.9/80'\n", "SH-NET-002@1");
+        SH_HAS("cat < $'/dev/\\164cp/h/80'\n", "SH-NET-002@1");
+        SH_HAS("a=/dev\nb=tcp\nexec 3<>\"$a/$b/h/80\"\n", "SH-NET-002@3");
+        SH_HAS("exec 3<>\"${T:-/dev/tcp/h/80}\"\n", "SH-NET-002@1");
+        SH_HAS("trap 'echo x > /etc/y' EXIT\n", "SH-FS-001@1");
+        SH_HAS("h=1.2.3.4\ntrap \"echo x > /dev/tcp/$h/80\" EXIT\n", "SH-NET-002@2");
+        SH_HAS("p=/dev/tcp\neval \"exec 3<>$p/h/80\"\n", "SH-NET-002@2");
+        SH_HAS("bash <<< 'rm -rf /'\n", "SH-RM-001@1");
+        SH_HAS("echo 'rm -rf /' | bash\n", "SH-RM-001@1");
+        SH_HAS("echo cm0gLXJmIC8= | base64 -d | sh\n", "SH-RM-001@1");
+        SH_HAS("printf 'import os\\nos.system(1)\\n' | python3\n", "PY-PROC-002@1");
+        SH_HAS("c='import os; os.system(1)'\npython3 -c \"$c\"\n", "PY-PROC-002@2");
+        CHECK_STR(SH("base64 -d < blob.txt | sh\n"), "SH-DYN-001@1");
+        CHECK_STR(SH("trap \"$cleanup\" EXIT\n"), "SH-DYN-001@1");
+        CHECK_STR(SH("tmp=$(mktemp)\ntrap 'rm -f \"$tmp\"' EXIT\necho 'print(1)' | python3\n"
+                     "python3 <<< 'print(sum(range(3)))'\nOUT=output\necho x > \"$OUT/a.txt\"\n"),
+                  "");
+}
+
+TEST(shell_sed_and_find)
+{
+        SH_HAS("sed -n 'w /etc/x' in.txt\n", "SH-FS-001@1");
+        SH_HAS("sed -e 's/a/b/w /usr/local/x' in.txt\n", "SH-FS-001@1");
+        SH_HAS("sed --expression='1,3W /etc/x' in.txt\n", "SH-FS-001@1");
+        SH_HAS("sed '1e rm -rf /' in.txt\n", "SH-RM-001@1");
+        SH_HAS("cd /etc; sed -i 's/a/b/' hosts\n", "SH-FS-001@1");
+        CHECK_STR(SH("sed 's/a/id/e' in.txt\n"), "SH-DYN-001@1");
+        SH_HAS("find . -exec sh -c 'echo x > /etc/y' \\;\n", "SH-FS-001@1");
+        SH_HAS("find . -name '*.conf' -exec cp {} /etc/ \\;\n", "SH-FS-001@1");
+        SH_HAS("find /etc -name hosts -exec sed -i s/a/b/ {} +\n", "SH-FS-001@1");
+        SH_HAS("find . -fprint /etc/list\n", "SH-FS-001@1");
+        SH_HAS("find / -maxdepth 1 -exec rm -rf {} +\n", "SH-RM-001@1");
+        CHECK_STR(SH("sed -n '1,5p' data.csv\nsed -e 's/,/;/g' -e '/^$/d' a.csv > output/b.csv\n"
+                     "sed -i 's/ *$//' output/notes.txt\nsed -n '/^#/!p;$q' a\nsed 's/w/W/g; s|x|/etc/y|' a\n"
+                     "find data -name '*.csv' -exec wc -l {} +\nfind data -name '*.json' -exec cp {} output/ \\;\n"
+                     "find output -name '*.tmp' -delete\nfind . -type f -exec grep -l error {} \\;\n"),
+                  "");
+}
+
 int main(void)
 {
         standard = review_policy_new(REVIEW_LEVEL_STANDARD);
@@ -378,6 +572,14 @@ int main(void)
         RUN(syntax_errors);
         RUN(levels_and_policy_files);
         RUN(arbitrary_bytes);
+        RUN(names_resolved_at_run_time);
+        RUN(modules_passed_as_values);
+        RUN(asyncio_apis);
+        RUN(raw_file_apis);
+        RUN(strict_rejects_what_cannot_be_followed);
+        RUN(shell_working_directory);
+        RUN(shell_code_in_strings);
+        RUN(shell_sed_and_find);
         review_policy_free(standard);
         review_policy_free(strict);
         return DONE();

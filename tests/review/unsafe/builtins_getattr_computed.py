@@ -1,4 +1,4 @@
-# rule: PY-DYN-003
+# rule: PY-DYN-001
 # attempts: pwned-42
 import builtins
 

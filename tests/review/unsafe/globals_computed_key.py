@@ -1,4 +1,4 @@
-# rule: PY-DYN-004
+# rule: PY-PROC-002
 # attempts: pwned-42
 import os  # noqa: F401
 
