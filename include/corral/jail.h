@@ -176,6 +176,10 @@ typedef struct corral_jail_result {
         enum corral_limits_backend backend;
         int seccomp_syscall;      /* syscall number when limit is seccomp */
         char *seccomp_syscall_name;
+        /* System calls the filter answered with EPERM (they did nothing; the
+         * program went on), by name, each once in the order first made. */
+        char **denied;
+        size_t n_denied;
         struct corral_jail_phases phases;
 } corral_jail_result;
 

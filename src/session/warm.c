@@ -528,14 +528,15 @@ static int zygote_start(corral_error **ret_err)
         Z.running = true;
 
         /* Its filter, then its "ready" (with its host pid). */
-        size_t len = 1 + bpf->len * sizeof(bpf->insns[0]);
+        size_t len = 1 + sizeof(bpf->eperm) + bpf->len * sizeof(bpf->insns[0]);
         char *msg = malloc(len);
         if (msg == NULL) {
                 corral_fail(ret_err, ENOMEM, "cannot start the zygote");
                 goto fail_running;
         }
         msg[0] = ZYGOTE_MSG_BPF;
-        memcpy(msg + 1, bpf->insns, len - 1);
+        memcpy(msg + 1, bpf->eperm, sizeof(bpf->eperm));
+        memcpy(msg + 1 + sizeof(bpf->eperm), bpf->insns, bpf->len * sizeof(bpf->insns[0]));
         int r = send_with_fds(Z.ctl, msg, len, NULL, 0);
         free(msg);
         if (r < 0) {
@@ -1363,6 +1364,7 @@ struct init_report {
         uint32_t arch;
         int status;              /* the interpreter's wait status */
         int step, err;           /* the set-up step that failed, its errno */
+        struct jail_denied denied; /* calls answered with EPERM */
 };
 
 static void init_report_take(struct init_report *r, const struct init_msg *m)
@@ -1371,6 +1373,8 @@ static void init_report_take(struct init_report *r, const struct init_msg *m)
                 r->violation = true;
                 r->nr = m->a;
                 r->arch = (uint32_t)m->b;
+        } else if (m->type == MSG_SECCOMP_EPERM) {
+                jail_denied_add(&r->denied, m->a, (uint32_t)m->b);
         } else if (m->type == MSG_EXITED) {
                 r->exited = true;
                 r->status = m->a;
@@ -1522,6 +1526,7 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
                 ret->exit_code = 137;
                 ret->reason = strdup("the session's init ended without a report");
         }
+        jail_denied_to_result(&rep.denied, ret);
         warm_free(w);
         return rc;
 }
