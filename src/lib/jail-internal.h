@@ -139,6 +139,7 @@ enum mount_op_kind {
         OP_SYMLINK,  /* dst -> src */
         OP_ATTACH,   /* attach the detached mount tree_fd at dst */
         OP_READONLY, /* make the mount at dst (alone) read-only, nosuid, noexec */
+        OP_DEVPTS,   /* a private devpts instance at dst with data */
 };
 struct mount_op {
         enum mount_op_kind kind;

@@ -328,7 +328,7 @@ static const char *zstep_name(int step)
                 [ZSTEP_LOOPBACK] = "bring up loopback",            [ZSTEP_USERNS] = "enter its user namespace",
                 [ZSTEP_RLIMIT] = "set resource limits",            [ZSTEP_CAPS] = "drop its capabilities",
                 [ZSTEP_SECCOMP] = "load the seccomp filter",       [ZSTEP_PYTHON] = "start the driver",
-                [ZSTEP_BIND] = "attach a bind beneath /workspace",
+                [ZSTEP_BIND] = "attach a bind beneath /workspace", [ZSTEP_DEVPTS] = "mount the session's /dev/pts",
         };
         return step > 0 && (size_t)step < ARRAY_SIZE(names) && names[step] ? names[step] : "set up";
 }
@@ -1293,7 +1293,7 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
         }
         /* The claim: limits, environment, then the binds' destinations;
          * the workspace and the binds as detached mounts. */
-        struct zygote_claim c = { .type = ZYGOTE_MSG_CLAIM, .loopback = cfg->net == CORRAL_NET_LOOPBACK,
+        struct zygote_claim c = { .type = ZYGOTE_MSG_CLAIM, .loopback = cfg->net == CORRAL_NET_NONE,
                                   .uid = (uint32_t)w->slot, .nbinds = (uint32_t)cfg->n_binds,
                                   .disk_bytes = cfg->disk_bytes, .nofile = cfg->nofile,
                                   .cpu_time_s = cfg->cpu_time_s > 0 ? (uint64_t)ceil(cfg->cpu_time_s) : 0,

@@ -85,6 +85,7 @@ enum zygote_step {
         ZSTEP_SECCOMP,
         ZSTEP_PYTHON,
         ZSTEP_BIND,
+        ZSTEP_DEVPTS,
 };
 
 #endif

@@ -11,8 +11,9 @@
  * A session is made in three processes:
  *   setup   (fork of the zygote)  unshare mount, pid, network, ipc and uts
  *                                 namespaces, fork, exit
- *   init    (pid 1 of the session) a fresh /proc; says hello to corral
- *                                 (which learns its host pid); waits in the
+ *   init    (pid 1 of the session) a fresh /proc and /dev/pts; says
+ *                                 hello to corral (which learns its host
+ *                                 pid); waits in the
  *                                 warm pool.  On the claim (corral has put
  *                                 it in the session's cgroup): its own
  *                                 cgroup namespace, /tmp, /workspace,
@@ -60,6 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/devpts.h"
 #include "../lib/netdev.h"
 #include "../lib/protocol.h"
 #include "zygote-protocol.h"
@@ -430,6 +432,10 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
                                              MOUNT_ATTR_NOEXEC };
         if (syscall(SYS_mount_setattr, AT_FDCWD, "/proc/sys", AT_RECURSIVE, &ro, sizeof(ro)) < 0)
                 setup_fail(ctl, ZSTEP_PROC);
+        /* Terminals of its own: a devpts instance over the zygote's, which
+         * every session would otherwise share (/dev/ptmx points into it). */
+        if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, JAIL_DEVPTS_OPTIONS) < 0)
+                setup_fail(ctl, ZSTEP_DEVPTS);
         /* Hello: corral reads our host pid from the credentials. */
         report(ctl, MSG_INIT_START, 0, 0);
 

@@ -411,6 +411,16 @@ def test_eperm_syscalls_are_refused_as_in_exec(host, name, nr):
     assert host.value(a, "'x' in dir()") == "True"
 
 
+def test_sessions_have_their_own_ptys(host):
+    """Each session mounts a devpts of its own over the zygote's: a pty a
+    holds is not in b's /dev/pts, and each numbers its own from 0."""
+    a, b = host.start(), host.start()
+    assert host.value(a, "import os\nm, s = os.openpty()\nos.ttyname(s)") == "'/dev/pts/0'"
+    assert host.value(b, "import os\nsorted(os.listdir('/dev/pts'))") == "['ptmx']"
+    assert host.value(b, "import os\nm, s = os.openpty()\nos.ttyname(s)") == "'/dev/pts/0'"
+    assert host.value(a, "import os\nsorted(os.listdir('/dev/pts'))") == "['0', 'ptmx']"
+
+
 def test_namespace_clone_is_refused(host):
     a = host.start()
     res = host.step(a, "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
