@@ -29,14 +29,19 @@ int main(int argc, char **argv)
                    "#include <linux/filter.h>\n#include <stddef.h>\n#include <stdint.h>\n\n"
                    "extern const struct sock_filter jail_prebuilt_bpf[];\n"
                    "extern const size_t jail_prebuilt_bpf_len;\n"
-                   "extern const uint32_t jail_prebuilt_bpf_arch;\n\n"
+                   "extern const uint32_t jail_prebuilt_bpf_arch;\n"
+                   "extern const uint64_t jail_prebuilt_eperm[%d];\n\n"
                    "const uint32_t jail_prebuilt_bpf_arch = %uu;\n"
                    "const size_t jail_prebuilt_bpf_len = %zu;\n"
                    "const struct sock_filter jail_prebuilt_bpf[] = {\n",
-                seccomp_arch_native(), bpf.len);
+                CORRAL_INIT_EPERM_WORDS, seccomp_arch_native(), bpf.len);
         for (size_t i = 0; i < bpf.len; i++)
                 fprintf(f, "\t{ 0x%04x, %u, %u, 0x%08x },\n", bpf.insns[i].code, bpf.insns[i].jt, bpf.insns[i].jf,
                         bpf.insns[i].k);
+        fprintf(f, "};\n\n/* Notified calls init answers with EPERM, by number. */\n"
+                   "const uint64_t jail_prebuilt_eperm[%d] = {\n", CORRAL_INIT_EPERM_WORDS);
+        for (size_t i = 0; i < CORRAL_INIT_EPERM_WORDS; i++)
+                fprintf(f, "\t0x%016llxull,\n", (unsigned long long)bpf.eperm[i]);
         fprintf(f, "};\n");
         free(bpf.insns);
         return fclose(f) == 0 ? 0 : 1;

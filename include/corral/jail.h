@@ -35,10 +35,13 @@ extern "C" {
 #endif
 
 enum corral_net {
-        CORRAL_NET_NONE = 0,   /* empty network namespace, loopback down */
-        CORRAL_NET_LOOPBACK,   /* private namespace with loopback up */
+        CORRAL_NET_NONE = 0,   /* a network namespace of its own whose only interface is its
+                                * own loopback, up (127.0.0.1 reaches the jail, nothing else) */
+        CORRAL_NET_DOWN,       /* the same namespace with loopback left down: no interface at all */
         CORRAL_NET_HOST,       /* the host's network: opt-in, warned by the CLI */
 };
+/* The old name of "none" with loopback up (before it became the default). */
+#define CORRAL_NET_LOOPBACK CORRAL_NET_NONE
 
 enum corral_stdin {
         CORRAL_STDIN_NULL = 0, /* /dev/null */
@@ -176,6 +179,10 @@ typedef struct corral_jail_result {
         enum corral_limits_backend backend;
         int seccomp_syscall;      /* syscall number when limit is seccomp */
         char *seccomp_syscall_name;
+        /* System calls the filter answered with EPERM (they did nothing; the
+         * program went on), by name, each once in the order first made. */
+        char **denied;
+        size_t n_denied;
         struct corral_jail_phases phases;
 } corral_jail_result;
 

@@ -1,7 +1,8 @@
 /* observe.c: an execution result turned into what the model reads.
  *
  * The observation says how the run ended in words a model acts on (a
- * timeout names the limit, a blocked system call names the call), gives
+ * timeout names the limit, a blocked system call names the call, as do
+ * calls the sandbox answered with EPERM), gives
  * stdout and stderr (long output as head + tail around a marker saying how
  * much was cut: the end of a traceback matters most, so the tail is the
  * larger part), and lists the files the step created, changed or deleted,
@@ -139,6 +140,10 @@ char *agent_observe_exec(const corral_jail_result *res, const corral_jail_config
                 return NULL;
         char buf[256];
         fprintf(f, "status: %s\nwall time: %.2f s\n", ending(res, jail, buf, sizeof(buf)), res->wall_ms / 1000);
+        /* A refused call usually explains an "Operation not permitted" below. */
+        for (size_t i = 0; i < res->n_denied; i++)
+                fprintf(f, "%s%s%s", i == 0 ? "refused by the sandbox (EPERM, the program went on): " : ", ",
+                        res->denied[i], i + 1 == res->n_denied ? "\n" : "");
         put_stream(f, "stdout", res->stdout_buf, res->stdout_len, res->stdout_truncated, res->stdout_total,
                    stream_limit);
         put_stream(f, "stderr", res->stderr_buf, res->stderr_len, res->stderr_truncated, res->stderr_total,

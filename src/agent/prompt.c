@@ -82,9 +82,11 @@ static void put_limits(FILE *f, const corral_jail_config *j)
         fprintf(f, "Limits of each run: %.0f s wall time, %" PRIu64 " MiB memory, %" PRIu64 " processes, "
                    "%" PRIu64 " MiB per file written, output beyond %" PRIu64 " KiB per stream is dropped.\n",
                 j->timeout_s, j->memory_bytes >> 20, j->pids, j->disk_bytes >> 20, j->output_limit >> 10);
-        if (j->net == CORRAL_NET_NONE)
+        if (j->net != CORRAL_NET_HOST)
                 fprintf(f, "There is no network: do not pip install, download or call web APIs; use what is "
-                           "installed.\n");
+                           "installed.%s\n",
+                        j->net == CORRAL_NET_NONE ? " A server your own code starts on 127.0.0.1 is reachable from it."
+                                                  : "");
 }
 
 char *agent_system_prompt(const struct agent_config *cfg, bool text_protocol)

@@ -92,14 +92,15 @@ int jail_option_apply(int c, const char *arg, corral_jail_config *cfg, corral_er
                 return corral_parse_size(arg, &cfg->output_limit, err) < 0 ? corral_error_prefix(err, "--output-limit")
                                                                             : 1;
         case OPT_NET:
-                if (strcmp(arg, "none") == 0)
+                /* "loopback": the old name of none, when none meant loopback down. */
+                if (strcmp(arg, "none") == 0 || strcmp(arg, "loopback") == 0)
                         cfg->net = CORRAL_NET_NONE;
-                else if (strcmp(arg, "loopback") == 0)
-                        cfg->net = CORRAL_NET_LOOPBACK;
+                else if (strcmp(arg, "down") == 0)
+                        cfg->net = CORRAL_NET_DOWN;
                 else if (strcmp(arg, "host") == 0)
                         cfg->net = CORRAL_NET_HOST;
                 else
-                        return corral_usage(err, "--net: invalid mode '%s': expected none, loopback or host", arg);
+                        return corral_usage(err, "--net: invalid mode '%s': expected none, down or host", arg);
                 return 1;
         case OPT_RO_BIND:
         case OPT_BIND:

@@ -79,7 +79,7 @@ static const char help_text[] =
         "\n"
         "each execution (as for corral exec):\n"
         "  -t, --timeout SECONDS, -m, --memory SIZE, --cpu-time, --pids, --cpus, --nofile, --disk,\n"
-        "      --output-limit, --net none|loopback|host, --ro-bind, --bind, --rootfs, --profile,\n"
+        "      --output-limit, --net none|down|host, --ro-bind, --bind, --rootfs, --profile,\n"
         "      --require-cgroups, --uid-range\n"
         "      --stateless         run each run_python step in a fresh process (default: one\n"
         "                          Python session per run: variables and imports persist,\n"

@@ -4,9 +4,10 @@
  * as its last step, so that no process inside the jail is a fork of corral
  * (whose memory holds API keys and the host environment).  It reads its
  * orders from fd 3, starts the program in a new session with rlimits and the
- * seccomp filter, reaps every orphan, turns filter violations (delivered
- * through a seccomp user-notification listener) into a report and a kill, and
- * reports the program's wait status on fd 4.  When it returns, the kernel
+ * seccomp filter, reaps every orphan, answers the calls the filter hands it
+ * (a seccomp user-notification listener): EPERM for those in its orders' EPERM
+ * set, reported once each, a report and a kill of the tree for any other;
+ * and reports the program's wait status on fd 4.  When it returns, the kernel
  * kills whatever is left in the pid namespace, double-forked daemons
  * included.
  *
@@ -248,6 +249,30 @@ static __attribute__((noreturn)) void run_program(struct orders *o, int sock, co
         s_exit(err == S_ENOENT ? 127 : 126);
 }
 
+/* One call the filter handed us.  In the EPERM set: fail it with EPERM (it
+ * never runs: only SECCOMP_USER_NOTIF_FLAG_CONTINUE, which we never send,
+ * would let it) and report its number the first time.  Anything else is a
+ * violation: report it and kill everything but us, the caller's whole tree. */
+static void answer(int listener, const struct seccomp_notif *req, const uint64_t *eperm, uint64_t *seen)
+{
+        int32_t nr = (int32_t)req->data.nr;
+        if (req->data.arch == CORRAL_AUDIT_ARCH_NATIVE && corral_eperm_has(eperm, nr)) {
+                struct seccomp_notif_resp resp;
+                memset(&resp, 0, sizeof(resp));
+                resp.id = req->id;
+                resp.error = -S_EPERM;
+                /* ENOENT: the caller died meanwhile; nothing to answer. */
+                s_ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+                if (!corral_eperm_has(seen, nr)) {
+                        seen[nr / 64] |= 1ull << (nr % 64);
+                        report(MSG_SECCOMP_EPERM, nr, (int32_t)req->data.arch);
+                }
+                return;
+        }
+        report(MSG_SECCOMP_VIOLATION, nr, (int32_t)req->data.arch);
+        s_kill(-1, S_SIGKILL);
+}
+
 int init_main(void);
 int init_main(void)
 {
@@ -288,6 +313,8 @@ int init_main(void)
 
         int listener = -1, exec_errno = 0, status = 0;
         bool sock_open = true, done = false;
+        uint64_t eperm_seen[CORRAL_INIT_EPERM_WORDS];
+        memset(eperm_seen, 0, sizeof(eperm_seen));
         while (!done) {
                 struct pollfd p[3] = {
                         { .fd = (int)sfd, .events = POLLIN },
@@ -309,11 +336,8 @@ int init_main(void)
                 if (p[2].revents & POLLIN) {
                         struct seccomp_notif req;
                         memset(&req, 0, sizeof(req));
-                        if (s_ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0) {
-                                report(MSG_SECCOMP_VIOLATION, (int32_t)req.data.nr, (int32_t)req.data.arch);
-                                /* Everything but us: the violator and its whole tree. */
-                                s_kill(-1, S_SIGKILL);
-                        }
+                        if (s_ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0)
+                                answer(listener, &req, o.hdr.eperm, eperm_seen);
                 } else if (p[2].revents & (POLLHUP | POLLERR)) {
                         s_close(listener); /* no filtered task left */
                         listener = -1;

@@ -76,6 +76,7 @@ SYS_INLINE long sys6(long n, long a, long b, long c, long d, long e, long f)
 #define S_PROT_RW 3
 #define S_MAP_PRIVATE_ANON 0x22
 #define S_WNOHANG 1
+#define S_EPERM 1
 #define S_EINTR 4
 #define S_ENOENT 2
 #define S_EACCES 13

@@ -161,6 +161,10 @@ static int do_op(const struct mount_op *op)
                 if (make_target(op->dst, op->src_is_dir, 0) < 0)
                         return -1;
                 return (int)syscall(SYS_move_mount, op->tree_fd, "", AT_FDCWD, op->dst, MOVE_MOUNT_F_EMPTY_PATH);
+        case OP_DEVPTS:
+                if (make_target(op->dst, true, 0755) < 0)
+                        return -1;
+                return mount("devpts", op->dst, "devpts", MS_NOSUID | MS_NOEXEC, op->data);
         case OP_READONLY: /* only this mount: binds beneath keep their own flags */
                 return set_mount_flags(op->dst, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false);
         default:
@@ -263,7 +267,10 @@ void jail_enter(const struct jail_plan *p)
 
         if (sethostname("corral", 6) < 0 || setdomainname("corral", 6) < 0)
                 fail(STEP_HOSTNAME);
-        if (p->net == CORRAL_NET_LOOPBACK && netdev_loopback_up() < 0)
+        /* The jail's own loopback: programs that talk to themselves over
+         * 127.0.0.1 (a local server, a test suite) work; it reaches nothing
+         * outside this namespace. */
+        if (p->net == CORRAL_NET_NONE && netdev_loopback_up() < 0)
                 fail(STEP_LOOPBACK);
 
         /* Give up every capability for good: bounding set, ambient set, then

@@ -29,12 +29,24 @@
 struct jail_bpf {
         struct sock_filter *insns;
         size_t len;
+        uint64_t eperm[CORRAL_INIT_EPERM_WORDS]; /* notified calls answered EPERM (protocol.h) */
 };
 /* The filter every jail loads (built once, or compiled in at build time). */
 CORRAL_HIDDEN int jail_seccomp_program(const struct jail_bpf **ret, corral_error **ret_err);
 /* Build it from the policy with libseccomp; out->insns is malloc'd. */
 CORRAL_HIDDEN int jail_seccomp_build(struct jail_bpf *out, corral_error **ret_err);
 CORRAL_HIDDEN char *jail_seccomp_syscall_name(int nr, uint32_t arch);
+/* The calls a jail's init answered with EPERM (MSG_SECCOMP_EPERM), each
+ * once, in the order they came; past JAIL_MAX_DENIED the rest are dropped. */
+#define JAIL_MAX_DENIED 64
+struct jail_denied {
+        int nr[JAIL_MAX_DENIED];
+        uint32_t arch[JAIL_MAX_DENIED];
+        size_t n;
+};
+CORRAL_HIDDEN void jail_denied_add(struct jail_denied *d, int nr, uint32_t arch);
+/* Their names into r->denied / r->n_denied (nothing when there are none). */
+CORRAL_HIDDEN void jail_denied_to_result(const struct jail_denied *d, corral_jail_result *r);
 /* The zygote's filter (src/session/zygote.c): the jail's policy plus what
  * forking a session into fresh namespaces needs (unshare, mount, umount2,
  * move_mount, mount_setattr, capset, seccomp, clone with namespace flags);
@@ -129,6 +141,7 @@ enum mount_op_kind {
         OP_SYMLINK,  /* dst -> src */
         OP_ATTACH,   /* attach the detached mount tree_fd at dst */
         OP_READONLY, /* make the mount at dst (alone) read-only, nosuid, noexec */
+        OP_DEVPTS,   /* a private devpts instance at dst with data */
 };
 struct mount_op {
         enum mount_op_kind kind;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "devpts.h"
 #include "jail-internal.h"
 
 static const char *keep(struct jail_plan *p, char *s)
@@ -324,8 +325,16 @@ static int build_dev(struct jail_plan *p)
 {
         if (add_tmpfs(p, "dev", 65536, "0755") < 0)
                 return -1;
-        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom" };
+        /* tty: whatever terminal the opener controls, which in a jail can
+         * only be one of its own ptys (init starts the program in a new
+         * session, and no host terminal fd crosses), else ENXIO. */
+        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
         for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
+                struct stat st;
+                char host[64];
+                snprintf(host, sizeof(host), "/dev/%s", nodes[i]);
+                if (strcmp(nodes[i], "tty") == 0 && (stat(host, &st) < 0 || !S_ISCHR(st.st_mode)))
+                        continue; /* optional: a host without it */
                 struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot/dev/%s", nodes[i]), fmt(p, "dev/%s", nodes[i]));
                 if (op == NULL)
                         return -1;
@@ -337,10 +346,17 @@ static int build_dev(struct jail_plan *p)
                 { "/proc/self/fd/1", "dev/stdout" }, { "/proc/self/fd/2", "dev/stderr" },
                 /* POSIX semaphores and shm_open land in the capped /tmp. */
                 { "/tmp", "dev/shm" },
+                /* Terminals: the jail's own devpts (below), as bubblewrap and
+                 * container runtimes give one. */
+                { "pts/ptmx", "dev/ptmx" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(links); i++)
                 if (add(p, OP_SYMLINK, links[i][0], links[i][1]) == NULL)
                         return -1;
+        struct mount_op *pts = add(p, OP_DEVPTS, NULL, "dev/pts");
+        if (pts == NULL)
+                return -1;
+        pts->data = JAIL_DEVPTS_OPTIONS;
         return add(p, OP_READONLY, NULL, "dev") ? 0 : -1;
 }
 
@@ -494,7 +510,8 @@ const char *jail_plan_step_name(const struct jail_plan *p, int step, char *buf, 
                                                      [OP_BIND] = "bind mount", [OP_PROC] = "mount proc at",
                                                      [OP_FILE] = "write", [OP_SYMLINK] = "create symlink",
                                                      [OP_ATTACH] = "attach a bind at",
-                                                     [OP_READONLY] = "make read-only" };
+                                                     [OP_READONLY] = "make read-only",
+                                                     [OP_DEVPTS] = "mount devpts at" };
                 if (op->kind == OP_BIND || (op->kind == OP_ATTACH && op->src))
                         snprintf(buf, len, "bind mount '%s' at '/%s'",
                                  strncmp(op->src, "/oldroot", 8) == 0 ? op->src + 8 : op->src, op->dst);

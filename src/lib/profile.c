@@ -123,14 +123,14 @@ static int apply_profile(corral_jail_config *cfg, json_t *root, const char *path
                                 cfg->cpus = json_number_value(v);
                 } else if (strcmp(key, "net") == 0) {
                         const char *s = json_string_value(v);
-                        if (s && strcmp(s, "none") == 0)
-                                cfg->net = CORRAL_NET_NONE;
-                        else if (s && strcmp(s, "loopback") == 0)
-                                cfg->net = CORRAL_NET_LOOPBACK;
+                        if (s && (strcmp(s, "none") == 0 || strcmp(s, "loopback") == 0))
+                                cfg->net = CORRAL_NET_NONE; /* loopback: the old name */
+                        else if (s && strcmp(s, "down") == 0)
+                                cfg->net = CORRAL_NET_DOWN;
                         else if (s && strcmp(s, "host") == 0)
                                 cfg->net = CORRAL_NET_HOST;
                         else
-                                r = corral_usage(ret_err, "profile key 'net': expected none, loopback or host");
+                                r = corral_usage(ret_err, "profile key 'net': expected none, down or host");
                 } else if (strcmp(key, "rootfs") == 0)
                         r = get_string(v, key, &cfg->rootfs, ret_err);
                 else if (strcmp(key, "workspace") == 0)
@@ -214,7 +214,8 @@ out:
 
 char *corral_jail_config_to_profile_json(const corral_jail_config *cfg)
 {
-        static const char *const nets[] = { "none", "loopback", "host" };
+        static const char *const nets[] = { [CORRAL_NET_NONE] = "none", [CORRAL_NET_DOWN] = "down",
+                                            [CORRAL_NET_HOST] = "host" };
         json_t *o = json_pack("{s:f, s:I, s:I, s:I, s:I, s:I, s:s, s:b}", "timeout", cfg->timeout_s, "memory",
                               (json_int_t)cfg->memory_bytes, "pids", (json_int_t)cfg->pids, "nofile",
                               (json_int_t)cfg->nofile, "disk", (json_int_t)cfg->disk_bytes, "output_limit",

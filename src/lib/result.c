@@ -110,6 +110,12 @@ char *corral_jail_result_to_json(const corral_jail_result *r)
                 return NULL;
         if (r->limit == CORRAL_LIMIT_SECCOMP && r->seccomp_syscall_name)
                 json_object_set_new(o, "syscall", text(r->seccomp_syscall_name, strlen(r->seccomp_syscall_name)));
+        if (r->n_denied > 0) {
+                json_t *d = json_array();
+                for (size_t i = 0; d && i < r->n_denied; i++)
+                        json_array_append_new(d, text(r->denied[i], strlen(r->denied[i])));
+                json_object_set_new(o, "denied", d);
+        }
         char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
         json_decref(o);
         return s;

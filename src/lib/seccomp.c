@@ -1,17 +1,20 @@
 /* seccomp.c: the jail's system-call filter, built with libseccomp and handed
  * to init as raw BPF (init is static and links no libseccomp).
  *
- * Policy (docs/seccomp.md lists every decision):
+ * Policy (docs/security.md lists every decision):
  *  - an allow-list of what ordinary programs (Python, the shell, coreutils,
  *    numpy/pandas/matplotlib) use;
- *  - a deny-list of calls that reach kernel attack surface or could undo the
- *    jail; these answer with a user notification, which init turns into a
- *    report naming the call and a kill of the whole tree;
+ *  - two deny-lists, both answered with a user notification to init:
+ *    kill_syscalls, whose attempt is an attack (init reports the call and
+ *    kills the whole tree), and eperm_syscalls, calls that fail without
+ *    privileges anyway and that programs probe (init answers EPERM, so the
+ *    call never runs, and reports its name once); init tells them apart with
+ *    the EPERM set built here (jail_bpf.eperm);
  *  - everything else fails with ENOSYS, the answer libc and runtimes expect
  *    from a kernel that lacks a call, so feature probes fall back cleanly;
  *  - clone3 gets ENOSYS so libc falls back to clone, whose flags a filter can
- *    read: clone with any namespace flag is denied;
- *  - foreign ABIs (i386, x32) hit the bad-arch action, also a kill.
+ *    read: clone with any namespace flag is refused with EPERM, as unshare;
+ *  - foreign ABIs (i386, x32) hit the bad-arch action, a kill.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -69,17 +72,29 @@ static const char *const allowed_syscalls[] = {
         "utimes", "vfork", "wait4", "waitid", "write", "writev",
 };
 
-/* Denied: reported by name and the whole tree killed. */
-static const char *const denied_syscalls[] = {
+/* Killed: the call's mere attempt is an attack on the kernel or on the jail
+ * (docs/security.md gives the reason for each).  init reports it by name and
+ * kills the whole tree. */
+static const char *const kill_syscalls[] = {
         "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise", "kcmp",
+        "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
+        "io_uring_enter", "io_uring_register", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+        "delete_module", "create_module", "open_by_handle_at", "uselib", "modify_ldt", "vm86", "vm86old",
+};
+
+/* Refused: calls that fail without privileges the jail never has (or that
+ * policy refuses, like a nested namespace), which libraries and test suites
+ * probe and every container runtime answers with EPERM.  init answers EPERM
+ * on its listener, so the call never runs, and reports its name once; the
+ * result lists it under "denied" and the program carries on.  So do clone
+ * with a namespace flag and the set-id modes below (the latter in the filter
+ * itself, unrecorded). */
+static const char *const eperm_syscalls[] = {
         "mount", "umount2", "umount", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
-        "move_mount", "open_tree", "mount_setattr", "unshare", "setns", "keyctl", "add_key",
-        "request_key", "bpf", "perf_event_open", "userfaultfd", "kexec_load", "kexec_file_load",
-        "init_module", "finit_module", "delete_module", "create_module", "reboot", "swapon", "swapoff",
-        "acct", "open_by_handle_at", "name_to_handle_at", "io_uring_setup", "io_uring_enter",
-        "io_uring_register", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname",
-        "setdomainname", "iopl", "ioperm", "quotactl", "quotactl_fd", "lookup_dcookie", "syslog",
-        "vhangup", "uselib", "_sysctl", "nfsservctl", "modify_ldt", "fanotify_init", "vm86", "vm86old",
+        "move_mount", "open_tree", "mount_setattr", "unshare", "setns", "reboot", "swapon", "swapoff", "acct",
+        "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "iopl",
+        "ioperm", "quotactl", "quotactl_fd", "syslog", "vhangup", "name_to_handle_at", "fanotify_init",
+        "lookup_dcookie", "_sysctl", "nfsservctl",
 };
 
 #define CLONE_NAMESPACE_FLAGS                                                                                        \
@@ -106,15 +121,32 @@ static bool zygote_extra(const char *name)
         return false;
 }
 
-static int add_rules(scmp_filter_ctx ctx, bool zygote)
+/* Both deny lists notify: init (or a session's init) tells them apart by
+ * number with the EPERM set (jail_bpf.eperm), answering EPERM or killing.
+ * They notify in the zygote's filter too: with no listener there they fail
+ * with ENOSYS, and in a session, whose own filter (loaded later) notifies as
+ * well, the tie goes to the newest filter, the one with the session's
+ * listener.  A kill or an errno here would outrank it and the call would go
+ * unnamed. */
+static int add_denied(scmp_filter_ctx ctx, bool zygote, const char *const *names, size_t n, uint64_t *eperm)
+{
+        for (size_t i = 0; i < n; i++) {
+                int nr = seccomp_syscall_resolve_name(names[i]);
+                if (nr == __NR_SCMP_ERROR || nr < 0)
+                        continue; /* not on this architecture */
+                if (eperm && (unsigned)nr < 64u * CORRAL_INIT_EPERM_WORDS)
+                        eperm[nr / 64] |= 1ull << (nr % 64);
+                bool allow = zygote && zygote_extra(names[i]);
+                int r = seccomp_rule_add(ctx, allow ? SCMP_ACT_ALLOW : SCMP_ACT_NOTIFY, nr, 0);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int add_rules(scmp_filter_ctx ctx, bool zygote, uint64_t *eperm)
 {
         int r;
-        /* Denied calls notify in the zygote's filter too: with no listener
-         * there they fail with ENOSYS, and in a session, whose own filter
-         * (loaded later) notifies as well, the tie goes to the newest
-         * filter, the one with the session's listener.  A kill here would
-         * outrank it and the call would go unnamed. */
-        uint32_t deny = SCMP_ACT_NOTIFY;
         for (size_t i = 0; i < ARRAY_SIZE(allowed_syscalls); i++) {
                 int nr = seccomp_syscall_resolve_name(allowed_syscalls[i]);
                 if (nr == __NR_SCMP_ERROR)
@@ -122,14 +154,12 @@ static int add_rules(scmp_filter_ctx ctx, bool zygote)
                 if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) < 0)
                         return r;
         }
-        for (size_t i = 0; i < ARRAY_SIZE(denied_syscalls); i++) {
-                int nr = seccomp_syscall_resolve_name(denied_syscalls[i]);
-                if (nr == __NR_SCMP_ERROR)
-                        continue;
-                bool allow = zygote && zygote_extra(denied_syscalls[i]);
-                if ((r = seccomp_rule_add(ctx, allow ? SCMP_ACT_ALLOW : deny, nr, 0)) < 0)
-                        return r;
-        }
+        if ((r = add_denied(ctx, zygote, kill_syscalls, ARRAY_SIZE(kill_syscalls), NULL)) < 0 ||
+            (r = add_denied(ctx, zygote, eperm_syscalls, ARRAY_SIZE(eperm_syscalls), eperm)) < 0)
+                return r;
+        /* clone notifies only with a namespace flag (below): EPERM, as
+         * unshare. */
+        eperm[SCMP_SYS(clone) / 64] |= 1ull << (SCMP_SYS(clone) % 64);
         if (zygote) {
                 static const char *const extra[] = { "capset", "seccomp" };
                 for (size_t i = 0; i < ARRAY_SIZE(extra); i++) {
@@ -260,6 +290,7 @@ static int seccomp_build(struct jail_bpf *out, bool zygote, corral_error **ret_e
         int memfd = -1, rc = -1;
         struct sock_filter *insns = NULL;
         int r;
+        memset(out->eperm, 0, sizeof(out->eperm));
         if (ctx == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot create the seccomp filter");
         /* Foreign ABIs (i386 via int 0x80, x32) are a violation too. */
@@ -269,7 +300,7 @@ static int seccomp_build(struct jail_bpf *out, bool zygote, corral_error **ret_e
         if (r == 0)
                 r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
         if (r == 0)
-                r = add_rules(ctx, zygote);
+                r = add_rules(ctx, zygote, out->eperm);
         if (r < 0) {
                 corral_fail(ret_err, -r, "cannot build the seccomp filter");
                 goto out;
@@ -332,6 +363,7 @@ int jail_seccomp_zygote_program(const struct jail_bpf **ret, corral_error **ret_
 extern const struct sock_filter jail_prebuilt_bpf[];
 extern const size_t jail_prebuilt_bpf_len;
 extern const uint32_t jail_prebuilt_bpf_arch;
+extern const uint64_t jail_prebuilt_eperm[CORRAL_INIT_EPERM_WORDS];
 #endif
 
 static struct jail_bpf cached;
@@ -344,6 +376,7 @@ static void load_program(void)
         if (jail_prebuilt_bpf_arch == seccomp_arch_native()) {
                 cached.insns = (struct sock_filter *)jail_prebuilt_bpf;
                 cached.len = jail_prebuilt_bpf_len;
+                memcpy(cached.eperm, jail_prebuilt_eperm, sizeof(cached.eperm));
                 return;
         }
 #endif
@@ -379,4 +412,30 @@ char *jail_seccomp_syscall_name(int nr, uint32_t arch)
         if (name == NULL && asprintf(&name, "syscall %d", nr) < 0)
                 name = NULL;
         return name;
+}
+
+void jail_denied_add(struct jail_denied *d, int nr, uint32_t arch)
+{
+        for (size_t i = 0; i < d->n; i++)
+                if (d->nr[i] == nr && d->arch[i] == arch)
+                        return;
+        if (d->n == JAIL_MAX_DENIED)
+                return;
+        d->nr[d->n] = nr;
+        d->arch[d->n] = arch;
+        d->n++;
+}
+
+void jail_denied_to_result(const struct jail_denied *d, corral_jail_result *r)
+{
+        if (d->n == 0)
+                return;
+        r->denied = calloc(d->n, sizeof(char *));
+        if (r->denied == NULL)
+                return; /* out of memory: the result just lists none */
+        for (size_t i = 0; i < d->n; i++) {
+                char *name = jail_seccomp_syscall_name(d->nr[i], d->arch[i]);
+                if (name != NULL)
+                        r->denied[r->n_denied++] = name;
+        }
 }

@@ -156,6 +156,7 @@ static int write_orders(const corral_jail_config *cfg, const struct jail_bpf *bp
         struct strings s = { 0 };
         struct init_header h = { .magic = CORRAL_INIT_MAGIC, .version = CORRAL_INIT_VERSION, .n_rlimits = n_rl,
                                  .bpf_len = (uint32_t)bpf->len, .flags = flags };
+        memcpy(h.eperm, bpf->eperm, sizeof(h.eperm));
         int fd = -1;
         for (size_t i = 0; cfg->argv[i]; i++)
                 if (strings_add(&s, cfg->argv[i]) < 0)
@@ -230,6 +231,7 @@ struct jail {
         bool setup_failed, init_failed, exited, exec_failed, violation;
         int setup_step, setup_errno, exec_errno, wait_status, violation_nr;
         uint32_t violation_arch;
+        struct jail_denied denied; /* calls init answered with EPERM */
         bool timed_out;
         bool cancelled;
         bool cpu_exceeded;       /* the tree's CPU time passed --cpu-time */
@@ -283,6 +285,9 @@ static void read_status(struct jail *j)
                                 j->violation_nr = m.a;
                                 j->violation_arch = (uint32_t)m.b;
                         }
+                        break;
+                case MSG_SECCOMP_EPERM:
+                        jail_denied_add(&j->denied, m.a, (uint32_t)m.b);
                         break;
                 case MSG_EXITED:
                         j->exited = true;
@@ -949,6 +954,7 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
         if (j.have_cg)
                 cgroup_read_stats(&j.cg, &st);
         classify(&j, &st, ret);
+        jail_denied_to_result(&j.denied, ret);
         ret->backend = j.backend;
         ret->stdout_truncated = j.out.truncated;
         ret->stderr_truncated = j.err.truncated;
@@ -1002,5 +1008,8 @@ void corral_jail_result_release(corral_jail_result *res)
         free(res->stdout_buf);
         free(res->stderr_buf);
         free(res->seccomp_syscall_name);
+        for (size_t i = 0; i < res->n_denied; i++)
+                free(res->denied[i]);
+        free(res->denied);
         memset(res, 0, sizeof(*res));
 }

@@ -329,7 +329,7 @@ static const char *zstep_name(int step)
                 [ZSTEP_LOOPBACK] = "bring up loopback",            [ZSTEP_USERNS] = "enter its user namespace",
                 [ZSTEP_RLIMIT] = "set resource limits",            [ZSTEP_CAPS] = "drop its capabilities",
                 [ZSTEP_SECCOMP] = "load the seccomp filter",       [ZSTEP_PYTHON] = "start the driver",
-                [ZSTEP_BIND] = "attach a bind beneath /workspace",
+                [ZSTEP_BIND] = "attach a bind beneath /workspace", [ZSTEP_DEVPTS] = "mount the session's /dev/pts",
         };
         return step > 0 && (size_t)step < ARRAY_SIZE(names) && names[step] ? names[step] : "set up";
 }
@@ -529,14 +529,15 @@ static int zygote_start(corral_error **ret_err)
         Z.running = true;
 
         /* Its filter, then its "ready" (with its host pid). */
-        size_t len = 1 + bpf->len * sizeof(bpf->insns[0]);
+        size_t len = 1 + sizeof(bpf->eperm) + bpf->len * sizeof(bpf->insns[0]);
         char *msg = malloc(len);
         if (msg == NULL) {
                 corral_fail(ret_err, ENOMEM, "cannot start the zygote");
                 goto fail_running;
         }
         msg[0] = ZYGOTE_MSG_BPF;
-        memcpy(msg + 1, bpf->insns, len - 1);
+        memcpy(msg + 1, bpf->eperm, sizeof(bpf->eperm));
+        memcpy(msg + 1 + sizeof(bpf->eperm), bpf->insns, bpf->len * sizeof(bpf->insns[0]));
         int r = send_with_fds(Z.ctl, msg, len, NULL, 0);
         free(msg);
         if (r < 0) {
@@ -1307,7 +1308,7 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
         }
         /* The claim: limits, environment, then the binds' destinations;
          * the workspace and the binds as detached mounts. */
-        struct zygote_claim c = { .type = ZYGOTE_MSG_CLAIM, .loopback = cfg->net == CORRAL_NET_LOOPBACK,
+        struct zygote_claim c = { .type = ZYGOTE_MSG_CLAIM, .loopback = cfg->net == CORRAL_NET_NONE,
                                   .uid = (uint32_t)w->slot, .nbinds = (uint32_t)cfg->n_binds,
                                   .disk_bytes = cfg->disk_bytes, .nofile = cfg->nofile,
                                   .cpu_time_s = cfg->cpu_time_s > 0 ? (uint64_t)ceil(cfg->cpu_time_s) : 0,
@@ -1378,6 +1379,7 @@ struct init_report {
         uint32_t arch;
         int status;              /* the interpreter's wait status */
         int step, err;           /* the set-up step that failed, its errno */
+        struct jail_denied denied; /* calls answered with EPERM */
 };
 
 static void init_report_take(struct init_report *r, const struct init_msg *m)
@@ -1386,6 +1388,8 @@ static void init_report_take(struct init_report *r, const struct init_msg *m)
                 r->violation = true;
                 r->nr = m->a;
                 r->arch = (uint32_t)m->b;
+        } else if (m->type == MSG_SECCOMP_EPERM) {
+                jail_denied_add(&r->denied, m->a, (uint32_t)m->b);
         } else if (m->type == MSG_EXITED) {
                 r->exited = true;
                 r->status = m->a;
@@ -1537,6 +1541,7 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
                 ret->exit_code = 137;
                 ret->reason = strdup("the session's init ended without a report");
         }
+        jail_denied_to_result(&rep.denied, ret);
         warm_free(w);
         return rc;
 }

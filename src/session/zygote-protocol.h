@@ -6,7 +6,9 @@
  * SCM_RIGHTS):
  *
  *  - the zygote's control socket (its fd 0):
- *      corral -> zygote  ZYGOTE_MSG_BPF, once: the jail's filter, raw BPF
+ *      corral -> zygote  ZYGOTE_MSG_BPF, once: the jail's EPERM set (protocol.h,
+ *                        CORRAL_INIT_EPERM_WORDS uint64_t), then its filter,
+ *                        raw BPF
  *      zygote -> corral  ZYGOTE_MSG_READY once the imports are done, or
  *                        ZYGOTE_MSG_FAILED with a message
  *      corral -> zygote  ZYGOTE_MSG_FORK with three fds: the session's frame
@@ -17,7 +19,8 @@
  *      init -> corral    struct init_msg records (src/lib/protocol.h):
  *                        MSG_INIT_START when the namespaces are made (corral
  *                        reads init's host pid from SCM_CREDENTIALS),
- *                        MSG_SETUP_FAILED, MSG_SECCOMP_VIOLATION, MSG_EXITED
+ *                        MSG_SETUP_FAILED, MSG_SECCOMP_VIOLATION,
+ *                        MSG_SECCOMP_EPERM, MSG_EXITED
  *      corral -> init    one struct zygote_claim, then the environment
  *                        strings, then the binds' destinations (relative
  *                        to /workspace), with the workspace and then each
@@ -82,6 +85,7 @@ enum zygote_step {
         ZSTEP_SECCOMP,
         ZSTEP_PYTHON,
         ZSTEP_BIND,
+        ZSTEP_DEVPTS,
 };
 
 #endif

@@ -11,13 +11,15 @@
  * A session is made in three processes:
  *   setup   (fork of the zygote)  unshare mount, pid, network, ipc and uts
  *                                 namespaces, fork, exit
- *   init    (pid 1 of the session) a fresh /proc; says hello to corral
- *                                 (which learns its host pid); waits in the
+ *   init    (pid 1 of the session) a fresh /proc and /dev/pts; says
+ *                                 hello to corral (which learns its host
+ *                                 pid); waits in the
  *                                 warm pool.  On the claim (corral has put
  *                                 it in the session's cgroup): its own
  *                                 cgroup namespace, /tmp, /workspace,
  *                                 loopback; forks the interpreter, then
- *                                 holds its seccomp listener, reaps, reports
+ *                                 holds its seccomp listener (EPERM or a
+ *                                 kill, as corral-init), reaps, reports
  *   python  (fork of init)        rlimits; its own uid in the zygote's
  *                                 namespace (as root a host uid of its own;
  *                                 else the zygote's), then a user namespace
@@ -59,6 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/devpts.h"
 #include "../lib/netdev.h"
 #include "../lib/protocol.h"
 #include "zygote-protocol.h"
@@ -81,6 +84,7 @@
 
 static struct sock_filter *strict_bpf;
 static unsigned short strict_len;
+static uint64_t strict_eperm[CORRAL_INIT_EPERM_WORDS]; /* the calls a session's init answers EPERM */
 
 /* ---- small helpers ---- */
 
@@ -394,6 +398,25 @@ static int attach_beneath(int ws, const char *rel, int tree)
         return -1;
 }
 
+/* A call the interpreter's filter handed us, answered as corral-init
+ * answers it: EPERM (reported once) for the EPERM set, else a report and a
+ * kill of the session. */
+static void answer(int ctl, int listener, const struct seccomp_notif *req, uint64_t *seen)
+{
+        int32_t nr = (int32_t)req->data.nr;
+        if (req->data.arch == CORRAL_AUDIT_ARCH_NATIVE && corral_eperm_has(strict_eperm, nr)) {
+                struct seccomp_notif_resp resp = { .id = req->id, .error = -EPERM };
+                ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+                if (!corral_eperm_has(seen, nr)) {
+                        seen[nr / 64] |= 1ull << (nr % 64);
+                        report(ctl, MSG_SECCOMP_EPERM, nr, (int32_t)req->data.arch);
+                }
+                return;
+        }
+        report(ctl, MSG_SECCOMP_VIOLATION, nr, (int32_t)req->data.arch);
+        kill(-1, SIGKILL);
+}
+
 static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag)
 {
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -409,6 +432,10 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
                                              MOUNT_ATTR_NOEXEC };
         if (syscall(SYS_mount_setattr, AT_FDCWD, "/proc/sys", AT_RECURSIVE, &ro, sizeof(ro)) < 0)
                 setup_fail(ctl, ZSTEP_PROC);
+        /* Terminals of its own: a devpts instance over the zygote's, which
+         * every session would otherwise share (/dev/ptmx points into it). */
+        if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, JAIL_DEVPTS_OPTIONS) < 0)
+                setup_fail(ctl, ZSTEP_DEVPTS);
         /* Hello: corral reads our host pid from the credentials. */
         report(ctl, MSG_INIT_START, 0, 0);
 
@@ -488,6 +515,7 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
 
         int listener = -1, status = 0;
         bool sock_open = true;
+        uint64_t eperm_seen[CORRAL_INIT_EPERM_WORDS] = { 0 };
         for (;;) {
                 struct pollfd p[4] = {
                         { .fd = sfd, .events = POLLIN },
@@ -513,10 +541,8 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
                 if (p[2].revents & POLLIN) {
                         struct seccomp_notif req;
                         memset(&req, 0, sizeof(req));
-                        if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0) {
-                                report(ctl, MSG_SECCOMP_VIOLATION, (int32_t)req.data.nr, (int32_t)req.data.arch);
-                                kill(-1, SIGKILL);
-                        }
+                        if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0)
+                                answer(ctl, listener, &req, eperm_seen);
                 } else if (p[2].revents & (POLLHUP | POLLERR)) {
                         close(listener);
                         listener = -1;
@@ -616,17 +642,19 @@ int main(void)
 {
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         static struct sock_filter bpf[ZYGOTE_MAX_BPF + 1];
-        static char msg[sizeof(bpf) + 1];
+        static char msg[1 + sizeof(strict_eperm) + sizeof(bpf)];
+        const size_t head = 1 + sizeof(strict_eperm);
         int nfd;
         ssize_t n = recv_fds(CTRL_FD, msg, sizeof(msg), NULL, 0, &nfd);
-        if (n < 1 || msg[0] != ZYGOTE_MSG_BPF || (size_t)(n - 1) % sizeof(struct sock_filter) != 0 ||
-            (size_t)(n - 1) / sizeof(struct sock_filter) > ZYGOTE_MAX_BPF || n == 1) {
+        if (n <= (ssize_t)head || msg[0] != ZYGOTE_MSG_BPF || ((size_t)n - head) % sizeof(struct sock_filter) != 0 ||
+            ((size_t)n - head) / sizeof(struct sock_filter) > ZYGOTE_MAX_BPF) {
                 fail_msg("the zygote did not get its filter", NULL);
                 return 125;
         }
-        memcpy(bpf, msg + 1, (size_t)n - 1);
+        memcpy(strict_eperm, msg + 1, sizeof(strict_eperm));
+        memcpy(bpf, msg + head, (size_t)n - head);
         strict_bpf = bpf;
-        strict_len = (unsigned short)((size_t)(n - 1) / sizeof(struct sock_filter));
+        strict_len = (unsigned short)(((size_t)n - head) / sizeof(struct sock_filter));
 
         double t0 = now_ms();
         PyConfig config;

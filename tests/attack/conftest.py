@@ -62,7 +62,7 @@ def preflight():
     if not (os.path.isfile(CORRAL) and os.access(CORRAL, os.X_OK)):
         pytest.exit(f"attack suite: no corral binary at {CORRAL} (set CORRAL)", returncode=1)
     problems, run = [], None
-    for net in ("none", "loopback"):
+    for net in ("none", "down"):
         p, r = _preflight_problems(net)
         problems += p
         run = run or r

@@ -221,8 +221,9 @@ for name, mode in (("sda", stat.S_IFBLK | 0o600), ("mem", stat.S_IFCHR | 0o600),
             res["mknod"][f"{d}/{name}"] = "made"
         except OSError as e:
             res["mknod"][f"{d}/{name}"] = "err:" + os.strerror(e.errno)
+# (/dev/ptmx opens a pty of the jail's own devpts: tests/attack/test_terminals.py)
 for p in ("/dev/sda", "/dev/vda", "/dev/nvme0n1", "/dev/mem", "/dev/kmem", "/dev/port", "/dev/kmsg",
-          "/dev/console", "/dev/tty", "/dev/ptmx", "/dev/fuse", "/dev/kvm", "/dev/net/tun",
+          "/dev/console", "/dev/tty", "/dev/tty0", "/dev/tty1", "/dev/ttyS0", "/dev/fuse", "/dev/kvm", "/dev/net/tun",
           "/dev/userfaultfd", "/dev/loop0", "/dev/loop-control", "/tmp/sda", "/workspace/sda"):
     try:
         with open(p, "rb") as f:
@@ -250,9 +251,13 @@ def test_devices(run_jail):
     res = out_json(r)
     assert r["status"] == "ok", r
     nodes = set(res["dev"]) - set(res["links"])
-    assert nodes == {"null", "zero", "full", "random", "urandom"}, res["dev"]
-    assert set(res["links"]) <= {"fd", "stdin", "stdout", "stderr", "shm"}, res["links"]
+    # pts: the jail's own devpts (tests/attack/test_terminals.py); tty: the
+    # opener's controlling terminal, none here (ENXIO below)
+    assert nodes <= {"null", "zero", "full", "random", "urandom", "tty", "pts"}, res["dev"]
+    assert nodes >= {"null", "zero", "full", "random", "urandom", "pts"}, res["dev"]
+    assert set(res["links"]) <= {"fd", "stdin", "stdout", "stderr", "shm", "ptmx"}, res["links"]
     assert res["links"].get("shm") in (None, "/tmp")
+    assert res["links"].get("ptmx") == "pts/ptmx", res["links"]
     for p, v in res["mknod"].items():
         if p.endswith("fifo") and not p.startswith("/dev/"):
             continue  # a FIFO in a writable tmpfs is harmless

@@ -1,11 +1,12 @@
 """Attacks on the network: reaching the host's listeners, DNS, other socket
-families.  Each host listener counts what reached it; it must stay at 0."""
+families, and the jail's own loopback (up by default: private to the jail).
+Each host listener counts what reached it; it must stay at 0."""
 import socket
 import time
 
 import pytest
 
-from corral_attack import marker, out_json
+from corral_attack import JailProc, marker, out_json
 
 CONNECT = r"""
 import errno, json, socket, sys
@@ -53,7 +54,12 @@ def _wait_for(cond, timeout=2.0):
         time.sleep(0.01)
 
 
-@pytest.mark.parametrize("net, expected", [("none", {"ENETUNREACH"}), ("loopback", {"ECONNREFUSED"})])
+# none (the default): the jail's own loopback is up, nothing listens there;
+# down: not even loopback; loopback: the old name of none.
+NETS = [("none", {"ECONNREFUSED"}), ("down", {"ENETUNREACH"}), ("loopback", {"ECONNREFUSED"})]
+
+
+@pytest.mark.parametrize("net, expected", NETS)
 def test_host_tcp_listener_unreachable(run_jail, listener, net, expected):
     lst = listener()
     port = lst.address[1]
@@ -100,11 +106,11 @@ for host in ("127.0.0.1", "localhost"):
         res[host] = errno.errorcode.get(e.errno, str(e.errno))
 print(json.dumps(res))
 """
-    for net in ("none", "loopback"):
+    for net in ("none", "down"):
         r = run_jail(["--net", net], code, argv=[str(lst.address[1]), m])
         assert r["status"] == "ok", r
         res = out_json(r)
-        if net == "none":
+        if net == "down":
             assert set(res.values()) == {"ENETUNREACH"}, res
     # Sent into the jail's own loopback at best; the host socket saw nothing.
     assert lst.hits == []
@@ -128,7 +134,7 @@ except OSError as e:
     assert lst.hits == []
 
 
-@pytest.mark.parametrize("net", ["none", "loopback"])
+@pytest.mark.parametrize("net", ["none", "down"])
 def test_dns_fails(run_jail, net):
     code = r"""
 import json, os, socket
@@ -150,7 +156,7 @@ print(json.dumps(res))
         assert isinstance(v, str) and v.startswith("gaierror:"), (name, v)
 
 
-@pytest.mark.parametrize("net", ["none", "loopback"])
+@pytest.mark.parametrize("net", ["none", "down"])
 def test_only_loopback_interface(run_jail, net):
     code = r"""
 import json, socket
@@ -168,6 +174,53 @@ print(json.dumps({"ifaces": [n for _, n in socket.if_nameindex()], "dev": dev, "
     host_ifaces = [n for _, n in socket.if_nameindex() if n != "lo"]
     for name in host_ifaces:
         assert name not in res["ifaces"]
+
+
+SERVE = r"""
+import json, socket, sys, time
+port = int(sys.argv[1])
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port))
+s.listen(8)
+s.settimeout(float(sys.argv[2]))
+c = socket.create_connection(("127.0.0.1", port), timeout=1)  # control: its own loopback works
+s.accept()[0].close()
+c.close()
+print("listening", flush=True)
+hits = 0
+try:
+    while True:
+        s.accept()[0].close()
+        hits += 1
+except socket.timeout:
+    pass
+print(json.dumps({"hits": hits}))
+"""
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_jail_loopback_is_private(run_jail):
+    """A server on the jail's 127.0.0.1 (the default --net none) answers the
+    jail itself but neither the host nor another jail on the same port."""
+    port = _free_port()
+    server = JailProc([], SERVE, timeout=10, argv=[str(port), "3"])
+    time.sleep(1.5)  # the jail is up and listening well before its 3 s accept window ends
+    with socket.socket() as s:  # host side
+        s.settimeout(1)
+        host = s.connect_ex(("127.0.0.1", port))
+    other = run_jail([], CONNECT, argv=[str(port), "127.0.0.1"])
+    r = server.wait()
+    assert r["status"] == "ok", r
+    assert r["stdout"].startswith("listening"), r
+    assert out_json(r) == {"hits": 0}, r  # nobody from outside reached it
+    assert host != 0, "the host reached the jail's loopback server"
+    assert out_json(other) == {"127.0.0.1": "ECONNREFUSED"}, other
 
 
 def test_foreign_socket_families_refused(run_jail):

@@ -8,6 +8,7 @@ module's preflight, after the suite's own): the interpreter must be in its
 own pid and network namespaces, as an unprivileged uid.  If it is not, the
 whole run stops before any attack.
 """
+import errno
 import json
 import os
 import shutil
@@ -361,8 +362,8 @@ libc.syscall(ctypes.c_long({nr}), 0, 0, 0, 0, 0)
 """
 
 
-@pytest.mark.parametrize("name, nr", [("unshare", 272), ("mount", 165), ("ptrace", 101)])
-def test_denied_syscall_kills_the_interpreter_not_the_session(session, name, nr):
+@pytest.mark.parametrize("name, nr", [("ptrace", 101), ("bpf", 321)])
+def test_killed_syscall_kills_the_interpreter_not_the_session(session, name, nr):
     s = session()
     s.step("x = 1")
     res = s.step(SYSCALL.format(nr=nr))
@@ -372,6 +373,18 @@ def test_denied_syscall_kills_the_interpreter_not_the_session(session, name, nr)
     # a clean interpreter, in a new jail, for the next step
     res = s.step("'x' in dir()")
     assert res["value"]["text"] == "False" and res["restarted"] is True
+
+
+@pytest.mark.parametrize("name, nr", [("unshare", 272), ("mount", 165), ("chroot", 161)])
+def test_eperm_syscall_leaves_the_interpreter_alone(session, name, nr):
+    """Answered with EPERM: the step goes on, the session keeps its state."""
+    s = session()
+    s.step("x = 1")
+    res = s.step("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
+                 f"(libc.syscall(ctypes.c_long({nr}), 0, 0, 0, 0, 0), ctypes.get_errno())")
+    assert res["status"] == "ok" and res["state_lost"] is False, res
+    assert res["value"]["text"] == f"(-1, {errno.EPERM})", res
+    assert s.step("'x' in dir()")["value"]["text"] == "True"
 
 
 def test_forged_frames_cannot_break_the_supervisor(session):

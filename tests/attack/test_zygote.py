@@ -10,6 +10,7 @@ module stops before any attack.  Several sessions over one zygote come from
 tests/e2e/warm-sessions (warmhost.py).
 """
 import ast
+import errno
 import json
 import os
 import re
@@ -378,13 +379,13 @@ def test_session_uid_is_not_root_on_the_host(host):
     assert "NoNewPrivs:\\t1" in caps and "Seccomp:\\t2" in caps, caps
 
 
-SYSCALL = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall(ctypes.c_long({nr}), 0, 0, 0, 0, 0)"
+SYSCALL = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
+           "(libc.syscall(ctypes.c_long({nr}), 0, 0, 0, 0, 0), ctypes.get_errno())")
 
 
-@pytest.mark.parametrize("name, nr", [("unshare", 272), ("mount", 165), ("ptrace", 101), ("setns", 308),
-                                      ("move_mount", 429), ("umount2", 166), ("open_tree", 428),
-                                      ("fsopen", 430)])
-def test_denied_syscalls_are_killed_as_in_exec(host, name, nr):
+@pytest.mark.parametrize("name, nr", [("ptrace", 101), ("bpf", 321), ("keyctl", 250), ("userfaultfd", 323),
+                                      ("io_uring_setup", 425), ("perf_event_open", 298), ("kcmp", 312)])
+def test_killed_syscalls_are_killed_as_in_exec(host, name, nr):
     a = host.start()
     assert host.step(a, "x = 1")["status"] == "ok"
     res = host.step(a, SYSCALL.format(nr=nr))
@@ -395,11 +396,38 @@ def test_denied_syscalls_are_killed_as_in_exec(host, name, nr):
     assert res["restarted"] and res["value"]["text"] == "False", res
 
 
-def test_namespace_clone_is_killed(host):
+# Allowed by the zygote's own filter (it makes sessions with them) or not:
+# the session's filter answers each with EPERM, as corral exec's does, and
+# the session keeps its state.
+@pytest.mark.parametrize("name, nr", [("unshare", 272), ("mount", 165), ("setns", 308), ("move_mount", 429),
+                                      ("umount2", 166), ("open_tree", 428), ("fsopen", 430), ("chroot", 161),
+                                      ("clock_settime", 227), ("sethostname", 170), ("mount_setattr", 442)])
+def test_eperm_syscalls_are_refused_as_in_exec(host, name, nr):
     a = host.start()
-    res = host.step(a, "import ctypes\nlibc = ctypes.CDLL(None)\n"
-                       "libc.syscall(ctypes.c_long(56), ctypes.c_ulong(0x10000000 | 17), 0, 0, 0, 0)")
-    assert res["limit"] == "seccomp" and res.get("syscall") == "clone", res
+    assert host.step(a, "x = 1")["status"] == "ok"
+    res = host.step(a, SYSCALL.format(nr=nr))
+    assert res["status"] == "ok" and not res["state_lost"], res
+    assert res["value"]["text"] == f"(-1, {errno.EPERM})", res
+    assert host.value(a, "'x' in dir()") == "True"
+
+
+def test_sessions_have_their_own_ptys(host):
+    """Each session mounts a devpts of its own over the zygote's: a pty a
+    holds is not in b's /dev/pts, and each numbers its own from 0."""
+    a, b = host.start(), host.start()
+    assert host.value(a, "import os\nm, s = os.openpty()\nos.ttyname(s)") == "'/dev/pts/0'"
+    assert host.value(b, "import os\nsorted(os.listdir('/dev/pts'))") == "['ptmx']"
+    assert host.value(b, "import os\nm, s = os.openpty()\nos.ttyname(s)") == "'/dev/pts/0'"
+    assert host.value(a, "import os\nsorted(os.listdir('/dev/pts'))") == "['0', 'ptmx']"
+
+
+def test_namespace_clone_is_refused(host):
+    a = host.start()
+    res = host.step(a, "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                       "before = os.readlink('/proc/self/ns/user')\n"
+                       "(libc.syscall(ctypes.c_long(56), ctypes.c_ulong(0x10000000 | 17), 0, 0, 0, 0),"
+                       " ctypes.get_errno(), before == os.readlink('/proc/self/ns/user'))")
+    assert res["status"] == "ok" and res["value"]["text"] == f"(-1, {errno.EPERM}, True)", res
 
 
 # ---- secrets and leftovers ----

@@ -88,14 +88,82 @@ def test_bad_profile(corral, tmp_path, content, message):
     assert r.rc == 125 and message in r.err.decode(), r.err
 
 
-def test_network_none_and_loopback(jail):
+def test_network_none_has_loopback_down_has_none(jail):
+    """--net none (the default): the jail's own loopback is up, so a program
+    talks to itself over 127.0.0.1; --net down: not even that;
+    --net loopback: the old name of none."""
     code = ("import socket\n"
             "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
             "c = socket.create_connection(s.getsockname(), timeout=1); print('connected')\n")
-    r = jail(code)
-    assert r["status"] == "error" and "OSError" in r["stderr"] or "Cannot assign" in r["stderr"]
-    r = jail(code, "--net", "loopback")
-    assert r["status"] == "ok" and r["stdout"] == "connected\n"
+    for opts in ((), ("--net", "none"), ("--net", "loopback")):
+        r = jail(code, *opts)
+        assert r["status"] == "ok" and r["stdout"] == "connected\n", (opts, r)
+    r = jail(code, "--net", "down")
+    assert r["status"] == "error" and ("Network is unreachable" in r["stderr"] or "Cannot assign" in r["stderr"]), r
+
+
+def test_local_http_server_in_background(jail):
+    """The E2B pattern: a shell starts an HTTP server in the background, then
+    Python calls it over 127.0.0.1."""
+    script = ("cd /tmp && echo hello > index.html && (python3 -m http.server 8000 --bind 127.0.0.1 "
+              ">/dev/null 2>&1 &) && python3 - <<'EOF'\n"
+              "import time, urllib.request\n"
+              "for _ in range(100):\n"
+              "    try:\n"
+              "        print(urllib.request.urlopen('http://127.0.0.1:8000/index.html', timeout=2).read().decode())\n"
+              "        break\n"
+              "    except OSError:\n"
+              "        time.sleep(0.05)\n"
+              "EOF\n")
+    r = jail(script, lang="bash")
+    assert r["status"] == "ok" and r["stdout"] == "hello\n\n", r
+
+
+PTY = r"""
+import os, pty, subprocess, sys
+master, slave = os.openpty()
+name = os.ttyname(slave)
+child = subprocess.Popen(["sh", "-c", "tty; stty size; echo from the child"], stdin=slave, stdout=slave,
+                         stderr=slave, start_new_session=True)
+os.close(slave)
+out = b""
+while True:
+    try:
+        chunk = os.read(master, 4096)
+    except OSError:  # EIO: the child side closed
+        break
+    if not chunk:
+        break
+    out += chunk
+child.wait()
+print(name, os.listdir("/dev/pts"), os.readlink("/dev/ptmx"))
+print(out.decode().replace("\r\n", "\n"), end="")
+# the pty module's own fork: the child's stdio is the pty
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("sh", ["sh", "-c", "test -t 0 && test -t 1 && echo isatty"])
+data = b""
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    data += chunk
+os.waitpid(pid, 0)
+print(data.decode().strip())
+"""
+
+
+def test_pty_pair_runs_a_child(jail):
+    """A pty pair in the jail: a child runs on the slave side, its output is
+    read from the master; pty.fork gives a child a terminal as stdio."""
+    r = jail(PTY)
+    assert r["status"] == "ok", r
+    lines = r["stdout"].splitlines()
+    assert lines[0].startswith("/dev/pts/0 ") and "'ptmx'" in lines[0] and lines[0].endswith(" pts/ptmx"), r
+    assert lines[1:] == ["/dev/pts/0", "0 0", "from the child", "isatty"], r
 
 
 def test_net_host_warns(corral):

@@ -141,6 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 check_text(o, "syscall", res.seccomp_syscall_name, strlen(res.seccomp_syscall_name));
         else
                 FUZZ_ASSERT(json_object_get(o, "syscall") == NULL);
+        FUZZ_ASSERT(json_object_get(o, "denied") == NULL); /* none denied: the object as before */
 
         FUZZ_ASSERT(json_integer_value(json_object_get(o, "schema")) == 1);
         FUZZ_ASSERT(strcmp(json_string_value(json_object_get(o, "status")), corral_status_to_string(res.status)) == 0);

@@ -46,7 +46,7 @@ def isolation():
         pytest.exit(f"review corpus: no corral binary at {CORRAL} (set CORRAL)", returncode=1)
     problems_of = _attack_preflight()
     problems, run = [], None
-    for net in ("none", "loopback"):
+    for net in ("none", "down"):
         p, r = problems_of(net)
         problems += p
         run = run or r

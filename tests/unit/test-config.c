@@ -396,6 +396,7 @@ TEST(validate)
         EXPECT_VALID(cpus, 4096.0);
         EXPECT_VALID(uid_base, 1000);
         EXPECT_VALID(net, CORRAL_NET_HOST);
+        EXPECT_VALID(net, CORRAL_NET_DOWN);
 
         /* A hand-built env entry without '=' is caught. */
         {

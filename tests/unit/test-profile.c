@@ -88,7 +88,7 @@ static void check_full(const corral_jail_config *cfg)
         CHECK(cfg->nofile == 128);
         CHECK(cfg->disk_bytes == 1048576);
         CHECK(cfg->output_limit == 64 * 1024);
-        CHECK(cfg->net == CORRAL_NET_LOOPBACK);
+        CHECK(cfg->net == CORRAL_NET_NONE); /* "loopback": the old name of none */
         CHECK_STR(cfg->rootfs, "/srv/img");
         CHECK_STR(cfg->workspace, "/srv/ws");
         CHECK(cfg->require_cgroups);
@@ -434,6 +434,7 @@ TEST(round_trips)
         round_trip("{}");
         round_trip("{\"net\": \"host\", \"timeout\": 0.001, \"memory\": \"8388607T\"}");
         round_trip("{\"net\": \"none\", \"cpus\": 4096, \"cpu_time\": 0.5, \"pids\": 4194304}");
+        round_trip("{\"net\": \"down\"}");
         round_trip("{\"env\": {\"Q\": \"\\\"quoted\\\" \\\\ and \\n newline\"}}");
 
         /* The defaults as a profile. */

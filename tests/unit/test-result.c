@@ -221,6 +221,27 @@ TEST(seccomp_result)
         json_decref(o);
 }
 
+TEST(denied_in_json)
+{
+        corral_jail_result r;
+        memset(&r, 0, sizeof(r));
+        r.status = CORRAL_STATUS_OK;
+        /* None denied: no "denied" key, the object as before. */
+        json_t *o = round_trip(&r);
+        CHECK(o != NULL && json_object_get(o, "denied") == NULL);
+        json_decref(o);
+        char *names[] = { "chroot", "clock_settime" };
+        r.denied = names;
+        r.n_denied = 2;
+        o = round_trip(&r);
+        json_t *d = o ? json_object_get(o, "denied") : NULL;
+        CHECK(json_is_array(d) && json_array_size(d) == 2);
+        CHECK_STR(json_string_value(json_array_get(d, 0)), "chroot");
+        CHECK_STR(json_string_value(json_array_get(d, 1)), "clock_settime");
+        CHECK_STR(o ? str(o, "status") : NULL, "ok");
+        json_decref(o);
+}
+
 TEST(every_limit_in_json)
 {
         static const struct {
@@ -317,6 +338,7 @@ int main(void)
         RUN(binary_output);
         RUN(killed_result);
         RUN(seccomp_result);
+        RUN(denied_in_json);
         RUN(every_limit_in_json);
         RUN(reason_from_program);
         RUN(enum_names);

@@ -89,6 +89,7 @@ TEST(program)
         CHECK_INT(fresh.len, bpf->len);
         CHECK(fresh.insns != NULL && fresh.len == bpf->len &&
               memcmp(fresh.insns, bpf->insns, bpf->len * sizeof(struct sock_filter)) == 0);
+        CHECK(memcmp(fresh.eperm, bpf->eperm, sizeof(fresh.eperm)) == 0);
         free(fresh.insns);
         corral_error_free(err);
 }
@@ -496,9 +497,48 @@ TEST(filter_in_child)
         }
 }
 
+/* The two deny classes: init answers EPERM for the calls in the set and
+ * kills for every other notification (docs/security.md). */
+TEST(eperm_set)
+{
+        const struct jail_bpf *bpf = NULL;
+        if (jail_seccomp_program(&bpf, NULL) < 0) {
+                CHECK(!"no seccomp program");
+                return;
+        }
+        static const int eperm[] = { __NR_chroot, __NR_mount, __NR_umount2, __NR_pivot_root, __NR_unshare,
+                                      __NR_setns, __NR_clone, __NR_clock_settime, __NR_settimeofday,
+                                      __NR_adjtimex, __NR_clock_adjtime, __NR_sethostname, __NR_setdomainname,
+                                      __NR_reboot, __NR_swapon, __NR_swapoff, __NR_acct, __NR_quotactl,
+                                      __NR_syslog, __NR_vhangup, __NR_fsopen, __NR_move_mount, __NR_open_tree };
+        static const int kill[] = { __NR_ptrace, __NR_process_vm_readv, __NR_process_vm_writev, __NR_pidfd_getfd,
+                                    __NR_kcmp, __NR_bpf, __NR_perf_event_open, __NR_userfaultfd, __NR_keyctl,
+                                    __NR_add_key, __NR_request_key, __NR_io_uring_setup, __NR_io_uring_enter,
+                                    __NR_kexec_load, __NR_init_module, __NR_finit_module, __NR_delete_module,
+                                    __NR_open_by_handle_at, __NR_ioctl, __NR_personality,
+                                    /* allowed or ENOSYS, never notified: in the set would do no harm, but
+                                     * the set is exactly the policy's */
+                                    __NR_getpid, __NR_clone3, __NR_openat2 };
+        for (size_t i = 0; i < ARRAY_SIZE(eperm); i++) {
+                if (!corral_eperm_has(bpf->eperm, eperm[i]))
+                        printf("#   %d should be answered EPERM\n", eperm[i]);
+                CHECK(corral_eperm_has(bpf->eperm, eperm[i]));
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(kill); i++) {
+                if (corral_eperm_has(bpf->eperm, kill[i]))
+                        printf("#   %d should not be answered EPERM\n", kill[i]);
+                CHECK(!corral_eperm_has(bpf->eperm, kill[i]));
+        }
+        /* Out of range and x32 numbers are never in it. */
+        CHECK(!corral_eperm_has(bpf->eperm, -1));
+        CHECK(!corral_eperm_has(bpf->eperm, 64 * CORRAL_INIT_EPERM_WORDS));
+        CHECK(!corral_eperm_has(bpf->eperm, X32_BIT | __NR_chroot));
+}
+
 int main(void)
 {
         RUN(program);
+        RUN(eperm_set);
         RUN(syscall_names);
         RUN(filter_in_child);
         return DONE();
