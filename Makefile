@@ -6,10 +6,12 @@
 #   make test   install what is missing, build with ASan+UBSan, and run every test suite
 # Also: make demo-sales (examples/sales/), make demo-agent (examples/analysis/: corral exec, then a replayed
 # agent run), make (build), make bench (bench/run-all.sh; set NSJAIL=path to include nsjail), make stress, make install, make clean.
+# make compat: CPython's regression suite bare and in the jail, the full comparison of docs/compatibility.md
+# (20-40 minutes per user; make test runs a quick set).
 
 BUILD ?= build
 
-.PHONY: all build deps demo demo-sales demo-agent test bench stress install clean fuzz
+.PHONY: all build deps demo demo-sales demo-agent test bench stress compat install clean fuzz
 
 all: build
 
@@ -48,6 +50,11 @@ stress:
 	@scripts/install-deps.sh test
 	@$(MAKE) --no-print-directory build
 	$(BUILD)/tests/jail-loop 20000
+
+compat:
+	@scripts/install-deps.sh test
+	@$(MAKE) --no-print-directory build
+	tests/compat/run-full.sh $(BUILD) compat-out
 
 install: build
 	meson install -C $(BUILD)

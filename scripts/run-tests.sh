@@ -2,9 +2,9 @@
 # run-tests.sh: the whole test run behind `make test`.
 #
 #  1. builds corral with ASan+UBSan and -Werror in build-asan/;
-#  2. runs every suite (unit, fuzz corpus replay, stress, e2e, attack, review) with meson, as the
+#  2. runs every suite (unit, fuzz corpus replay, stress, e2e, attack, review, compat) with meson, as the
 #     current user (root in CI: the cgroup path);
-#  3. when root, runs the e2e, attack and review suites again as an ordinary user
+#  3. when root, runs the e2e, attack, review and compat suites again as an ordinary user
 #     made for the purpose (the rlimit path on hosts where users cannot make
 #     cgroups), from a copy in a temp dir that user can read;
 #  4. prints one summary line counting test cases (TAP subtests and pytest
@@ -50,7 +50,7 @@ ninja -C "$build" || exit 1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
-for suite in unit fuzz stress model-server e2e attack review; do
+for suite in unit fuzz stress model-server e2e attack review compat; do
         note "suite $suite as $(id -un) (uid $(id -u))"
         meson test -C "$build" --suite "$suite" --print-errorlogs --no-rebuild --verbose 2>&1 |
                 tee "$log" | grep -vE '^(ok|not ok) [0-9]+ ' 
@@ -79,7 +79,7 @@ if [ "$(id -u)" -eq 0 ]; then
         cp src/lib/seccomp.c "$tmp/src/lib/"
         cp src/session/driver.py "$tmp/src/session/"
         chmod -R a+rX "$tmp"
-        for suite in e2e attack review; do
+        for suite in e2e attack review compat; do
                 note "suite $suite as $user (an ordinary user: no cgroups here, so rlimits)"
                 runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="/home/$user" LANG=C.UTF-8 \
                         ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" \

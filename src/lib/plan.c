@@ -265,13 +265,16 @@ static int build_etc(struct jail_plan *p, const char *sysroot)
         r |= add_file(p, "etc/group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n");
         r |= add_file(p, "etc/hosts", "127.0.0.1\tlocalhost corral\n::1\tlocalhost ip6-localhost ip6-loopback\n");
         r |= add_file(p, "etc/hostname", "corral\n");
-        r |= add_file(p, "etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n");
+        r |= add_file(p, "etc/nsswitch.conf",
+                      "passwd: files\ngroup: files\nhosts: files\nservices: files\nprotocols: files\n");
         if (r)
                 return -1;
         /* Harmless host files the runtime reads: the loader cache, time zone,
-         * Debian's alternatives links, fontconfig and matplotlib defaults. */
+         * Debian's alternatives links, fontconfig and matplotlib defaults, and
+         * the public tables of service and protocol names
+         * (getaddrinfo("127.0.0.1", "http"), getprotobyname("tcp")). */
         static const char *const passthrough[] = { "ld.so.cache", "alternatives", "fonts", "matplotlibrc",
-                                                   "mime.types" };
+                                                   "mime.types", "services", "protocols" };
         for (size_t i = 0; i < ARRAY_SIZE(passthrough); i++) {
                 snprintf(host, sizeof(host), "%s/etc/%s", sysroot, passthrough[i]);
                 struct stat st;

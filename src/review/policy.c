@@ -23,7 +23,7 @@ static const struct review_rule rules[] = {
         { "PY-PROC-001", R, R, "starting processes is not allowed here; use Python libraries instead" },
         { "PY-PROC-002", R, R, "running shell commands is not allowed here; use Python libraries instead" },
         { "PY-PROC-003", R, R, "replacing or spawning processes is not allowed here; do the work in this Python program" },
-        { "PY-PROC-004", R, R, "pseudo-terminals are not available here; print results instead" },
+        { "PY-PROC-004", R, R, "terminals are not allowed here (they make a shell interactive); print results instead" },
         { "PY-PROC-005", R, W, "forking is not needed here; do the work in one process" },
         { "PY-PROC-006", R, R, "forking in a loop exhausts the process limit; do the work in one process" },
         { "PY-DYN-001", R, R, "running code built at run time is not allowed here; write the code out directly" },

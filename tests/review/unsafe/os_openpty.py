@@ -1,5 +1,5 @@
 # rule: PY-PROC-004
-# attempts: openpty attempt: (\[Errno \d+\]|out of pty devices)
+# attempts: openpty attempt: got \d+ \d+
 import os
 
 try:

@@ -1,6 +1,6 @@
 # rule: PY-PROC-004
-# attempts: pty attempt failed: out of pty devices
-# Inside the jail there is no /dev/ptmx: the attempt to open a terminal fails.
+# attempts: pwned-42
+# The jail has ptys of its own (docs/security.md, "Terminals"): the spawned shell runs on one.
 import pty
 
 try:
