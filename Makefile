@@ -50,6 +50,8 @@ stress:
 	@scripts/install-deps.sh test
 	@$(MAKE) --no-print-directory build
 	$(BUILD)/tests/jail-loop 20000
+	CORRAL=$(CURDIR)/$(BUILD)/corral CORRAL_KILL_RACE_JAILS=3000 \
+		python3 -m pytest -q -p no:cacheprovider tests/attack/test_syscalls.py -k busy_host
 
 compat:
 	@scripts/install-deps.sh test

@@ -269,8 +269,12 @@ static void answer(int listener, const struct seccomp_notif *req, const uint64_t
                 }
                 return;
         }
-        report(MSG_SECCOMP_VIOLATION, nr, (int32_t)req->data.arch);
+        /* Kill first: the supervisor kills us when it reads the report,
+         * and our exit closes the listener, which fails the pending call
+         * with ENOSYS; a program not yet sent SIGKILL would go on from
+         * there. */
         s_kill(-1, S_SIGKILL);
+        report(MSG_SECCOMP_VIOLATION, nr, (int32_t)req->data.arch);
 }
 
 int init_main(void);

@@ -102,8 +102,13 @@ CORRAL_HIDDEN void cgroup_destroy(struct jail_cgroup *cg);
 /* ---- uidpool.c ---- */
 struct uid_lease {
         uint32_t uid;
-        int fd; /* abstract socket bound while the lease is held */
+        int fd; /* the pool's lock file, its byte locked while the lease is held */
 };
+/* Whether jails lease host uids from [base, base+count): 1 as root where
+ * the user namespace maps the range, 0 for an ordinary user or root of a
+ * namespace that maps fewer ids (jails run as the caller), -1 (error set)
+ * for root of such a namespace whose uid 0 is its parent's root. */
+CORRAL_HIDDEN int uidpool_use(uint32_t base, uint32_t count, corral_error **ret_err);
 CORRAL_HIDDEN int uidpool_acquire(uint32_t base, uint32_t count, struct uid_lease *ret, corral_error **ret_err);
 CORRAL_HIDDEN void uidpool_release(struct uid_lease *lease);
 

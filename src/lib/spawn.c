@@ -769,8 +769,10 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
                 return -1;
 
         /* Who the jail is on the host. */
-        bool root = geteuid() == 0;
+        int root = uidpool_use(cfg->uid_base, cfg->uid_count, ret_err);
         uint32_t host_uid = (uint32_t)getuid(), host_gid = (uint32_t)getgid();
+        if (root < 0)
+                goto out;
         if (root) {
                 if (uidpool_acquire(cfg->uid_base, cfg->uid_count, &j.lease, ret_err) < 0)
                         goto out;

@@ -7,7 +7,9 @@
  * (0600 in a 0700 directory): no other user can take a lock on it and so
  * starve the pool, as anyone could bind the abstract socket names that
  * earlier versions used.  Only root leases uids (an ordinary user's jails
- * run as that user).
+ * run as that user).  Root of a user namespace leases only when the
+ * namespace maps the whole range (a container with a big enough map, whose
+ * /run is its own); otherwise its jails run as it (uidpool_use()).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,31 +21,55 @@
 
 #include "jail-internal.h"
 
-/* Where the lock lives: /run/corral for the host's root.  Root of a user
- * namespace of its own (a rootless container, `unshare -r`) may not own the
- * host's /run: its pool is its namespace's, in a directory of its own under
- * /tmp named after the namespace (what uids it can lease are its
- * namespace's anyway). */
-static void pool_dir(char *buf, size_t size)
+#define POOL_DIR "/run/corral"
+
+/* The uid map line that holds id, as "inside outside count". */
+static bool map_find(const char *map, uint64_t id, uint64_t *ret_inside, uint64_t *ret_outside, uint64_t *ret_count)
 {
-        cleanup_free char *map = read_file_at(AT_FDCWD, "/proc/self/uid_map", 4096);
-        unsigned long inside = 1, outside = 1, count = 0;
-        bool initial = map && sscanf(map, "%lu %lu %lu", &inside, &outside, &count) == 3 && inside == 0 &&
-                       outside == 0 && count == 4294967295ul;
-        struct stat ns;
-        if (initial || stat("/proc/self/ns/user", &ns) < 0)
-                snprintf(buf, size, "/run/corral");
-        else
-                snprintf(buf, size, "/tmp/corral-uid-pool-%lu", (unsigned long)ns.st_ino);
+        for (const char *line = map; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+                unsigned long long in, out, n;
+                if (sscanf(line, "%llu %llu %llu", &in, &out, &n) == 3 && id >= in && id - in < n) {
+                        *ret_inside = in;
+                        *ret_outside = out;
+                        *ret_count = n;
+                        return true;
+                }
+        }
+        return false;
+}
+
+int uidpool_use(uint32_t base, uint32_t count, corral_error **ret_err)
+{
+        if (geteuid() != 0)
+                return 0;
+        cleanup_free char *map = read_file_at(AT_FDCWD, "/proc/self/uid_map", 1 << 16);
+        if (map == NULL)
+                return corral_fail(ret_err, errno, "cannot read /proc/self/uid_map");
+        /* Is the whole range there?  Map lines never overlap, so walk it. */
+        uint64_t id = base, end = (uint64_t)base + count, in, out, n;
+        while (id < end && map_find(map, id, &in, &out, &n))
+                id = in + n;
+        if (id >= end)
+                return 1;
+        /* Root of a user namespace that maps fewer ids (`unshare -r`, a
+         * rootless container): its jails run as it, as an ordinary user's
+         * do, which is unprivileged on the host unless uid 0 is the
+         * parent's root. */
+        if (!map_find(map, 0, &in, &out, &n) || out == 0)
+                return corral_fail(ret_err, 0,
+                                   "running as root in a user namespace whose uid 0 is its parent's root, and "
+                                   "which maps no ids for the jail uid pool (%u-%u): jails never run as the "
+                                   "host's root; give --uid-range a range the namespace maps, or run corral as "
+                                   "an ordinary user",
+                                   base, base + count - 1);
+        return 0;
 }
 
 /* The lock file, made if missing; refused unless root owns it and its
  * directory and nobody else can write either. */
 static int open_pool(corral_error **ret_err)
 {
-        char dir[128], file[160];
-        pool_dir(dir, sizeof(dir));
-        snprintf(file, sizeof(file), "%s/uid-pool.lock", dir);
+        const char *dir = POOL_DIR, *file = POOL_DIR "/uid-pool.lock";
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return corral_fail(ret_err, errno, "cannot make '%s' for the jail uid pool", dir);
         struct stat st;

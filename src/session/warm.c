@@ -493,7 +493,10 @@ static int zygote_start(corral_error **ret_err)
             corral_jail_config_add_bind_at(&zr->cfg, driver, ZYGOTE_DRIVER_DIR "/driver.py", false, ret_err) < 0)
                 goto fail;
         /* A host uid of its own for each session (root: from the pool). */
-        for (Z.n_ids = 0; geteuid() == 0 && Z.n_ids < ZYGOTE_SESSION_IDS; Z.n_ids++) {
+        int lease = uidpool_use(zr->cfg.uid_base, zr->cfg.uid_count, ret_err);
+        if (lease < 0)
+                goto fail;
+        for (Z.n_ids = 0; lease && Z.n_ids < ZYGOTE_SESSION_IDS; Z.n_ids++) {
                 if (uidpool_acquire(zr->cfg.uid_base, zr->cfg.uid_count, &Z.leases[Z.n_ids], ret_err) < 0)
                         goto fail;
                 Z.ids[Z.n_ids] = zr->ids[Z.n_ids] = Z.leases[Z.n_ids].uid;
@@ -1158,10 +1161,12 @@ out:
 }
 
 /* The session's detached mounts into trees: its workspace, then each bind
- * (1 + cfg->n_binds fds). */
-static int session_trees(const corral_jail_config *cfg, uint32_t host_uid, int *trees, corral_error **ret_err)
+ * (1 + cfg->n_binds fds).  leased: the session has a host uid of its own
+ * (root); else it runs as the caller. */
+static int session_trees(const corral_jail_config *cfg, uint32_t host_uid, bool leased, int *trees,
+                         corral_error **ret_err)
 {
-        if (geteuid() != 0)
+        if (!leased)
                 return trees_user(cfg, trees, ret_err);
         if (cfg->workspace && cfg->n_binds > 0) {
                 cleanup_free char *real = realpath(cfg->workspace, NULL);
@@ -1302,7 +1307,7 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
 
         int trees[1 + ZYGOTE_MAX_BINDS];
         int ntrees = 1 + (int)cfg->n_binds;
-        if (session_trees(cfg, host_uid, trees, ret_err) < 0) {
+        if (session_trees(cfg, host_uid, w->slot > 0, trees, ret_err) < 0) {
                 warm_free(w);
                 return -1;
         }

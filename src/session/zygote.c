@@ -413,8 +413,10 @@ static void answer(int ctl, int listener, const struct seccomp_notif *req, uint6
                 }
                 return;
         }
-        report(ctl, MSG_SECCOMP_VIOLATION, nr, (int32_t)req->data.arch);
+        /* Kill first, as corral-init does: once we are gone the pending
+         * call fails with ENOSYS and the interpreter would go on. */
         kill(-1, SIGKILL);
+        report(ctl, MSG_SECCOMP_VIOLATION, nr, (int32_t)req->data.arch);
 }
 
 static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag)

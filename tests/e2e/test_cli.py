@@ -129,22 +129,103 @@ def test_doctor_reports_mechanisms_and_runs_a_jail(corral):
     assert "corral can run code on this host." in text
 
 
+POOL = (1400000000, 65536)  # the default --uid-range
+
+
+def in_user_namespace(script, uid_map=None, timeout=60):
+    """sh -c script in a user namespace of its own: `unshare -Ur` (uid 0
+    mapped to the caller), or with uid_map (also the gid map), which only
+    root may write.  Returns (rc, stdout, stderr); rc 97: no namespace."""
+    import ctypes
+    import tempfile
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0:  # CLONE_NEWUSER
+                    os._exit(97)
+                os.write(ready_w, b"x")
+                if os.read(go_r, 1) != b"x":
+                    os._exit(97)
+                os.execvp("sh", ["sh", "-c", script])
+            finally:
+                os._exit(97)
+        os.close(ready_w)
+        os.close(go_r)
+        try:
+            if os.read(ready_r, 1) == b"x":
+                mine = f"0 {os.geteuid()} 1\n", f"0 {os.getegid()} 1\n"
+                if uid_map is None:
+                    with open(f"/proc/{pid}/setgroups", "w") as f:
+                        f.write("deny")
+                for name, text in (("uid_map", uid_map or mine[0]), ("gid_map", uid_map or mine[1])):
+                    with open(f"/proc/{pid}/{name}", "w") as f:
+                        f.write(text)
+                os.write(go_w, b"x")
+        finally:
+            os.close(ready_r)
+            os.close(go_w)
+            _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        err.seek(0)
+        return os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode()
+
+
 def test_refuses_to_run_without_user_namespaces(tmp_path):
     """A host without user namespaces: corral says so and runs nothing.
-    Simulated inside a user namespace whose limit of nested ones is 0."""
-    import shutil
+    Simulated inside a user namespace whose limit of nested ones is 0: as
+    root, one that maps root and the uid pool's range (jails lease uids
+    there as on the host), else as `unshare -Ur` would (jails run as the
+    caller)."""
     from conftest import CORRAL
-    if shutil.which("unshare") is None:
-        pytest.skip("unshare(1) is not installed")
     marker = tmp_path / "ran"
     os.chmod(tmp_path, 0o777)
     script = ("echo 0 > /proc/sys/user/max_user_namespaces || exit 99; "
               f"'{CORRAL}' exec -w '{tmp_path}' -c \"open('ran', 'w')\"; echo \"rc=$?\"; "
               f"'{CORRAL}' doctor; echo \"doctor=$?\"")
-    p = subprocess.run(["unshare", "-Ur", "sh", "-c", script], capture_output=True, text=True, timeout=60)
-    if p.returncode == 99 or "unshare failed" in p.stderr:
+    uid_map = f"0 0 1\n{POOL[0]} {POOL[0]} {POOL[1]}\n" if os.geteuid() == 0 else None
+    rc, out, err = in_user_namespace(script, uid_map)
+    if rc in (97, 99):
         pytest.skip("cannot make a user namespace to simulate the host")
-    assert "rc=125" in p.stdout, (p.stdout, p.stderr)
-    assert "cannot create the jail's namespaces" in p.stderr and "corral doctor" in p.stderr
-    assert "doctor=1" in p.stdout and "MISSING" in p.stdout and "cannot run code" in p.stdout
+    assert "rc=125" in out, (out, err)
+    assert "cannot create the jail's namespaces" in err and "corral doctor" in err
+    assert "doctor=1" in out and "MISSING" in out and "cannot run code" in out
     assert not marker.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root's own user namespace")
+def test_root_of_a_namespace_that_is_host_root_runs_nothing(tmp_path):
+    """Root in a user namespace that maps only itself (`unshare -r`): a jail
+    could not lease a uid of the pool there, and running it as the caller
+    would run it as the host's root.  corral refuses and says why."""
+    from conftest import CORRAL
+    marker = tmp_path / "ran"
+    rc, out, err = in_user_namespace(f"'{CORRAL}' exec -w '{tmp_path}' -c \"open('ran', 'w')\"")
+    if rc == 97:
+        pytest.skip("cannot make a user namespace")
+    assert rc == 125, (out, err)
+    assert "jails never run as the host's root" in err and "--uid-range" in err
+    assert not marker.exists()
+    assert not [n for n in os.listdir("/tmp") if n.startswith("corral-uid-pool")]
+
+
+def test_an_ordinary_root_of_a_namespace_runs_jails_as_itself(tmp_path):
+    """Root of `unshare -Ur` run by an ordinary user (a rootless
+    container): the namespace maps no pool, so jails run as it, as an
+    ordinary user's do."""
+    from conftest import CORRAL
+    if os.geteuid() == 0:
+        pytest.skip("as root the namespace's uid 0 is the host's (the test above)")
+    rc, out, err = in_user_namespace(
+        f"'{CORRAL}' exec --json -c \"import os; print(os.getuid(), open('/proc/self/uid_map').read().split())\"")
+    if rc == 97:
+        pytest.skip("cannot make a user namespace")
+    import json
+    r = json.loads(out)
+    assert rc == 0 and r["status"] == "ok", (out, err)
+    # uid 1000 in the jail is the namespace's root, the one id it maps
+    assert r["stdout"] == "1000 ['1000', '0', '1']\n"
