@@ -13,6 +13,7 @@ import json
 import os
 import pty
 import select
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -132,6 +133,7 @@ def test_refused_archive_names_on_a_terminal(tmp_path):
         assert_inert(seen)
     finally:
         subprocess.run([CORRAL, "session", "shutdown"], capture_output=True, env=senv, timeout=60)
+        shutil.rmtree(rundir, ignore_errors=True)
 
 
 def test_session_step_output_and_values_on_a_terminal(tmp_path):
@@ -149,6 +151,7 @@ def test_session_step_output_and_values_on_a_terminal(tmp_path):
             assert_inert(seen)
     finally:
         subprocess.run([CORRAL, "session", "shutdown"], capture_output=True, env=env, timeout=60)
+        shutil.rmtree(rundir, ignore_errors=True)
 
 
 def test_notebook_export_carries_no_control_and_no_markup(tmp_path):

@@ -56,6 +56,20 @@ static void show(const char *path, bool color)
         fclose(null);
 }
 
+/* The exports' directory goes when the process ends (each input's files
+ * are removed as it goes, but not when only one export worked). */
+__attribute__((destructor)) static void remove_dir(void)
+{
+        if (dir[0] == '\0')
+                return;
+        char p[128];
+        snprintf(p, sizeof(p), "%s/t.ipynb", dir);
+        unlink(p);
+        snprintf(p, sizeof(p), "%s/t.html", dir);
+        unlink(p);
+        rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         if (dir[0] == '\0') {
