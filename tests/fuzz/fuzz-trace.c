@@ -56,12 +56,10 @@ static void show(const char *path, bool color)
         fclose(null);
 }
 
-/* The exports' directory goes when the process ends (each input's files
- * are removed as it goes, but not when only one export worked). */
-__attribute__((destructor)) static void remove_dir(void)
+/* The exports' directory, removed at exit (each input's files go as it
+ * goes, but not when only one export worked). */
+static void cleanup(void)
 {
-        if (dir[0] == '\0')
-                return;
         char p[128];
         snprintf(p, sizeof(p), "%s/t.ipynb", dir);
         unlink(p);
@@ -75,6 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (dir[0] == '\0') {
                 snprintf(dir, sizeof(dir), "/tmp/corral-fuzz-trace-XXXXXX");
                 FUZZ_ASSERT(mkdtemp(dir) != NULL);
+                atexit(cleanup);
         }
         char path[64];
         int fd = fuzz_memfd("trace", data, size, path, sizeof(path));
