@@ -145,17 +145,14 @@ static char *cache_path(const corral_jail_config *cfg)
         return dir;
 }
 
-bool fontcache_will_build(const corral_jail_config *cfg)
-{
-        cleanup_free char *dir = cache_path(cfg);
-        return dir && !has_fontlist(dir);
-}
-
-char *fontcache_dir(const corral_jail_config *cfg)
+char *fontcache_dir(const corral_jail_config *cfg, void (*on_notice)(void *, const char *), void *userdata)
 {
         char *dir = cache_path(cfg);
         if (dir == NULL || has_fontlist(dir))
                 return dir;
+        if (on_notice)
+                on_notice(userdata, "building matplotlib's font cache for Python jails (once per host, about a "
+                                    "second)");
         cleanup_free char *root = cache_root();
         if (root == NULL) {
                 free(dir);

@@ -131,10 +131,10 @@ CORRAL_HIDDEN int idmap_open_tree_fd(int fd, const char *path, bool recursive, u
 
 /* ---- fontcache.c ---- */
 /* The host directory holding a pre-built matplotlib font cache for this
- * jail (built on first use), or NULL when it does not apply or failed. */
-CORRAL_HIDDEN char *fontcache_dir(const corral_jail_config *cfg);
-/* Whether fontcache_dir() would build the cache first (about a second). */
-CORRAL_HIDDEN bool fontcache_will_build(const corral_jail_config *cfg);
+ * jail (built on first use, about a second, said first through on_notice
+ * when given), or NULL when it does not apply or failed. */
+CORRAL_HIDDEN char *fontcache_dir(const corral_jail_config *cfg, void (*on_notice)(void *, const char *),
+                                  void *userdata);
 
 /* ---- plan.c / enter.c ---- */
 enum mount_op_kind {
@@ -199,6 +199,10 @@ struct jail_plan {
         int *tree_fds;           /* owned: detached idmapped trees */
         size_t n_tree_fds;
         char *notice;            /* for the caller, e.g. an idmap fallback */
+        /* the caller's corral_jail_io.on_notice, for what it should hear
+         * before the plan is done (a font cache being built) */
+        void (*on_notice)(void *userdata, const char *message);
+        void *notice_userdata;
         enum corral_net net;
         /* fds the child puts at 0..4, and the ones it only uses */
         int stdin_fd, stdout_fd, stderr_fd, config_fd, status_fd;

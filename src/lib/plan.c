@@ -304,7 +304,7 @@ static int build_etc(struct jail_plan *p, const char *sysroot)
  * otherwise writable MPLCONFIGDIR. */
 static int add_fontcache(struct jail_plan *p, const corral_jail_config *cfg)
 {
-        cleanup_free char *dir = fontcache_dir(cfg);
+        cleanup_free char *dir = fontcache_dir(cfg, p->on_notice, p->notice_userdata);
         if (dir == NULL)
                 return 0;
         DIR *d = opendir(dir);

@@ -782,11 +782,10 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
         }
         if (sp && sp->ret_host_uid)
                 __atomic_store_n(sp->ret_host_uid, host_uid, __ATOMIC_RELEASE);
-        /* The first Python jail of a host builds matplotlib's font cache:
-         * say why it takes a second. */
-        if (io && io->on_notice && fontcache_will_build(cfg))
-                io->on_notice(io->userdata, "building matplotlib's font cache for Python jails (once per host, "
-                                            "about a second)");
+        if (io) {
+                j.plan.on_notice = io->on_notice;
+                j.plan.notice_userdata = io->userdata;
+        }
         if (jail_plan_build(&j.plan, cfg, ret_err) < 0)
                 goto out;
         if (j.plan.notice && io && io->on_notice)

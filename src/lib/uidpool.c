@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,13 +39,26 @@ static bool map_find(const char *map, uint64_t id, uint64_t *ret_inside, uint64_
         return false;
 }
 
+/* Our user namespace's uid map, read once: it is written once, before any
+ * process of the namespace runs, and corral never changes namespace. */
+static char *uid_map;
+static int uid_map_errno;
+static pthread_once_t uid_map_once = PTHREAD_ONCE_INIT;
+
+static void uid_map_read(void)
+{
+        uid_map = read_file_at(AT_FDCWD, "/proc/self/uid_map", 1 << 16);
+        uid_map_errno = uid_map ? 0 : errno;
+}
+
 int uidpool_use(uint32_t base, uint32_t count, corral_error **ret_err)
 {
         if (geteuid() != 0)
                 return 0;
-        cleanup_free char *map = read_file_at(AT_FDCWD, "/proc/self/uid_map", 1 << 16);
+        pthread_once(&uid_map_once, uid_map_read);
+        const char *map = uid_map;
         if (map == NULL)
-                return corral_fail(ret_err, errno, "cannot read /proc/self/uid_map");
+                return corral_fail(ret_err, uid_map_errno, "cannot read /proc/self/uid_map");
         /* Is the whole range there?  Map lines never overlap, so walk it. */
         uint64_t id = base, end = (uint64_t)base + count, in, out, n;
         while (id < end && map_find(map, id, &in, &out, &n))

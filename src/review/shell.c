@@ -580,6 +580,17 @@ static bool is_python(const char *w)
         return strcmp(w, "python") == 0 || strncmp(w, "python3", 7) == 0;
 }
 
+/* The language code handed to the interpreter name (by -c, a here-string, a
+ * here-document or a pipe) is reviewed in: Python, the shell (shells and
+ * source/.), or -1 for those the review does not read (perl, ruby, ...). */
+static int nested_lang(const char *name)
+{
+        static const char *const unread[] = { "perl", "ruby", "node", "php", "python2" };
+        if (is_python(name))
+                return REVIEW_PYTHON;
+        return is_interpreter(name) && !in_list(name, unread, ARRAY_SIZE(unread)) ? REVIEW_BASH : -1;
+}
+
 /* A write to the literal path p: outside /workspace and /tmp, from any
  * directory cd may have left?  (at: where it shows.) */
 static void write_target(struct sh *s, TSNode at, const char *p)
@@ -1237,15 +1248,14 @@ static void check_words(struct sh *s, struct words *w, unsigned depth)
                         }
 
         /* bash -c CODE, python3 -c CODE: the code in its own language. */
-        bool sh = is_interpreter(name) && !is_python(name) && strcmp(name, "perl") && strcmp(name, "ruby") &&
-                  strcmp(name, "node") && strcmp(name, "php");
-        if (sh || is_python(name)) {
+        int lang = nested_lang(name);
+        bool sh = lang == REVIEW_BASH;
+        if (lang >= 0) {
                 for (size_t i = a0 + 1; i + 1 < argc; i++) {
                         if (argv[i] == NULL || strcmp(argv[i], "-c") != 0)
                                 continue;
                         if (argv[i + 1])
-                                review_nested(c, nodes[i + 1], sh ? REVIEW_BASH : REVIEW_PYTHON, argv[i + 1],
-                                              strlen(argv[i + 1]));
+                                review_nested(c, nodes[i + 1], lang, argv[i + 1], strlen(argv[i + 1]));
                         else if (sh)
                                 review_add(c, nodes[i + 1], "SH-DYN-001", name, name);
                         break;
@@ -1290,9 +1300,8 @@ static void check_words(struct sh *s, struct words *w, unsigned depth)
 /* bash <<< 'code', python3 <<< "...": the string is the program. */
 static void visit_herestrings(struct sh *s, TSNode cmd, const char *name)
 {
-        bool py = is_python(name), sh = !py && is_interpreter(name) && strcmp(name, "perl") && strcmp(name, "ruby") &&
-                                      strcmp(name, "node") && strcmp(name, "php");
-        if (!py && !sh)
+        int lang = nested_lang(name);
+        if (lang < 0)
                 return;
         struct review_children k;
         TSNode r;
@@ -1302,8 +1311,8 @@ static void visit_herestrings(struct sh *s, TSNode cmd, const char *name)
                         continue;
                 cleanup_free char *code = literal(s, ts_node_named_child(r, 0));
                 if (code)
-                        review_nested(s->c, r, py ? REVIEW_PYTHON : REVIEW_BASH, code, strlen(code));
-                else if (sh)
+                        review_nested(s->c, r, lang, code, strlen(code));
+                else if (lang == REVIEW_BASH)
                         review_add(s->c, r, "SH-DYN-001", name, name);
         }
         review_children_release(&k);
@@ -1402,15 +1411,11 @@ static int stdin_interpreter(struct sh *s, TSNode stage)
                 return -1;
         struct words w;
         command_words(s, stage, &w, false);
-        int lang = -1;
         const char *name = w.a0 < w.argc && w.argv[w.a0] ? w.argv[w.a0] : "";
         const char *b = strrchr(name, '/');
         name = b ? b + 1 : name;
-        bool py = is_python(name), sh = !py && is_interpreter(name) && strcmp(name, "perl") && strcmp(name, "ruby") &&
-                                       strcmp(name, "node") && strcmp(name, "php") && strcmp(name, "source") &&
-                                       strcmp(name, ".");
-        if (py || sh) {
-                lang = py ? REVIEW_PYTHON : REVIEW_BASH;
+        int lang = nested_lang(name);
+        if (lang >= 0) {
                 /* a script operand (or -c) means standard input is data */
                 for (size_t i = w.a0 + 1; i < w.argc; i++) {
                         const char *x = w.argv[i];
@@ -1551,9 +1556,8 @@ static void visit_heredoc(struct sh *s, TSNode n)
                 review_children_release(&k);
                 return;
         }
-        bool py = is_python(name), sh = !py && is_interpreter(name) && strcmp(name, "perl") && strcmp(name, "ruby") &&
-                                      strcmp(name, "node") && strcmp(name, "php");
-        if (!py && !sh)
+        int lang = nested_lang(name);
+        if (lang < 0)
                 return;
         struct review_children k;
         TSNode r;
@@ -1569,7 +1573,7 @@ static void visit_heredoc(struct sh *s, TSNode n)
                                 continue;
                         uint32_t a = ts_node_start_byte(hb), b = ts_node_end_byte(hb);
                         if (b <= s->c->len && a < b)
-                                review_nested(s->c, hb, py ? REVIEW_PYTHON : REVIEW_BASH, s->c->code + a, b - a);
+                                review_nested(s->c, hb, lang, s->c->code + a, b - a);
                 }
                 review_children_release(&rk);
         }
