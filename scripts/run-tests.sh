@@ -47,8 +47,14 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 ninja -C "$build" || exit 1
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+# Sanitizer reports go to files, and any file fails the run: a background
+# process (the session daemon) has its stderr on /dev/null, where a report
+# would be lost.  Writable by the ordinary user's run too.
+sanlog=$(mktemp -d /tmp/sanitizer-reports.XXXXXX)
+chmod 1777 "$sanlog"
+trap 'rm -rf "$sanlog"' EXIT
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}:log_path=$sanlog/asan
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}:log_path=$sanlog/ubsan
 
 for suite in unit fuzz stress model-server e2e attack review compat; do
         note "suite $suite as $(id -un) (uid $(id -u))"
@@ -64,7 +70,7 @@ if [ "$(id -u)" -eq 0 ]; then
         user=corraltest
         id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/sh "$user"
         tmp=$(mktemp -d /tmp/corral-usertest.XXXXXX)
-        trap 'rm -rf "$tmp"' EXIT
+        trap 'rm -rf "$tmp" "$sanlog"' EXIT
         mkdir -p "$tmp/bin" "$tmp/src/lib"
         cp "$build/corral" "$build/corral-init" "$build/corral-zygote" src/session/driver.py "$tmp/bin/"
         # warm sessions over one zygote (tests/e2e/warmhost.py looks beside corral)
@@ -92,6 +98,16 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 rm -f "$log"
+reports=$(find "$sanlog" -type f | wc -l)
+if [ "$reports" -gt 0 ]; then
+        note "sanitizer reports: $reports (each one a failure)"
+        for f in "$sanlog"/*; do
+                printf -- '--- %s\n' "$f"
+                head -60 "$f"
+        done
+        failed=$((failed + reports))
+fi
+rm -rf "$sanlog"
 echo
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] && [ "$bad_suites" -eq 0 ]

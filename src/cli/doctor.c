@@ -22,7 +22,7 @@
 #include "../model/provider.h"
 #include "../workspace/archive-dl.h"
 #include "cli.h"
-#include "session-host.h"
+#include "../session/client.h"
 
 static char *first_line(const char *path)
 {
@@ -167,7 +167,7 @@ static void check_model(void)
 static void check_session_host(void)
 {
         corral_error *err = NULL;
-        int fd = session_host_connect(false, &err);
+        int fd = session_client_connect_host(false, &err);
         if (fd >= 0) {
                 close(fd);
                 printf("%-22s %-4s %s\n", "session host", "ok", "running (corral session status says more)");

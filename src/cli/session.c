@@ -33,13 +33,14 @@
 #include <jansson.h>
 
 #include "../lib/util.h"
+#include "../session/client.h"
+#include "../session/daemon.h"
+#include "../session/host.h"
 #include "../session/session.h"
 #include "../session/warm.h"
 #include "../trace/render.h"
 #include "../workspace/workspace.h"
 #include "cli.h"
-#include "session-host.h"
-#include "session-wire.h"
 
 
 static const char help_text[] =
@@ -253,12 +254,18 @@ static void note_resumed(const json_t *from)
         const char *id = json_string_value(json_object_get(from, "session"));
         json_t *steps = json_object_get(from, "steps");
         fprintf(stderr, "corral session: resumed from an archive");
-        if (id && wire_id_valid(id))
+        if (id && session_id_valid(id))
                 fprintf(stderr, " of session %s", id);
         if (json_is_integer(steps))
                 fprintf(stderr, " (%" JSON_INTEGER_FORMAT " step%s)", json_integer_value(steps),
                         json_integer_value(steps) == 1 ? "" : "s");
         fprintf(stderr, ": its files are back; its variables and imports are not\n");
+}
+
+static void note_slow_start(void *userdata)
+{
+        fprintf(stderr, "corral session: starting (the first start of the session host imports numpy, pandas, "
+                        "matplotlib and scipy; a second or two)...\n");
 }
 
 static int cmd_start(int argc, char **argv)
@@ -277,7 +284,7 @@ static int cmd_start(int argc, char **argv)
         session_options_init(&o.sopt);
         corral_error *err = NULL;
         int status = EXIT_CORRAL;
-        cleanup_free char *dir = NULL, *from_abs = NULL, *profile = NULL;
+        cleanup_free char *from_abs = NULL;
         cleanup_free struct option *longopts = cli_merge_options(own);
         /* The driver is the program; validate() wants one. */
         char *placeholder[] = { "python3", NULL };
@@ -317,55 +324,21 @@ static int cmd_start(int argc, char **argv)
         if (cfg.net == CORRAL_NET_HOST)
                 fprintf(stderr, "corral session: warning: --net host gives the session the host's network\n");
 
-        char id[ID_LEN + 1];
-        unsigned char rnd[ID_LEN / 2];
-        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-                corral_fail(&err, errno, "cannot make a session ID");
+        char id[SESSION_ID_LEN + 1];
+        if (session_id_make(id, &err) < 0)
                 goto fail;
-        }
-        for (size_t i = 0; i < sizeof(rnd); i++)
-                snprintf(id + 2 * i, 3, "%02x", rnd[i]);
-        dir = wire_runtime_dir(true, &err);
-        if (dir == NULL)
-                goto fail;
-        /* The host runs the session (session-host.c); it gets the
-         * configuration as a profile, every path absolute. */
-        profile = corral_jail_config_to_profile_json(&cfg);
+        /* The daemon runs the session (src/session/daemon.c), every path
+         * absolute. */
         const char *tmp = getenv("TMPDIR");
-        json_t *req = profile ? json_pack("{s:s,s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:b,s:b,s:s?,s:b,s:s}", "op", "start",
-                                          "id", id, "profile", profile, "uid_base", (json_int_t)cfg.uid_base,
-                                          "uid_count", (json_int_t)cfg.uid_count, "idle_timeout",
-                                          o.sopt.idle_timeout_s, "lifetime", o.sopt.lifetime_s, "grace",
-                                          o.sopt.grace_s, "warm", o.sopt.warm, "warm_asked",
-                                          o.temperature == OPT_WARM, "from", from_abs, "ws_existed", ws_existed,
-                                          "tmpdir", tmp && tmp[0] == '/' ? tmp : "/tmp")
-                              : NULL;
-        if (req == NULL) {
-                corral_fail(&err, ENOMEM, "cannot start the session");
+        struct session_client_start req = { .cfg = &cfg, .opt = &o.sopt, .warm_asked = o.temperature == OPT_WARM,
+                                            .from = from_abs, .ws_existed = ws_existed,
+                                            .tmpdir = tmp && tmp[0] == '/' ? tmp : "/tmp" };
+        /* The first warm start of a daemon imports the data libraries (a
+         * second or two): on a terminal, say so. */
+        json_t *reply = session_client_start(id, &req, !o.json && isatty(STDERR_FILENO) ? note_slow_start : NULL,
+                                             NULL, &err);
+        if (reply == NULL)
                 goto fail;
-        }
-        signal(SIGPIPE, SIG_IGN);
-        json_t *reply = NULL;
-        /* A host that was ending when we connected closes without an
-         * answer before it ever read the request: ask a new one, once. */
-        for (int attempt = 0; attempt < 2 && reply == NULL; attempt++) {
-                int fd = session_host_connect(true, &err);
-                if (fd < 0) {
-                        json_decref(req);
-                        goto fail;
-                }
-                if (wire_write(fd, req) == 0) {
-                        /* The first warm start of a host imports the data
-                         * libraries (a second or two): on a terminal, say so. */
-                        struct pollfd p = { .fd = fd, .events = POLLIN };
-                        if (!o.json && isatty(STDERR_FILENO) && poll(&p, 1, 700) == 0)
-                                fprintf(stderr, "corral session: starting (the first start of the session host "
-                                                "imports numpy, pandas, matplotlib and scipy; a second or two)...\n");
-                        reply = wire_read(fd, -1);
-                }
-                close(fd);
-        }
-        json_decref(req);
         const char *t = json_string_value(json_object_get(reply, "t"));
         if (t && strcmp(t, "started") == 0) {
                 const char *workspace = json_string_value(json_object_get(reply, "workspace"));
@@ -379,9 +352,8 @@ static int cmd_start(int argc, char **argv)
                 if (from && !o.json)
                         note_resumed(from);
                 if (o.json) {
-                        char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
-                        snprintf(sock, sizeof(sock), "%s/%s.sock", dir, id);
-                        json_t *j = json_pack("{s:s,s:i,s:s,s:s?,s:o?,s:b}", "id", id, "pid", hpid, "socket", sock,
+                        const char *sock = json_string_value(json_object_get(reply, "socket"));
+                        json_t *j = json_pack("{s:s,s:i,s:s?,s:s?,s:o?,s:b}", "id", id, "pid", hpid, "socket", sock,
                                               "workspace", workspace, "from", from ? json_incref(from) : json_null(),
                                               "warm", warm);
                         char *js = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
@@ -481,6 +453,29 @@ static void print_result(json_t *r)
                                 "interpreter\n");
 }
 
+struct exec_view {
+        const char *id;
+        bool json;
+        struct cli_output streams[2];
+};
+
+static void exec_output(void *userdata, int stream, const char *data, size_t len)
+{
+        struct exec_view *v = userdata;
+        if (!v->json)
+                cli_output_write(&v->streams[stream == 2 ? 1 : 0], data, len);
+}
+
+static void exec_event(void *userdata, enum session_client_event ev)
+{
+        struct exec_view *v = userdata;
+        if (ev == SESSION_CLIENT_WAITING)
+                cli_error("session", "session '%s' is running another step; waiting for it to end "
+                                     "(Ctrl-C to give up: then nothing runs)", v->id);
+        else
+                cli_error("session", "interrupting the step (Ctrl-C again leaves it running)");
+}
+
 static int cmd_exec_step(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -494,8 +489,7 @@ static int cmd_exec_step(int argc, char **argv)
         uint64_t output = 0;
         corral_error *err = NULL;
         cleanup_free char *code = NULL;
-        int fd = -1, status = EXIT_USAGE_SUBCOMMAND;
-        json_t *req = NULL;
+        int status = EXIT_USAGE_SUBCOMMAND;
         opterr = 0;
         optind = 1;
         int c;
@@ -548,97 +542,41 @@ static int cmd_exec_step(int argc, char **argv)
                 corral_usage(&err, "the code is not valid UTF-8");
                 goto usage;
         }
-        fd = wire_connect(id, &err);
-        if (fd < 0)
-                goto connect_failed;
-        req = json_pack("{s:s,s:s}", "op", "exec", "code", code);
-        if (req && timeout > 0)
-                json_object_set_new(req, "timeout", json_real(timeout));
-        if (req && output > 0)
-                json_object_set_new(req, "output_limit", json_integer((json_int_t)output));
-        signal(SIGPIPE, SIG_IGN);
-        if (req == NULL || wire_write(fd, req) < 0) {
-                corral_fail(&err, errno, "cannot send the step to session '%s'", id);
-                goto fail;
-        }
         /* The step's output, made inert on a terminal (termsafe.h). */
-        struct cli_output streams[2];
-        cli_output_init(&streams[0], STDOUT_FILENO);
-        cli_output_init(&streams[1], STDERR_FILENO);
+        struct exec_view v = { .id = id, .json = json };
+        cli_output_init(&v.streams[0], STDOUT_FILENO);
+        cli_output_init(&v.streams[1], STDERR_FILENO);
         /* Ctrl-C interrupts the step (KeyboardInterrupt, the state kept), as
          * its time limit would; a second one leaves it running. */
-        int cancel = cli_catch_signals();
-        bool running = false, noted = false, interrupting = false;
-        for (;;) {
-                struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = cancel, .events = POLLIN } };
-                int n = poll(p, 2, running || noted ? -1 : 1000);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n == 0) {
-                        cli_error("session", "session '%s' is running another step; waiting for it to end "
-                                             "(Ctrl-C to give up: then nothing runs)", id);
-                        noted = true;
-                        continue;
-                }
-                if (n > 0 && (p[1].revents & POLLIN)) {
-                        uint64_t v;
-                        ssize_t rd = read(cancel, &v, sizeof(v));
-                        (void)rd;
-                        if (!running) {
-                                cli_error("session", "interrupted while waiting: the step was not run");
-                                status = 128 + (cli_cancel_signal() ? cli_cancel_signal() : SIGINT);
-                                goto out;
-                        }
-                        if (!interrupting) {
-                                json_t *intr = json_pack("{s:s}", "op", "interrupt");
-                                if (intr && wire_write(fd, intr) == 0)
-                                        cli_error("session", "interrupting the step (Ctrl-C again leaves it "
-                                                             "running)");
-                                json_decref(intr);
-                                interrupting = true;
-                        }
-                        continue;
-                }
-                json_t *f = wire_read(fd, -1);
-                if (f == NULL) {
-                        corral_fail(&err, 0, "session '%s' ended during the step (see 'corral session list')", id);
-                        goto fail;
-                }
-                const char *t = json_string_value(json_object_get(f, "t"));
-                if (t && strcmp(t, "running") == 0) {
-                        running = true;
-                } else if (t && strcmp(t, "out") == 0 && !json) {
-                        json_t *d = json_object_get(f, "data");
-                        const char *s = json_string_value(json_object_get(f, "stream"));
-                        cli_output_write(&streams[s && strcmp(s, "stderr") == 0 ? 1 : 0],
-                                         json_string_value(d) ? json_string_value(d) : "", json_string_length(d));
-                } else if (t && strcmp(t, "result") == 0) {
-                        json_t *r = json_object_get(f, "result");
-                        cli_output_end(&streams[0]);
-                        cli_output_end(&streams[1]);
-                        if (json) {
-                                char *s = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(15));
-                                if (s)
-                                        puts(s);
-                                free(s);
-                        } else {
-                                print_result(r);
-                        }
-                        json_t *ec = json_object_get(r, "exit_code");
-                        status = json_is_integer(ec) ? (int)json_integer_value(ec) : EXIT_CORRAL;
-                        json_decref(f);
-                        goto out;
-                } else if (t && strcmp(t, "error") == 0) {
-                        corral_fail(&err, 0, "session '%s': %s", id,
-                                    json_string_value(json_object_get(f, "message")) ?: "error");
-                        json_decref(f);
-                        goto fail;
-                }
-                json_decref(f);
+        struct session_client_exec x = { .timeout_s = timeout, .output_limit = output,
+                                         .cancel_fd = cli_catch_signals(), .on_output = exec_output,
+                                         .on_event = exec_event, .userdata = &v };
+        json_t *r = NULL;
+        int rc = session_client_exec(id, code, &x, &r, &err);
+        cli_output_end(&v.streams[0]);
+        cli_output_end(&v.streams[1]);
+        if (rc == 1) {
+                cli_error("session", "interrupted while waiting: the step was not run");
+                status = 128 + (cli_cancel_signal() ? cli_cancel_signal() : SIGINT);
+                goto out;
         }
-connect_failed:
-        if (err && err->kind == CORRAL_ERR_USAGE)
-                goto usage;
+        if (rc < 0) {
+                if (err && err->kind == CORRAL_ERR_USAGE)
+                        goto usage;
+                goto fail;
+        }
+        if (json) {
+                char *js = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(15));
+                if (js)
+                        puts(js);
+                free(js);
+        } else {
+                print_result(r);
+        }
+        json_t *ec = json_object_get(r, "exit_code");
+        status = json_is_integer(ec) ? (int)json_integer_value(ec) : EXIT_CORRAL;
+        json_decref(r);
+        goto out;
 fail:
         cli_error_obj("session", err);
         status = EXIT_CORRAL;
@@ -647,22 +585,8 @@ usage:
         cli_error_obj("session", err);
         status = EXIT_USAGE_SUBCOMMAND;
 out:
-        json_decref(req);
-        if (fd >= 0)
-                close(fd);
         corral_error_free(err);
         return status;
-}
-
-/* One request, one answer. */
-static json_t *ask(int fd, const char *op)
-{
-        json_t *req = json_pack("{s:s}", "op", op);
-        json_t *r = NULL;
-        if (req && wire_write(fd, req) == 0)
-                r = wire_read(fd, 10000);
-        json_decref(req);
-        return r;
 }
 
 /* Print what an archive request wrote. */
@@ -707,90 +631,37 @@ static void print_archived(const char *id, json_t *report, bool json)
  * "idle" when no step runs (it serves one request at a time, so a running
  * step is waited for), we confirm with "go", it writes the archive (and
  * with stop, ends).  Past wait_s (> 0) without "idle", nothing is written. */
+static void note_archive_waits(void *userdata)
+{
+        fprintf(stderr, "corral session: session %s is running a step; waiting for it to end\n",
+                (const char *)userdata);
+}
+
 static int archive_request(const char *id, const char *file, bool stop, double wait_s, bool json)
 {
         corral_error *err = NULL;
         cleanup_free char *path = absolute(file);
-        int status = EXIT_CORRAL;
-        json_t *req = NULL, *r = NULL;
         if (path == NULL) {
                 cli_error("session", "cannot resolve '%s': %s", file, strerror(errno));
                 return EXIT_CORRAL;
         }
-        signal(SIGPIPE, SIG_IGN);
-        int fd = wire_connect(id, &err);
-        if (fd < 0) {
-                cli_error_obj("session", err);
-                status = err && err->kind == CORRAL_ERR_USAGE ? EXIT_USAGE_SUBCOMMAND : EXIT_CORRAL;
-                goto out;
+        json_t *report = NULL;
+        int rc = session_client_archive(id, path, stop, wait_s, note_archive_waits, (void *)id, &report, &err);
+        if (rc == 0) {
+                print_archived(id, report, json);
+                json_decref(report);
+                return EXIT_OK;
         }
-        req = json_pack("{s:s,s:s,s:b}", "op", "archive", "path", path, "stop", stop);
-        if (req == NULL || wire_write(fd, req) < 0) {
-                cli_error("session", "cannot send the request to session '%s'", id);
-                goto out;
+        if (rc == 1) {
+                cli_error("session",
+                          "session '%s' is still running a step after %g s: nothing was archived%s (try again, or "
+                          "give --wait more time)",
+                          id, wait_s, stop ? " and the session goes on" : "");
+                return EXIT_ARCHIVE_BUSY;
         }
-        double deadline = wait_s > 0 ? monotonic_ms() + wait_s * 1000 : 0;
-        bool noted = false;
-        for (;;) {
-                int t = 1000;
-                if (deadline > 0) {
-                        double left = deadline - monotonic_ms();
-                        if (left <= 0) {
-                                cli_error("session",
-                                          "session '%s' is still running a step after %g s: nothing was archived%s "
-                                          "(try again, or give --wait more time)",
-                                          id, wait_s, stop ? " and the session goes on" : "");
-                                status = EXIT_ARCHIVE_BUSY;
-                                goto out;
-                        }
-                        if (left < t)
-                                t = (int)left + 1;
-                }
-                struct pollfd p = { .fd = fd, .events = POLLIN };
-                int n = poll(&p, 1, t);
-                if (n < 0 && errno != EINTR)
-                        break;
-                if (n > 0)
-                        break;
-                if (n == 0 && !noted) {
-                        fprintf(stderr, "corral session: session %s is running a step; waiting for it to end\n", id);
-                        noted = true;
-                }
-        }
-        r = wire_read(fd, 10000);
-        const char *t = json_string_value(json_object_get(r, "t"));
-        if (t && strcmp(t, "idle") == 0) {
-                json_decref(r);
-                json_t *go = json_pack("{s:s}", "op", "go");
-                r = go && wire_write(fd, go) == 0 ? wire_read(fd, -1) : NULL;
-                json_decref(go);
-                t = json_string_value(json_object_get(r, "t"));
-        }
-        if (t && strcmp(t, "archived") == 0) {
-                print_archived(id, json_object_get(r, "report"), json);
-                status = EXIT_OK;
-                if (stop) {
-                        /* EOF: the supervisor has exited (or is exiting). */
-                        char b;
-                        while (read(fd, &b, 1) > 0)
-                                ;
-                }
-        } else if (t && strcmp(t, "error") == 0) {
-                const char *msg = json_string_value(json_object_get(r, "message"));
-                json_t *kind = json_object_get(r, "kind");
-                cleanup_free char *clean = msg ? term_sanitize(msg, strlen(msg), NULL) : NULL;
-                cli_error("session", "session '%s' was not archived%s: %s", id, stop ? " nor stopped" : "",
-                          clean ? clean : "unknown error");
-                status = json_integer_value(kind) == CORRAL_ERR_USAGE ? EXIT_USAGE_SUBCOMMAND : EXIT_CORRAL;
-        } else {
-                cli_error("session", "session '%s' did not answer the archive request (see 'corral session list')",
-                          id);
-        }
-out:
-        json_decref(req);
-        json_decref(r);
-        if (fd >= 0)
-                close(fd);
+        int status = err && err->kind == CORRAL_ERR_USAGE ? EXIT_USAGE_SUBCOMMAND : EXIT_CORRAL;
+        corral_error_prefix(&err, "session '%s' was not archived%s", id, stop ? " nor stopped" : "");
+        cli_error_obj("session", err);
         corral_error_free(err);
         return status;
 }
@@ -861,26 +732,11 @@ static int cmd_stop(int argc, char **argv)
                 cli_error("session", "usage: corral session stop ID");
                 return EXIT_USAGE_SUBCOMMAND;
         }
-        signal(SIGPIPE, SIG_IGN);
-        int fd = wire_connect(argv[1], &err);
-        if (fd < 0) {
+        if (session_client_stop(argv[1], &err) < 0) {
                 cli_error_obj("session", err);
                 int kind = err ? err->kind : 0;
                 corral_error_free(err);
                 return kind == CORRAL_ERR_USAGE ? EXIT_USAGE_SUBCOMMAND : EXIT_CORRAL;
-        }
-        json_t *r = ask(fd, "stop");
-        const char *t = json_string_value(json_object_get(r, "t"));
-        bool ok = t && strcmp(t, "stopped") == 0;
-        json_decref(r);
-        /* EOF: the supervisor has exited (or is exiting) after cleaning up. */
-        char b;
-        while (ok && read(fd, &b, 1) > 0)
-                ;
-        close(fd);
-        if (!ok) {
-                cli_error("session", "session '%s' did not confirm that it stopped", argv[1]);
-                return EXIT_CORRAL;
         }
         fprintf(stderr, "corral session: session %s stopped\n", argv[1]);
         return EXIT_OK;
@@ -907,37 +763,13 @@ static int cmd_list(int argc, char **argv)
         int done = json_flag_only(argc, argv, "usage: corral session list [--json]", &json);
         if (done >= 0)
                 return done;
-        signal(SIGPIPE, SIG_IGN);
         corral_error *err = NULL;
-        cleanup_free char *dir = wire_runtime_dir(false, &err);
-        json_t *all = json_array();
-        if (dir == NULL && err) {
+        json_t *all = session_client_list(&err);
+        if (all == NULL) {
                 cli_error_obj("session", err);
                 corral_error_free(err);
-                json_decref(all);
                 return EXIT_CORRAL;
         }
-        DIR *dp = dir ? opendir(dir) : NULL;
-        struct dirent *de;
-        while (dp && (de = readdir(dp)) != NULL) {
-                size_t n = strlen(de->d_name);
-                if (n != ID_LEN + 5 || strcmp(de->d_name + ID_LEN, ".sock") != 0)
-                        continue;
-                char id[ID_LEN + 1];
-                memcpy(id, de->d_name, ID_LEN);
-                id[ID_LEN] = '\0';
-                int fd = wire_connect(id, NULL);
-                if (fd < 0)
-                        continue;
-                json_t *info = ask(fd, "info");
-                close(fd);
-                if (info) {
-                        json_object_del(info, "t");
-                        json_array_append_new(all, info);
-                }
-        }
-        if (dp)
-                closedir(dp);
         if (json) {
                 char *s = json_dumps(all, JSON_COMPACT | JSON_REAL_PRECISION(15));
                 if (s)
@@ -970,21 +802,13 @@ static int cmd_status(int argc, char **argv)
         int done = json_flag_only(argc, argv, "usage: corral session status [--json]", &json);
         if (done >= 0)
                 return done;
-        signal(SIGPIPE, SIG_IGN);
         corral_error *err = NULL;
-        int fd = session_host_connect(false, &err);
-        json_t *info = NULL;
-        if (fd >= 0) {
-                info = ask(fd, "info");
-                close(fd);
-        } else if (err && err->kind != CORRAL_ERR_USAGE) {
+        json_t *info = session_client_status(&err);
+        if (info == NULL && err) {
                 cli_error_obj("session", err);
                 corral_error_free(err);
                 return EXIT_CORRAL;
         }
-        corral_error_free(err);
-        if (info)
-                json_object_del(info, "t");
         if (json) {
                 char *js = json_dumps(info ? info : json_null(), JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
                 if (js)
@@ -1018,37 +842,10 @@ static int cmd_shutdown(int argc, char **argv)
                 cli_error("session", "usage: corral session shutdown");
                 return EXIT_USAGE_SUBCOMMAND;
         }
-        signal(SIGPIPE, SIG_IGN);
         corral_error *err = NULL;
-        int fd = session_host_connect(false, &err);
-        if (fd < 0) {
-                int kind = err ? err->kind : 0;
-                if (kind != CORRAL_ERR_USAGE)
-                        cli_error_obj("session", err);
+        if (session_client_shutdown(&err) < 0) {
+                cli_error_obj("session", err);
                 corral_error_free(err);
-                return kind == CORRAL_ERR_USAGE ? EXIT_OK : EXIT_CORRAL; /* none runs */
-        }
-        json_t *info = ask(fd, "info");
-        close(fd);
-        int pid = (int)json_integer_value(json_object_get(info, "pid"));
-        json_decref(info);
-        fd = session_host_connect(false, NULL);
-        json_t *r = fd >= 0 ? ask(fd, "shutdown") : NULL;
-        if (fd >= 0)
-                close(fd);
-        const char *t = json_string_value(json_object_get(r, "t"));
-        bool ok = t && strcmp(t, "stopping") == 0;
-        json_decref(r);
-        /* Wait until it has cleaned up and exited (its sessions' steps
-         * are cancelled, so this is quick). */
-        int pidfd = ok && pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
-        if (pidfd >= 0) {
-                struct pollfd p = { .fd = pidfd, .events = POLLIN };
-                ok = poll(&p, 1, 60000) == 1;
-                close(pidfd);
-        }
-        if (!ok) {
-                cli_error("session", "the session host did not confirm that it stopped");
                 return EXIT_CORRAL;
         }
         return EXIT_OK;
@@ -1092,7 +889,7 @@ int cmd_session(int argc, char **argv)
                         cli_error("session", "usage: corral session host --ready-fd N (started by 'corral session start')");
                         return EXIT_USAGE_SUBCOMMAND;
                 }
-                session_host_main((int)fd);
+                session_daemon_main((int)fd, cli_catch_signals());
         }
         cli_error("session", "unknown subcommand '%s': expected start, exec, archive, stop, list, status or shutdown", verb);
         return EXIT_USAGE_SUBCOMMAND;

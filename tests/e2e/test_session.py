@@ -502,6 +502,73 @@ def test_list_and_unknown_ids(sessions):
     assert p.returncode == 2 and "unknown subcommand" in p.stderr
 
 
+def test_list_and_info_answer_during_a_long_step(sessions):
+    """The host answers `list` from its registry: a session in a long step is
+    listed (busy) at once, and another session's steps run meanwhile."""
+    a = sessions.start()["id"]
+    b = sessions.start()["id"]
+    p = subprocess.Popen([CORRAL, "session", "exec", a, "-c",
+                          "import time\nprint('in', flush=True)\ntime.sleep(8)\nprint('out')"],
+                         stdout=subprocess.PIPE, text=True, env=sessions.env)
+    try:
+        assert p.stdout.readline() == "in\n"
+        t = time.monotonic()
+        r = sessions.corral("list", "--json", timeout=5)
+        took = time.monotonic() - t
+        assert r.returncode == 0, r.stderr
+        listed = {s["id"]: s for s in json.loads(r.stdout)}
+        assert set(listed) == {a, b}
+        assert listed[a]["busy"] is True and listed[b]["busy"] is False, listed
+        assert took < 3, f"list waited for the step: {took:.1f} s"
+        t = time.monotonic()
+        rc, res, _ = sessions.step(b, "6 * 7", timeout=10)
+        assert rc == 0 and res["value"]["text"] == "42"
+        assert time.monotonic() - t < 5
+        assert p.poll() is None, "the long step should still be running"
+    finally:
+        rest = p.communicate(timeout=30)[0]
+    assert p.returncode == 0 and rest == "out\n"
+    listed = {s["id"]: s for s in json.loads(sessions.corral("list", "--json").stdout)}
+    assert listed[a]["busy"] is False and listed[a]["steps"] == 1
+
+
+def test_a_client_gone_mid_step_leaves_the_host_serving(sessions):
+    """A client killed while its step streams output: the host notices on
+    its next write (never a signal), the step ends, and the session and the
+    host go on."""
+    info = sessions.start()
+    sid = info["id"]
+    p = subprocess.Popen([CORRAL, "session", "exec", sid, "-c",
+                          "import time\nfor i in range(40):\n    print('x' * 65536, flush=True)\n"
+                          "    time.sleep(0.05)\nz = 5"],
+                         stdout=subprocess.PIPE, env=sessions.env)
+    p.stdout.read(1)
+    p.kill()
+    p.wait()
+    p.stdout.close()
+    assert pid_alive(info["pid"]), "the host died with its client"
+    rc, r, _ = sessions.step(sid, "z", timeout=30)
+    assert rc == 0 and r["value"]["text"] == "5", r
+    assert pid_alive(info["pid"])
+
+
+def test_sockets_of_a_killed_host_are_swept(sessions):
+    """A host killed outright leaves its sockets; `list` does not count them
+    as sessions, and the next host removes them."""
+    info = sessions.start()
+    os.kill(info["pid"], 9)
+    assert wait_until(lambda: not pid_alive(info["pid"]), 5)
+    assert os.path.exists(info["socket"])
+    r = sessions.corral("list", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout) == [], r.stdout
+    r = sessions.corral("exec", info["id"], "-c", "1")
+    assert r.returncode == 2 and "no session" in r.stderr
+    other = sessions.start()
+    assert other["pid"] != info["pid"]
+    assert not os.path.exists(info["socket"])
+    assert [s["id"] for s in json.loads(sessions.corral("list", "--json").stdout)] == [other["id"]]
+
+
 BROKEN_DRIVERS = {
     "exits": ("import sys\nsys.stderr.write('driver gave up')\nsys.exit(4)\n", "ended before it was ready"),
     "malformed": ("import os\nos.write(1, b'\\xff\\xff\\xff\\xff' + b'x' * 64)\nimport time\ntime.sleep(30)\n",

@@ -1,4 +1,4 @@
-/* session-wire.c: what `corral session`'s clients and its host share: the
+/* wire.c: what the session daemon and its clients share (wire.h): the
  * framing (a 4-byte big-endian length, then a JSON object, as the driver's),
  * the private runtime directory and the sockets in it.
  */
@@ -14,7 +14,24 @@
 #include <unistd.h>
 
 #include "../lib/util.h"
-#include "session-wire.h"
+#include "host.h"
+#include "wire.h"
+
+/* A peer that went away is an error here, not a SIGPIPE for the process. */
+static int send_all(int fd, const void *buf, size_t len)
+{
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t k = send(fd, p, len, MSG_NOSIGNAL);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return -1;
+                p += k;
+                len -= (size_t)k;
+        }
+        return 0;
+}
 
 int wire_write(int fd, json_t *obj)
 {
@@ -24,7 +41,7 @@ int wire_write(int fd, json_t *obj)
         size_t n = strlen(body);
         unsigned char head[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
                                   (unsigned char)n };
-        if (write_all(fd, head, 4) < 0 || write_all(fd, body, n) < 0)
+        if (send_all(fd, head, 4) < 0 || send_all(fd, body, n) < 0)
                 return -1;
         return 0;
 }
@@ -127,16 +144,6 @@ char *wire_runtime_dir(bool create, corral_error **err)
         return dir;
 }
 
-bool wire_id_valid(const char *id)
-{
-        if (strlen(id) != ID_LEN)
-                return false;
-        for (const char *p = id; *p; p++)
-                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-                        return false;
-        return true;
-}
-
 int wire_socket_path(const char *dir, const char *id, struct sockaddr_un *sa, corral_error **err)
 {
         memset(sa, 0, sizeof(*sa));
@@ -146,42 +153,3 @@ int wire_socket_path(const char *dir, const char *id, struct sockaddr_un *sa, co
                 return corral_fail(err, ENAMETOOLONG, "the session socket path under '%s' is too long", dir);
         return 0;
 }
-
-/* Connect to session id: the fd, or -1 with err (kind usage for an
- * unknown session).  A socket nobody listens on any more is removed. */
-int wire_connect(const char *id, corral_error **err)
-{
-        if (!wire_id_valid(id))
-                return corral_usage(err, "no session '%s': a session ID is %d hex digits (see 'corral session list')",
-                                    id, ID_LEN);
-        corral_error *e = NULL;
-        cleanup_free char *dir = wire_runtime_dir(false, &e);
-        if (dir == NULL) {
-                if (e == NULL)
-                        return corral_usage(err, "no session '%s' (see 'corral session list')", id);
-                if (err)
-                        *err = e;
-                else
-                        corral_error_free(e);
-                return -1;
-        }
-        struct sockaddr_un sa;
-        if (wire_socket_path(dir, id, &sa, err) < 0)
-                return -1;
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return corral_fail(err, errno, "cannot create a socket");
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                int en = errno;
-                close(fd);
-                if (en == ENOENT)
-                        return corral_usage(err, "no session '%s' (see 'corral session list')", id);
-                if (en == ECONNREFUSED) {
-                        unlink(sa.sun_path);
-                        return corral_usage(err, "no session '%s': its supervisor is gone", id);
-                }
-                return corral_fail(err, en, "cannot connect to session '%s'", id);
-        }
-        return fd;
-}
-

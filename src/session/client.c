@@ -1,0 +1,476 @@
+/* client.c: requests to the session daemon (client.h, docs/sessions.md).
+ *
+ * A daemon is started on demand: double-forked and setsid, then exec'd
+ * afresh from /proc/self/exe as `corral session host --ready-fd 3` with a
+ * short allowlist of environment variables, so that it holds nothing of
+ * the client's (an API key, its memory), and reports on the ready pipe.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "host.h"
+#include "wire.h"
+
+/* What the daemon keeps of our environment: where things are and how to
+ * find corral's parts, nothing else (an API key stays with the client). */
+static const char *const daemon_env_keep[] = {
+        "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME",
+        "CORRAL_CACHE_DIR", "CORRAL_INIT", "CORRAL_SESSION_DRIVER", "CORRAL_ZYGOTE", "CORRAL_WARM_POOL",
+        "CORRAL_SESSION_LINGER", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+};
+
+/* Start a daemon: 0 started, 1 busy (another one holds the directory), -1
+ * with err, as it reported on the ready pipe. */
+static int daemon_spawn(corral_error **ret_err)
+{
+        int ready[2];
+        if (pipe2(ready, O_CLOEXEC) < 0)
+                return corral_fail(ret_err, errno, "cannot start the session host");
+        char *env[ARRAY_SIZE(daemon_env_keep) + 1];
+        size_t n = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(daemon_env_keep); i++) {
+                const char *v = getenv(daemon_env_keep[i]);
+                if (v && asprintf(&env[n], "%s=%s", daemon_env_keep[i], v) >= 0)
+                        n++;
+        }
+        env[n] = NULL;
+        /* By its name, so that ps shows "corral", not "exe". */
+        char self[4096];
+        ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (len <= 0 || (size_t)len >= sizeof(self) - 1)
+                snprintf(self, sizeof(self), "/proc/self/exe");
+        else
+                self[len] = '\0';
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+                setsid();
+                pid_t grandchild = fork();
+                if (grandchild != 0)
+                        _exit(grandchild < 0 ? 125 : 0);
+                /* The ready pipe as fd 3, nothing else of ours. */
+                int fd = ready[1] == 3 ? 3 : dup2(ready[1], 3);
+                if (fd == 3) {
+                        syscall(SYS_close_range, 4, ~0U, 0);
+                        char *argv[] = { "corral", "session", "host", "--ready-fd", "3", NULL };
+                        execve(self, argv, env);
+                }
+                _exit(127);
+        }
+        for (size_t i = 0; i < n; i++)
+                free(env[i]);
+        close(ready[1]);
+        if (pid < 0) {
+                close(ready[0]);
+                return corral_fail(ret_err, errno, "cannot start the session host");
+        }
+        waitpid(pid, NULL, 0);
+        char buf[4096];
+        size_t got = 0;
+        while (got < sizeof(buf) - 1) {
+                ssize_t k = read(ready[0], buf + got, sizeof(buf) - 1 - got);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                got += (size_t)k;
+        }
+        close(ready[0]);
+        buf[got] = '\0';
+        int kind = 0, off = 0;
+        if (strncmp(buf, "ok ", 3) == 0)
+                return 0;
+        if (strcmp(buf, "busy") == 0)
+                return 1;
+        if (sscanf(buf, "error %d %n", &kind, &off) >= 1 && off > 0)
+                return corral_make_error(ret_err, kind, 0, "%s", buf + off);
+        return corral_fail(ret_err, 0, "the session host ended before it was ready");
+}
+
+int session_client_connect_host(bool spawn, corral_error **ret_err)
+{
+        cleanup_free char *dir = wire_runtime_dir(spawn, ret_err);
+        if (dir == NULL)
+                return spawn || (ret_err && *ret_err) ? -1 : corral_usage(ret_err, "no session host is running");
+        struct sockaddr_un sa;
+        if (wire_socket_path(dir, "host", &sa, ret_err) < 0)
+                return -1;
+        /* A daemon may be ending (its socket gone, its lock still held) or
+         * two clients may start one at once: try for a while. */
+        double deadline = monotonic_ms() + 15000;
+        for (;;) {
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (fd < 0)
+                        return corral_fail(ret_err, errno, "cannot create a socket");
+                if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+                        return fd;
+                int e = errno;
+                close(fd);
+                if (e != ENOENT && e != ECONNREFUSED)
+                        return corral_fail(ret_err, e, "cannot connect to the session host '%s'", sa.sun_path);
+                if (!spawn)
+                        return corral_usage(ret_err, "no session host is running");
+                if (monotonic_ms() > deadline)
+                        return corral_fail(ret_err, ETIMEDOUT, "the session host '%s' does not answer", sa.sun_path);
+                int r = daemon_spawn(ret_err);
+                if (r < 0)
+                        return -1;
+                if (r == 1) {
+                        struct timespec ts = { 0, 20 * 1000 * 1000 };
+                        nanosleep(&ts, NULL);
+                }
+        }
+}
+
+/* Connect to session id's socket: the fd, or -1 with err (usage for an
+ * unknown session). */
+static int connect_session(const char *id, corral_error **ret_err)
+{
+        if (!session_id_valid(id))
+                return corral_usage(ret_err,
+                                    "no session '%s': a session ID is %d hex digits (see 'corral session list')", id,
+                                    SESSION_ID_LEN);
+        corral_error *e = NULL;
+        cleanup_free char *dir = wire_runtime_dir(false, &e);
+        if (dir == NULL) {
+                if (e == NULL)
+                        return corral_usage(ret_err, "no session '%s' (see 'corral session list')", id);
+                if (ret_err)
+                        *ret_err = e;
+                else
+                        corral_error_free(e);
+                return -1;
+        }
+        struct sockaddr_un sa;
+        if (wire_socket_path(dir, id, &sa, ret_err) < 0)
+                return -1;
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return corral_fail(ret_err, errno, "cannot create a socket");
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                int en = errno;
+                close(fd);
+                if (en == ENOENT || en == ECONNREFUSED)
+                        return corral_usage(ret_err, "no session '%s' (see 'corral session list')", id);
+                return corral_fail(ret_err, en, "cannot connect to session '%s'", id);
+        }
+        return fd;
+}
+
+/* One request, one answer. */
+static json_t *ask(int fd, json_t *req, int timeout_ms)
+{
+        json_t *r = req && wire_write(fd, req) == 0 ? wire_read(fd, timeout_ms) : NULL;
+        json_decref(req);
+        return r;
+}
+
+/* The daemon's error answer as err; false when r is not one. */
+static bool answer_error(json_t *r, corral_error **ret_err)
+{
+        const char *t = json_string_value(json_object_get(r, "t"));
+        if (t == NULL || strcmp(t, "error") != 0)
+                return false;
+        const char *msg = json_string_value(json_object_get(r, "message"));
+        json_t *kind = json_object_get(r, "kind");
+        corral_make_error(ret_err, json_is_integer(kind) ? (int)json_integer_value(kind) : CORRAL_ERR_INTERNAL, 0,
+                          "%s", msg ? msg : "unknown error");
+        return true;
+}
+
+json_t *session_client_start(const char *id, const struct session_client_start *s, void (*on_slow)(void *userdata),
+                             void *userdata, corral_error **ret_err)
+{
+        /* The configuration as a profile (corral_jail_config_to_profile_json). */
+        cleanup_free char *profile = corral_jail_config_to_profile_json(s->cfg);
+        json_t *req = profile ? json_pack("{s:s,s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:b,s:b,s:s?,s:b,s:s}", "op", "start",
+                                          "id", id, "profile", profile, "uid_base", (json_int_t)s->cfg->uid_base,
+                                          "uid_count", (json_int_t)s->cfg->uid_count, "idle_timeout",
+                                          s->opt->idle_timeout_s, "lifetime", s->opt->lifetime_s, "grace",
+                                          s->opt->grace_s, "warm", s->opt->warm, "warm_asked", s->warm_asked,
+                                          "from", s->from, "ws_existed", s->ws_existed, "tmpdir",
+                                          s->tmpdir ? s->tmpdir : "/tmp")
+                              : NULL;
+        if (req == NULL) {
+                corral_fail(ret_err, ENOMEM, "cannot start the session");
+                return NULL;
+        }
+        json_t *reply = NULL;
+        /* A daemon that was ending when we connected closes without an
+         * answer before it ever read the request: ask a new one, once. */
+        for (int attempt = 0; attempt < 2 && reply == NULL; attempt++) {
+                int fd = session_client_connect_host(true, ret_err);
+                if (fd < 0) {
+                        json_decref(req);
+                        return NULL;
+                }
+                if (wire_write(fd, req) == 0) {
+                        struct pollfd p = { .fd = fd, .events = POLLIN };
+                        if (on_slow && poll(&p, 1, 700) == 0)
+                                on_slow(userdata);
+                        reply = wire_read(fd, -1);
+                }
+                close(fd);
+        }
+        json_decref(req);
+        if (reply == NULL)
+                corral_fail(ret_err, 0, "the session host ended before the session was ready");
+        return reply;
+}
+
+int session_client_exec(const char *id, const char *code, const struct session_client_exec *x, json_t **ret_result,
+                        corral_error **ret_err)
+{
+        *ret_result = NULL;
+        int fd = connect_session(id, ret_err);
+        if (fd < 0)
+                return -1;
+        int rc = -1;
+        json_t *req = json_pack("{s:s,s:s}", "op", "exec", "code", code);
+        if (req && x->timeout_s > 0)
+                json_object_set_new(req, "timeout", json_real(x->timeout_s));
+        if (req && x->output_limit > 0)
+                json_object_set_new(req, "output_limit", json_integer((json_int_t)x->output_limit));
+        if (req == NULL || wire_write(fd, req) < 0) {
+                corral_fail(ret_err, errno, "cannot send the step to session '%s'", id);
+                goto out;
+        }
+        bool running = false, waiting = false, interrupting = false;
+        for (;;) {
+                struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = x->cancel_fd, .events = POLLIN } };
+                int n = poll(p, 2, running || waiting ? -1 : 1000);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n == 0) {
+                        waiting = true;
+                        if (x->on_event)
+                                x->on_event(x->userdata, SESSION_CLIENT_WAITING);
+                        continue;
+                }
+                if (n > 0 && (p[1].revents & POLLIN)) {
+                        uint64_t v;
+                        ssize_t rd = read(x->cancel_fd, &v, sizeof(v));
+                        (void)rd;
+                        if (!running) {
+                                rc = 1; /* our hang-up tells the daemon not to run it */
+                                goto out;
+                        }
+                        if (!interrupting) {
+                                json_t *intr = json_pack("{s:s}", "op", "interrupt");
+                                if (intr && wire_write(fd, intr) == 0 && x->on_event)
+                                        x->on_event(x->userdata, SESSION_CLIENT_INTERRUPTING);
+                                json_decref(intr);
+                                interrupting = true;
+                        }
+                        continue;
+                }
+                json_t *f = wire_read(fd, -1);
+                if (f == NULL) {
+                        corral_fail(ret_err, 0, "session '%s' ended during the step (see 'corral session list')", id);
+                        goto out;
+                }
+                const char *t = json_string_value(json_object_get(f, "t"));
+                if (t && strcmp(t, "running") == 0) {
+                        running = true;
+                } else if (t && strcmp(t, "out") == 0 && x->on_output) {
+                        json_t *d = json_object_get(f, "data");
+                        const char *s = json_string_value(json_object_get(f, "stream"));
+                        x->on_output(x->userdata, s && strcmp(s, "stderr") == 0 ? 2 : 1,
+                                     json_string_value(d) ? json_string_value(d) : "", json_string_length(d));
+                } else if (t && strcmp(t, "result") == 0) {
+                        *ret_result = json_incref(json_object_get(f, "result"));
+                        json_decref(f);
+                        rc = 0;
+                        goto out;
+                } else if (answer_error(f, ret_err)) {
+                        corral_error_prefix(ret_err, "session '%s'", id);
+                        json_decref(f);
+                        goto out;
+                }
+                json_decref(f);
+        }
+out:
+        json_decref(req);
+        close(fd);
+        return rc;
+}
+
+int session_client_archive(const char *id, const char *path, bool stop, double wait_s,
+                           void (*on_waiting)(void *userdata), void *userdata, json_t **ret_report,
+                           corral_error **ret_err)
+{
+        *ret_report = NULL;
+        int fd = connect_session(id, ret_err);
+        if (fd < 0)
+                return -1;
+        int rc = -1;
+        json_t *r = NULL;
+        json_t *req = json_pack("{s:s,s:s,s:b}", "op", "archive", "path", path, "stop", stop);
+        if (req == NULL || wire_write(fd, req) < 0) {
+                corral_fail(ret_err, errno, "cannot send the request to session '%s'", id);
+                goto out;
+        }
+        /* The daemon answers "idle" once no step runs; we confirm with
+         * "go".  Past the wait, our hang-up means nothing is written. */
+        double deadline = wait_s > 0 ? monotonic_ms() + wait_s * 1000 : 0;
+        bool noted = false;
+        for (;;) {
+                int t = 1000;
+                if (deadline > 0) {
+                        double left = deadline - monotonic_ms();
+                        if (left <= 0) {
+                                rc = 1;
+                                goto out;
+                        }
+                        if (left < t)
+                                t = (int)left + 1;
+                }
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int n = poll(&p, 1, t);
+                if (n < 0 && errno != EINTR)
+                        break;
+                if (n > 0)
+                        break;
+                if (n == 0 && !noted && on_waiting) {
+                        on_waiting(userdata);
+                        noted = true;
+                }
+        }
+        r = wire_read(fd, 10000);
+        const char *t = json_string_value(json_object_get(r, "t"));
+        if (t && strcmp(t, "idle") == 0) {
+                json_decref(r);
+                r = ask(fd, json_pack("{s:s}", "op", "go"), -1);
+                t = json_string_value(json_object_get(r, "t"));
+        }
+        if (t && strcmp(t, "archived") == 0) {
+                *ret_report = json_incref(json_object_get(r, "report"));
+                rc = 0;
+                /* With stop, EOF: everything of the session is gone. */
+                char b;
+                while (stop && read(fd, &b, 1) > 0)
+                        ;
+        } else if (!answer_error(r, ret_err)) {
+                corral_fail(ret_err, 0, "session '%s' did not answer the archive request (see 'corral session list')",
+                            id);
+        }
+out:
+        json_decref(req);
+        json_decref(r);
+        close(fd);
+        return rc;
+}
+
+int session_client_stop(const char *id, corral_error **ret_err)
+{
+        int fd = connect_session(id, ret_err);
+        if (fd < 0)
+                return -1;
+        json_t *r = ask(fd, json_pack("{s:s}", "op", "stop"), -1);
+        const char *t = json_string_value(json_object_get(r, "t"));
+        int rc = 0;
+        if (t == NULL || strcmp(t, "stopped") != 0) {
+                if (!answer_error(r, ret_err))
+                        corral_fail(ret_err, 0, "session '%s' did not confirm that it stopped", id);
+                rc = -1;
+        }
+        json_decref(r);
+        close(fd);
+        return rc;
+}
+
+json_t *session_client_list(corral_error **ret_err)
+{
+        corral_error *err = NULL;
+        int fd = session_client_connect_host(false, &err);
+        if (fd < 0) {
+                if (err && err->kind == CORRAL_ERR_USAGE) {
+                        corral_error_free(err); /* none runs: no sessions */
+                        return json_array();
+                }
+                if (ret_err)
+                        *ret_err = err;
+                else
+                        corral_error_free(err);
+                return NULL;
+        }
+        json_t *r = ask(fd, json_pack("{s:s}", "op", "list"), 10000);
+        close(fd);
+        json_t *all = json_object_get(r, "sessions");
+        if (!json_is_array(all)) {
+                if (!answer_error(r, ret_err))
+                        corral_fail(ret_err, 0, "the session host did not answer the list request");
+                json_decref(r);
+                return NULL;
+        }
+        json_incref(all);
+        json_decref(r);
+        return all;
+}
+
+json_t *session_client_status(corral_error **ret_err)
+{
+        corral_error *err = NULL;
+        int fd = session_client_connect_host(false, &err);
+        if (fd < 0) {
+                if (err && err->kind != CORRAL_ERR_USAGE && ret_err)
+                        *ret_err = TAKE_PTR(err);
+                corral_error_free(err);
+                return NULL;
+        }
+        json_t *r = ask(fd, json_pack("{s:s}", "op", "info"), 10000);
+        close(fd);
+        if (r)
+                json_object_del(r, "t");
+        else
+                corral_fail(ret_err, 0, "the session host did not answer");
+        return r;
+}
+
+int session_client_shutdown(corral_error **ret_err)
+{
+        corral_error *err = NULL;
+        json_t *info = session_client_status(&err);
+        if (info == NULL) {
+                if (err == NULL)
+                        return 0; /* none runs */
+                if (ret_err)
+                        *ret_err = err;
+                else
+                        corral_error_free(err);
+                return -1;
+        }
+        int pid = (int)json_integer_value(json_object_get(info, "pid"));
+        json_decref(info);
+        int fd = session_client_connect_host(false, NULL);
+        json_t *r = fd >= 0 ? ask(fd, json_pack("{s:s}", "op", "shutdown"), 10000) : NULL;
+        if (fd >= 0)
+                close(fd);
+        const char *t = json_string_value(json_object_get(r, "t"));
+        bool ok = t && strcmp(t, "stopping") == 0;
+        json_decref(r);
+        /* Wait until it has cleaned up and exited (its sessions' steps
+         * are cancelled, so this is quick). */
+        int pidfd = ok && pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+        if (pidfd >= 0) {
+                struct pollfd p = { .fd = pidfd, .events = POLLIN };
+                ok = poll(&p, 1, 60000) == 1;
+                close(pidfd);
+        }
+        if (!ok)
+                return corral_fail(ret_err, 0, "the session host did not confirm that it stopped");
+        return 0;
+}

@@ -1,0 +1,86 @@
+/* client.h: the client of the session daemon (daemon.h), as `corral session`
+ * and `corral doctor` use it: each call is one request over the user's
+ * runtime directory (wire.h), returning the daemon's answer as JSON
+ * (docs/sessions.md); nothing is printed.  Errors of kind usage mean an
+ * unknown session or no daemon; other kinds, a failure of corral.
+ * Thread-safe (each call has its own connection); the daemon is started
+ * on demand by session_client_start() only.
+ */
+#ifndef CORRAL_SESSION_CLIENT_H
+#define CORRAL_SESSION_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <corral/jail.h>
+#include <jansson.h>
+
+#include "../lib/util.h"
+#include "session.h"
+
+/* A connection to the daemon's host.sock; with spawn, a daemon is started
+ * when none answers.  -1 with err (usage: none runs, without spawn). */
+CORRAL_HIDDEN int session_client_connect_host(bool spawn, corral_error **ret_err);
+
+/* What a session is started from; paths absolute (the daemon runs in /). */
+struct session_client_start {
+        const corral_jail_config *cfg;
+        const struct session_options *opt; /* limits and warm; from is the field below */
+        bool warm_asked;         /* no cold session instead of a warm one */
+        const char *from;        /* an archive to resume from, or NULL */
+        bool ws_existed;         /* cfg->workspace existed before (with from) */
+        const char *tmpdir;      /* where a temporary workspace goes */
+};
+
+/* Start session id, starting a daemon when none runs.  on_slow (optional)
+ * is called once when no answer came within 0.7 s (the first warm start
+ * imports the data libraries).  The answer: {"t": "started", "workspace",
+ * "warm", "notice", "pid"} or {"t": "error", "kind", "message", "refused"};
+ * NULL with err when none came. */
+CORRAL_HIDDEN json_t *session_client_start(const char *id, const struct session_client_start *s,
+                                           void (*on_slow)(void *userdata), void *userdata, corral_error **ret_err);
+
+enum session_client_event {
+        SESSION_CLIENT_WAITING,      /* another step runs in the session: ours waits */
+        SESSION_CLIENT_INTERRUPTING, /* cancel_fd fired during our step: it is being interrupted */
+};
+
+struct session_client_exec {
+        double timeout_s;        /* 0: the session's default */
+        uint64_t output_limit;   /* 0: the session's default */
+        /* Readable: interrupt the step (KeyboardInterrupt, the state kept;
+         * a second time does nothing more), or before it began, give up:
+         * nothing runs.  -1: none. */
+        int cancel_fd;
+        void (*on_output)(void *userdata, int stream, const char *data, size_t len);
+        void (*on_event)(void *userdata, enum session_client_event ev);
+        void *userdata;
+};
+
+/* Run a step in session id.  0 with its result (docs/sessions.md), 1 when
+ * cancel_fd fired before the step began (nothing ran), -1 with err. */
+CORRAL_HIDDEN int session_client_exec(const char *id, const char *code, const struct session_client_exec *x,
+                                      json_t **ret_result, corral_error **ret_err);
+
+/* Archive session id's workspace to path (absolute) between steps; with
+ * stop the session ends once it is written.  A step running past wait_s
+ * (> 0) leaves everything as it was: 1.  on_waiting (optional) once when a
+ * step is running.  0 with the report, -1 with err (usage: an unknown
+ * session or a refused destination). */
+CORRAL_HIDDEN int session_client_archive(const char *id, const char *path, bool stop, double wait_s,
+                                         void (*on_waiting)(void *userdata), void *userdata, json_t **ret_report,
+                                         corral_error **ret_err);
+
+/* Stop session id (after a running step) once everything of it is gone. */
+CORRAL_HIDDEN int session_client_stop(const char *id, corral_error **ret_err);
+
+/* Every session's info (an empty array when no daemon runs); NULL with err. */
+CORRAL_HIDDEN json_t *session_client_list(corral_error **ret_err);
+/* The daemon's {"pid", "sessions", "warm", "zygote_pid", "pool",
+ * "linger_s"}; NULL with no err when none runs. */
+CORRAL_HIDDEN json_t *session_client_status(corral_error **ret_err);
+/* Stop the daemon and every session, and wait until it has exited; 0 also
+ * when none runs. */
+CORRAL_HIDDEN int session_client_shutdown(corral_error **ret_err);
+
+#endif
