@@ -89,7 +89,8 @@ static struct {
         bool prestart_live;      /* prestart_thread is to be joined */
         pthread_t prestart_thread;
         int ctl;                 /* our end of the zygote's stdin socket */
-        int cancel_r, cancel_w;
+        int cancel_r, cancel_w;  /* a pipe, both ends ours until the jail thread is joined:
+                                  * writing to it cannot raise SIGPIPE */
         uint32_t host_uid;
         pid_t pid;
         struct warm *pool[POOL_MAX];
