@@ -4,6 +4,8 @@
  * and, when `ret_err` is not NULL, stores a newly allocated error describing
  * what failed and on what.  Callers may prefix context as it travels up with
  * corral_error_prefix().  The library never prints; only the CLI does.
+ *
+ * Threads: no shared state; an error object belongs to one thread at a time.
  */
 #ifndef CORRAL_ERROR_H
 #define CORRAL_ERROR_H

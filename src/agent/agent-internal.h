@@ -1,4 +1,5 @@
-/* agent-internal.h: the parts of the loop, shared inside agent/. */
+/* agent-internal.h: the parts of the loop, shared inside agent/.
+ * Threads: one agent run at a time per run's state. */
 #ifndef CORRAL_AGENT_INTERNAL_H
 #define CORRAL_AGENT_INTERNAL_H
 

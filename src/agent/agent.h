@@ -10,6 +10,9 @@
  *
  * Uses the model, workspace, trace and jail modules through their headers;
  * knows nothing of how they work inside.
+ *
+ * Threads: agent_run() may run on several threads at once, each run with its own
+ * model client, workspace and trace (none of them shared between runs).
  */
 #ifndef CORRAL_AGENT_H
 #define CORRAL_AGENT_H

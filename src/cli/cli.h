@@ -4,6 +4,9 @@
  * declare it here, add it to the table in main.c and to the help text, and
  * document its options and exit statuses in the README.  Only the CLI prints;
  * the library reports through corral_error.
+ *
+ * Threads: none of this is thread-safe: the CLI calls it from its main thread
+ * (and cancel.c's signal handler only writes to a pipe and stderr).
  */
 #ifndef CORRAL_CLI_H
 #define CORRAL_CLI_H

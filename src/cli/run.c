@@ -801,9 +801,9 @@ static int set_up(struct run *run, int cancel_fd, corral_error **err)
                         ro.color = false;
                 run->view = render_new(&ro);
                 if (run->view)
-                        trace_subscribe(run->tr, render_event, run->view);
+                        trace_subscribe_sync(run->tr, render_event, run->view);
         } else if (o->quiet) {
-                trace_subscribe(run->tr, print_notice, NULL);
+                trace_subscribe_sync(run->tr, print_notice, NULL);
         }
         const char *model = run->choice.model;
         cleanup_free char *cwd = getcwd(NULL, 0); /* where the run was started, for `corral runs` */

@@ -7,6 +7,8 @@
  * a bump allocator and the few string functions it uses.  Only kernel UAPI
  * headers are included.  Every call returns -errno on failure, like the
  * kernel, and nothing here sets errno.
+ *
+ * Threads: corral-init has one thread; nothing here is for more.
  */
 #ifndef CORRAL_INIT_SYS_H
 #define CORRAL_INIT_SYS_H

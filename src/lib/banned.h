@@ -1,5 +1,6 @@
 /* banned.h: functions that are easy to misuse, made compile errors (after
- * git's banned.h).  Use snprintf, strtoul/strtoull with checks, strtok_r. */
+ * git's banned.h).  Use snprintf, strtoul/strtoull with checks, strtok_r.
+ * Threads: macros only. */
 #ifndef CORRAL_BANNED_H
 #define CORRAL_BANNED_H
 

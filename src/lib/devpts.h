@@ -6,7 +6,8 @@
  * tty group is not mapped in a single-uid user namespace; at most 256 ptys,
  * because every instance but the host's shares the kernel's kernel.pty.max
  * minus kernel.pty.reserve (3072 by default), and one jail must not take
- * them all.  Mounted nosuid and noexec. */
+ * them all.  Mounted nosuid and noexec.
+ * Threads: a constant only. */
 #ifndef CORRAL_DEVPTS_H
 #define CORRAL_DEVPTS_H
 

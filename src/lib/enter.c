@@ -48,6 +48,8 @@ static void report(uint32_t type, int32_t a, int32_t b)
         clock_gettime(CLOCK_MONOTONIC, &ts);
         struct init_msg m = { .type = type, .a = a, .b = b,
                               .t = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 };
+        /* A pipe to the supervisor: SIGPIPE here (it died) ends this
+         * setup child, as its death should. */
         ssize_t r = write(status_fd, &m, sizeof(m));
         (void)r;
 }

@@ -12,6 +12,10 @@
  *   uidpool.c  per-jail host uids when the caller is root
  *   result.c   result classification and its JSON form
  *   profile.c  JSON profiles
+ *
+ * Threads: the parent's side is thread-safe (caches made under pthread_once,
+ * counters atomic, uid leases by OFD locks); enter.c runs in the setup child
+ * (one thread); a struct jail, plan or jail_cgroup is one caller's.
  */
 #ifndef CORRAL_JAIL_INTERNAL_H
 #define CORRAL_JAIL_INTERNAL_H

@@ -1,4 +1,6 @@
-/* netdev.h: the loopback device of a new network namespace. */
+/* netdev.h: the loopback device of a new network namespace.
+ * Threads: called in a jail's setup child or a zygote's session, each one
+ * thread. */
 #ifndef CORRAL_NETDEV_H
 #define CORRAL_NETDEV_H
 

@@ -12,6 +12,8 @@
  * fd 4 of init (and of the setup child before it): a pipe to the supervisor
  *   carrying fixed-size init_msg records.
  * fds 0-2: the program's stdio.  No other fd crosses into the jail.
+ *
+ * Threads: definitions only.
  */
 #ifndef CORRAL_PROTOCOL_H
 #define CORRAL_PROTOCOL_H

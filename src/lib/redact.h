@@ -7,6 +7,8 @@
  * occurrences included, see redact.c).  Secrets shorter than
  * REDACT_MIN_SECRET bytes are ignored: they would redact ordinary text.
  * Shared by trace/, model/, agent/ and the CLI; knows nothing of them.
+ *
+ * Threads: thread-safe (no shared state); a secret_set is read-only once made.
  */
 #ifndef CORRAL_REDACT_H
 #define CORRAL_REDACT_H

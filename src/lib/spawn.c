@@ -359,7 +359,13 @@ static void pump_stdin(struct stdin_pump *p, int ep, uint32_t src_tag, uint32_t 
                         }
                 }
                 if (p->len > 0) {
+                        /* The jail's stdin pipe: its reader may be gone. */
+                        struct sigpipe_guard g;
+                        sigpipe_block(&g);
                         ssize_t w = write(p->dst, p->buf + p->off, p->len);
+                        int e = errno;
+                        sigpipe_unblock(&g);
+                        errno = e;
                         if (w > 0) {
                                 p->off += (size_t)w;
                                 p->len -= (size_t)w;
@@ -930,8 +936,14 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
         }
         /* The write end stays open until teardown: the child reads its
          * closing as the supervisor's death (enter.c). */
-        if (write_all(j.sync_w, "g", 1) < 0) {
-                corral_fail(ret_err, errno, "cannot start the jail");
+        /* The child may have died already: EPIPE, not SIGPIPE. */
+        struct sigpipe_guard g;
+        sigpipe_block(&g);
+        int go = write_all(j.sync_w, "g", 1);
+        int e = errno;
+        sigpipe_unblock(&g);
+        if (go < 0) {
+                corral_fail(ret_err, e, "cannot start the jail");
                 goto out;
         }
 

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -81,6 +83,29 @@ int write_all(int fd, const void *buf, size_t len)
                 len -= (size_t)n;
         }
         return 0;
+}
+
+void sigpipe_block(struct sigpipe_guard *g)
+{
+        sigset_t pipe, pending;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+        /* One already pending is not ours to discard. */
+        g->was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+}
+
+void sigpipe_unblock(struct sigpipe_guard *g)
+{
+        sigset_t pipe, pending;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        if (!g->was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+                struct timespec zero = { 0, 0 };
+                while (sigtimedwait(&pipe, NULL, &zero) < 0 && errno == EINTR)
+                        ;
+        }
+        pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
 /* Read up to max bytes; with whole, a file longer than that is an error

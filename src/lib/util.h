@@ -1,8 +1,10 @@
 /* util.h: small helpers shared by the library: cleanup attributes, error
- * construction, capped buffers and monotonic time.  Internal; not installed. */
+ * construction, capped buffers and monotonic time.  Internal; not installed.
+ * Threads: thread-safe (no shared state); a capbuf is one caller's at a time. */
 #ifndef CORRAL_UTIL_H
 #define CORRAL_UTIL_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -75,6 +77,19 @@ CORRAL_HIDDEN double monotonic_ms(void);
 CORRAL_HIDDEN double round_ms(double ms);
 /* write() all of buf, retrying on EINTR/short writes; -1 on error. */
 CORRAL_HIDDEN int write_all(int fd, const void *buf, size_t len);
+
+/* SIGPIPE without a process-wide setting (a library must not change the
+ * caller's signal dispositions).  Sockets: send(..., MSG_NOSIGNAL).  Pipes:
+ * a write whose reader is gone raises SIGPIPE in the writing thread, so
+ * sigpipe_block() blocks it in this thread (the write then fails with
+ * EPIPE) and sigpipe_unblock() discards one raised meanwhile and restores
+ * the thread's mask.  Pairs on one thread; nothing shared. */
+struct sigpipe_guard {
+        sigset_t old;
+        bool was_pending;
+};
+CORRAL_HIDDEN void sigpipe_block(struct sigpipe_guard *g);
+CORRAL_HIDDEN void sigpipe_unblock(struct sigpipe_guard *g);
 /* Read a small file into a NUL-terminated malloc'd string (at most max bytes). */
 CORRAL_HIDDEN char *read_file_at(int dirfd, const char *path, size_t max);
 /* The same for a file that must be read whole: NULL with errno EFBIG when

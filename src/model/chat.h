@@ -23,6 +23,9 @@
  * All JSON is parsed strictly (jansson: invalid UTF-8, NUL in strings and
  * duplicate keys are errors reporting line and column).  Malformed replies
  * and error objects fail with CORRAL_ERR_MODEL_REFUSED.
+ *
+ * Threads: thread-safe (no shared state); a chat_stream or chat_reply is one
+ * caller's at a time.
  */
 #ifndef CORRAL_MODEL_CHAT_H
 #define CORRAL_MODEL_CHAT_H

@@ -1,4 +1,5 @@
-/* model-internal.h: what the model backends share (see model.h). */
+/* model-internal.h: what the model backends share (see model.h).
+ * Threads: one caller at a time per model client. */
 #ifndef CORRAL_MODEL_INTERNAL_H
 #define CORRAL_MODEL_INTERNAL_H
 

@@ -12,6 +12,9 @@
  * The API key lives only here, in the host process; it is never logged.
  * Failures carry a kind from corral/error.h (CORRAL_ERR_MODEL_*) so callers
  * can tell "unreachable" from "bad key" from "no tool support".
+ *
+ * Threads: one caller at a time per model client; clients on different threads
+ * are independent (libcurl is loaded once, curl-dl.h).
  */
 #ifndef CORRAL_MODEL_H
 #define CORRAL_MODEL_H

@@ -414,7 +414,13 @@ static int attempt(model_client *c, const struct curl_api *api, const char *url,
         api->easy_setopt(x.h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
 
         double t0 = monotonic_ms();
+        /* CURLOPT_NOSIGNAL leaves SIGPIPE to us: libcurl sends with
+         * MSG_NOSIGNAL, but a TLS library writing to the socket itself may
+         * not (the curl docs' "corner cases"); blocked in this thread only. */
+        struct sigpipe_guard g;
+        sigpipe_block(&g);
         CURLcode rc = api->easy_perform(x.h);
+        sigpipe_unblock(&g);
         c->usage.wait_ms += monotonic_ms() - t0;
         c->usage.requests++;
         decide(&x);
@@ -524,7 +530,10 @@ static int openai_list(model_client *c, json_t **ret_ids, corral_error **err)
         api->easy_setopt(x.h, CURLOPT_URL, url);
         api->easy_setopt(x.h, CURLOPT_HTTPHEADER, headers);
         api->easy_setopt(x.h, CURLOPT_TIMEOUT_MS, (long)(c->s.connect_timeout_s * 1000));
+        struct sigpipe_guard g;
+        sigpipe_block(&g); /* as in the chat request */
         CURLcode rc = api->easy_perform(x.h);
+        sigpipe_unblock(&g);
         decide(&x);
         x.streaming = false;
         if (rc != CURLE_OK || x.status != 200) {

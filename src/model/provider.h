@@ -16,6 +16,9 @@
  * model's entry may give its context size as opencode.json does:
  * "models": {"qwen2.5-coder:7b": {"limit": {"context": 32768}}}, and whether
  * it takes images: "modalities": {"input": ["text", "image"]}.
+ *
+ * Threads: thread-safe while no thread changes the environment (getenv) at the
+ * same time.
  */
 #ifndef CORRAL_MODEL_PROVIDER_H
 #define CORRAL_MODEL_PROVIDER_H

@@ -8,6 +8,8 @@
  * or an event (its data lines joined) larger than max_event_bytes is an
  * error (CORRAL_ERR_MODEL_REFUSED, naming the limit), not an allocation.
  * Knows nothing of JSON or of chat completions.
+ *
+ * Threads: one caller at a time per parser.
  */
 #ifndef CORRAL_MODEL_SSE_H
 #define CORRAL_MODEL_SSE_H

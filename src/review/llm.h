@@ -6,6 +6,8 @@
  * The reviewer sees the code and the static warnings and answers with
  * {"verdict":"allow"|"reject","reasons":[...]}.  It can only stop code the
  * static review let through; it never lets through what that rejected.
+ *
+ * Threads: one review at a time per model client.
  */
 #ifndef CORRAL_REVIEW_LLM_H
 #define CORRAL_REVIEW_LLM_H

@@ -1,5 +1,7 @@
 /* review-internal.h: shared by the review's parts (review.c drives, python.c
- * and shell.c walk the syntax trees, policy.c holds the rules). */
+ * and shell.c walk the syntax trees, policy.c holds the rules).
+ * Threads: thread-safe: grammars made once (pthread_once), parsers and
+ * cursors per thread. */
 #ifndef CORRAL_REVIEW_INTERNAL_H
 #define CORRAL_REVIEW_INTERNAL_H
 

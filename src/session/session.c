@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "session.h"
@@ -87,6 +88,7 @@ struct kernel {
         pthread_t thread;
         bool thread_started;
         int req_r, req_w;        /* the jail's stdin: read by the jail's pump, written by us */
+        bool req_socket;         /* warm: req_w is the session's frame socket */
         int cancel_r, cancel_w;  /* a byte here kills the jail */
         int wake;                /* eventfd: new bytes, or the jail ended */
 
@@ -113,6 +115,7 @@ static void kernel_wake(struct kernel *k)
 
 static void kernel_kill(struct kernel *k)
 {
+        /* A pipe whose read end we hold too: no SIGPIPE. */
         ssize_t r = write(k->cancel_w, "k", 1);
         (void)r;
 }
@@ -299,7 +302,11 @@ static int kernel_send(struct kernel *k, json_t *obj, double deadline)
         } parts[2] = { { (const char *)head, 4 }, { body, n } };
         for (int i = 0; i < 2; i++) {
                 while (parts[i].len > 0) {
-                        ssize_t w = write(k->req_w, parts[i].p, parts[i].len);
+                        /* Warm: the session's frame socket, whose peer may be
+                         * gone.  Cold: a pipe whose read end (req_r) we hold
+                         * until kernel_free(), so it cannot raise SIGPIPE. */
+                        ssize_t w = k->req_socket ? send(k->req_w, parts[i].p, parts[i].len, MSG_NOSIGNAL)
+                                                  : write(k->req_w, parts[i].p, parts[i].len);
                         if (w > 0) {
                                 parts[i].p += w;
                                 parts[i].len -= (size_t)w;
@@ -362,6 +369,7 @@ static int kernel_start(const corral_jail_config *base, double lifetime_left_s, 
                         return -1;
                 }
                 k->req_w = fcntl(warm_frames_fd(k->warm), F_DUPFD_CLOEXEC, 0);
+                k->req_socket = true;
                 if (k->req_w < 0) {
                         kernel_free(k);
                         return corral_fail(ret_err, errno, "cannot start the session");

@@ -58,7 +58,8 @@ CORRAL_HIDDEN void session_options_init(struct session_options *o);
 
 /* Warm sessions to come (corral run): start their zygote now, in the
  * background, so that the first warm session_start() finds it ready.
- * session_prewarm_end() after the last session_free(). */
+ * session_prewarm_end() after the last session_free().  Thread-safe:
+ * several runs may prewarm at once, each ending its own. */
 CORRAL_HIDDEN void session_prewarm(void);
 CORRAL_HIDDEN void session_prewarm_end(void);
 /* Whether cfg can run warm: 0, or -1 and the reason (a usage error). */

@@ -85,8 +85,12 @@ static struct {
         char *why;               /* why the zygote failed, for the next caller */
         pthread_t jail_thread, pool_thread;
         bool pool_started;
+        int prestarts;           /* warm_prestart() calls not yet ended */
+        bool prestart_live;      /* prestart_thread is to be joined */
+        pthread_t prestart_thread;
         int ctl;                 /* our end of the zygote's stdin socket */
-        int cancel_r, cancel_w;
+        int cancel_r, cancel_w;  /* a pipe, both ends ours until the jail thread is joined:
+                                  * writing to it cannot raise SIGPIPE */
         uint32_t host_uid;
         pid_t pid;
         struct warm *pool[POOL_MAX];
@@ -585,6 +589,7 @@ fail_running:
         close(Z.cancel_w);
         Z.ctl = Z.cancel_r = Z.cancel_w = -1;
         release_ids();
+        pthread_cond_broadcast(&Z.cond); /* wait_stopped() */
         return -1;
 fail_sock:
         release_ids();
@@ -607,9 +612,21 @@ fail:
         return -1;
 }
 
+/* Wait while another thread stops the zygote (it dropped Z.lock to join
+ * its threads): only one may join them. */
+static void wait_stopped(void)
+{
+        while (Z.running && Z.stopping)
+                pthread_cond_wait(&Z.cond, &Z.lock);
+}
+
 /* Stop the zygote and empty the pool (Z.lock held). */
 static void zygote_stop(void)
 {
+        if (Z.running && Z.stopping) {
+                wait_stopped();
+                return;
+        }
         if (!Z.running)
                 return;
         Z.stopping = true;
@@ -636,6 +653,7 @@ static void zygote_stop(void)
         Z.running = Z.ready = false;
         Z.pid = 0;
         capbuf_release(&Z.out);
+        pthread_cond_broadcast(&Z.cond); /* wait_stopped() */
 }
 
 void warm_ref(void)
@@ -655,12 +673,10 @@ void warm_unref(void)
         pthread_mutex_unlock(&Z.lock);
 }
 
-static pthread_t prestart_thread;
-static bool prestarted;
-
 static void *prestart_main(void *arg)
 {
         pthread_mutex_lock(&Z.lock);
+        wait_stopped();
         if (Z.failed && Z.running)
                 zygote_stop();
         if (!Z.running)
@@ -669,31 +685,42 @@ static void *prestart_main(void *arg)
         return arg;
 }
 
+/* Several runs in one process may prestart at once: one thread starts the
+ * zygote for all of them, each holds a reference, and the last
+ * warm_prestart_end() joins that thread. */
 void warm_prestart(void)
 {
-        if (prestarted)
-                return;
-        warm_ref();
-        prestarted = pthread_create(&prestart_thread, NULL, prestart_main, NULL) == 0;
-        if (!prestarted)
-                warm_unref();
+        pthread_mutex_lock(&Z.lock);
+        Z.refs++;
+        Z.prestarts++;
+        if (!Z.prestart_live)
+                Z.prestart_live = pthread_create(&Z.prestart_thread, NULL, prestart_main, NULL) == 0;
+        pthread_mutex_unlock(&Z.lock);
 }
 
 void warm_prestart_end(void)
 {
-        if (!prestarted)
-                return;
-        /* Still starting (the run ended before it needed the zygote): end
-         * its jail rather than wait for the imports; the start then fails
-         * and cleans up on its own thread. */
         pthread_mutex_lock(&Z.lock);
-        if (Z.running && !Z.ready && !Z.stopping && Z.cancel_w >= 0) {
-                ssize_t k = write(Z.cancel_w, "k", 1);
-                (void)k;
+        if (Z.prestarts == 0) {
+                pthread_mutex_unlock(&Z.lock);
+                return;
+        }
+        bool join = --Z.prestarts == 0 && Z.prestart_live;
+        pthread_t th = Z.prestart_thread;
+        if (join) {
+                Z.prestart_live = false;
+                /* Still starting and nobody else wants it (the run ended
+                 * before it needed the zygote): end its jail rather than
+                 * wait for the imports; the start then fails and cleans up
+                 * on its own thread. */
+                if (Z.refs == 1 && Z.running && !Z.ready && !Z.stopping && Z.cancel_w >= 0) {
+                        ssize_t k = write(Z.cancel_w, "k", 1);
+                        (void)k;
+                }
         }
         pthread_mutex_unlock(&Z.lock);
-        pthread_join(prestart_thread, NULL);
-        prestarted = false;
+        if (join)
+                pthread_join(th, NULL);
         warm_unref();
 }
 
@@ -1205,6 +1232,8 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
         double deadline = monotonic_ms() + timeout_s * 1000;
         struct warm *w = NULL;
         pthread_mutex_lock(&Z.lock);
+        /* Another thread stopping the zygote: let it finish first. */
+        wait_stopped();
         if (Z.failed && Z.running) {
                 /* A dead zygote: start a new one. */
                 zygote_stop();

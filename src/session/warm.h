@@ -10,6 +10,10 @@
  * warm_claim() hands out a session; warm_run() then supervises it to its end
  * exactly as corral_jail_run() supervises a jail (same io callbacks, same
  * result), so session.c drives both the same way.
+ *
+ * Threads: every function is thread-safe (the pool under one lock; several
+ * threads may prestart, claim and end at once); a struct warm is one
+ * caller's at a time.
  */
 #ifndef CORRAL_WARM_H
 #define CORRAL_WARM_H
@@ -42,8 +46,9 @@ CORRAL_HIDDEN void warm_unref(void);
  * that a warm claim to come finds it ready: for a caller that knows it
  * will want one (corral run, during its first model request).  A failure
  * is left for the claim to report.  warm_prestart_end(), after the last
- * warm session ended, stops a zygote still starting, waits for that thread
- * and drops the hold. */
+ * warm session ended, drops the hold; the last one of several prestarts
+ * waits for that thread (first stopping a zygote still starting when no
+ * one else holds it). */
 CORRAL_HIDDEN void warm_prestart(void);
 CORRAL_HIDDEN void warm_prestart_end(void);
 /* The zygote's pid on the host, 0 when none runs (tests, benchmarks). */

@@ -25,6 +25,8 @@
  *                        strings, then the binds' destinations (relative
  *                        to /workspace), with the workspace and then each
  *                        bind as a detached mount (fds, in that order)
+ *
+ * Threads: definitions only.
  */
 #ifndef CORRAL_ZYGOTE_PROTOCOL_H
 #define CORRAL_ZYGOTE_PROTOCOL_H

@@ -10,6 +10,8 @@
  * written to a temporary file beside `out` (O_EXCL, mode 0600) and renamed
  * over it; on failure the temporary file is removed and `out` is untouched.
  * docs/trace.md has the mapping.
+ *
+ * Threads: thread-safe (no shared state).
  */
 #ifndef CORRAL_TRACE_EXPORT_H
 #define CORRAL_TRACE_EXPORT_H

@@ -1,6 +1,7 @@
 /* format.h: helpers shared by the terminal view (render.c) and the exports
  * (export.c): reading fields of an event, and writing sizes, durations and
- * counts the same way in both. */
+ * counts the same way in both.
+ * Threads: thread-safe (pure functions). */
 #ifndef CORRAL_TRACE_FORMAT_H
 #define CORRAL_TRACE_FORMAT_H
 

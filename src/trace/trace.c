@@ -2,16 +2,25 @@
  *
  * trace_open() makes the JSONL file safely (no symlinks, no FIFOs, no hard
  * links, mode 0600 whatever existed before), trace_emit() stamps, redacts
- * (lib/redact.c),
- * writes and fans out one event under a mutex, trace_read_file() reads a
- * trace back strictly.  Knows nothing of what the events mean: the
- * renderer (render.c) and the exports (export.c) do.
+ * (lib/redact.c), writes and fans out one event under a mutex,
+ * trace_read_file() reads a trace back strictly.  Knows nothing of what the
+ * events mean: the renderer (render.c) and the exports (export.c) do.
+ *
+ * Subscribers: a synchronous one is called under the lock (it sees every
+ * event, and slows the run if it is slow); a queued one has a ring of its
+ * own, filled by the emitter and drained by a thread of its own, so the
+ * emitter never waits for it.  A full ring drops the newest events for that
+ * subscriber alone and remembers how many; the next event it does get is
+ * preceded by a "subscriber_dropped" event with the count, so it knows
+ * exactly where its gap is.  Dropping, not disconnecting: a live view that
+ * fell behind a burst of output can go on with the rest of the run.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,19 +32,42 @@
 
 #define TRACE_MAX_LINE ((size_t)64 << 20)   /* trace_read_file: longest line accepted */
 
+/* One slot of a queued subscriber's ring: an event, and the notice of the
+ * events dropped just before it (NULL when none were). */
+struct slot {
+        json_t *dropped;
+        json_t *ev;
+};
+
 struct subscriber {
+        int id;
         trace_subscriber_fn fn;
         void *userdata;
+        bool sync;
+        /* Queued only.  lock guards the ring and the flags; the emitter holds
+         * it for a push, the thread for a pop, neither while fn runs. */
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        pthread_t thread;
+        struct slot *ring;
+        size_t cap, head, len;
+        unsigned long dropped; /* events dropped since the last one queued */
+        double drop_t_ms;      /* the stamp of the last of them */
+        char drop_ts[48];
+        bool flush;            /* trace_close: deliver what is queued, then end */
+        bool quit;             /* trace_unsubscribe: end now, deliver nothing more */
 };
 
 struct trace {
-        pthread_mutex_t lock; /* serialises stamping, writing and subscribers */
+        pthread_mutex_t lock; /* serialises stamping, writing, sync subscribers and the list */
         char *path;           /* NULL: no file */
         int fd;
         struct secret_set secrets; /* owned copies, longest first, each >= REDACT_MIN_SECRET bytes */
         double t0;            /* monotonic_ms() at trace_open */
-        struct subscriber *subs;
+        struct subscriber **subs;
         size_t nsubs;
+        size_t nqueued;       /* queued subscribers among subs */
+        int next_id;
         char *write_error;    /* the first write error, then the file is no longer written */
 };
 
@@ -145,10 +177,193 @@ oom:
         return corral_fail(ret_err, ENOMEM, "out of memory");
 }
 
+/* ---- subscribers ---------------------------------------------------------- */
+
+static json_t *dropped_notice(unsigned long count, double t_ms, const char *ts)
+{
+        return json_pack("{s:i, s:s, s:f, s:s, s:I}", "v", TRACE_SCHEMA_VERSION, "type", "subscriber_dropped",
+                         "t_ms", t_ms, "ts", ts, "count", (json_int_t)count);
+}
+
+static void sub_free(struct subscriber *s)
+{
+        if (s == NULL)
+                return;
+        for (size_t i = 0; i < s->len; i++) {
+                struct slot *sl = &s->ring[(s->head + i) % s->cap];
+                json_decref(sl->dropped);
+                json_decref(sl->ev);
+        }
+        if (!s->sync) {
+                pthread_mutex_destroy(&s->lock);
+                pthread_cond_destroy(&s->cond);
+        }
+        free(s->ring);
+        free(s);
+}
+
+/* A queued subscriber's thread: pop one slot, call fn outside the lock. */
+static void *sub_main(void *arg)
+{
+        struct subscriber *s = arg;
+        pthread_mutex_lock(&s->lock);
+        for (;;) {
+                while (s->len == 0 && !s->flush && !s->quit)
+                        pthread_cond_wait(&s->cond, &s->lock);
+                if (s->quit)
+                        break;
+                struct slot sl = { 0 };
+                if (s->len > 0) {
+                        sl = s->ring[s->head];
+                        s->head = (s->head + 1) % s->cap;
+                        s->len--;
+                } else if (s->dropped > 0) {
+                        /* Flushing, and the last events were dropped: say so. */
+                        sl.dropped = dropped_notice(s->dropped, s->drop_t_ms, s->drop_ts);
+                        s->dropped = 0;
+                } else {
+                        break; /* flushed */
+                }
+                pthread_mutex_unlock(&s->lock);
+                if (sl.dropped)
+                        s->fn(s->userdata, sl.dropped);
+                if (sl.ev)
+                        s->fn(s->userdata, sl.ev);
+                json_decref(sl.dropped);
+                json_decref(sl.ev);
+                pthread_mutex_lock(&s->lock);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+/* Hand ev to a queued subscriber (the trace's lock held): never waits for
+ * its thread beyond a push. */
+static void sub_push(struct subscriber *s, json_t *ev)
+{
+        pthread_mutex_lock(&s->lock);
+        if (s->len == s->cap) {
+                s->dropped++;
+                s->drop_t_ms = json_real_value(json_object_get(ev, "t_ms"));
+                snprintf(s->drop_ts, sizeof(s->drop_ts), "%s", json_string_value(json_object_get(ev, "ts")));
+        } else {
+                struct slot *sl = &s->ring[(s->head + s->len) % s->cap];
+                sl->dropped = s->dropped ? dropped_notice(s->dropped, s->drop_t_ms, s->drop_ts) : NULL;
+                s->dropped = 0;
+                sl->ev = json_incref(ev);
+                s->len++;
+                pthread_cond_signal(&s->cond);
+        }
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* End a queued subscriber's thread: flush (deliver what is queued) or quit
+ * (deliver nothing more), then join it. */
+static void sub_stop(struct subscriber *s, bool flush)
+{
+        if (s->sync)
+                return;
+        pthread_mutex_lock(&s->lock);
+        if (flush)
+                s->flush = true;
+        else
+                s->quit = true;
+        pthread_cond_signal(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->thread, NULL);
+}
+
+static int subscribe(trace *t, trace_subscriber_fn fn, void *userdata, bool sync, size_t queue_max)
+{
+        if (t == NULL || fn == NULL)
+                return -1;
+        struct subscriber *s = calloc(1, sizeof(*s));
+        if (s == NULL)
+                return -1;
+        s->fn = fn;
+        s->userdata = userdata;
+        s->sync = sync;
+        if (!sync) {
+                s->cap = queue_max ? queue_max : TRACE_QUEUE_DEFAULT;
+                s->ring = calloc(s->cap, sizeof(*s->ring));
+                if (s->ring == NULL) {
+                        free(s);
+                        return -1;
+                }
+                pthread_mutex_init(&s->lock, NULL);
+                pthread_cond_init(&s->cond, NULL);
+                /* Signals go to the caller's threads, never to ours. */
+                sigset_t all, old;
+                sigfillset(&all);
+                pthread_sigmask(SIG_SETMASK, &all, &old);
+                int e = pthread_create(&s->thread, NULL, sub_main, s);
+                pthread_sigmask(SIG_SETMASK, &old, NULL);
+                if (e != 0) {
+                        sub_free(s);
+                        return -1;
+                }
+        }
+        pthread_mutex_lock(&t->lock);
+        struct subscriber **subs = realloc(t->subs, (t->nsubs + 1) * sizeof(*subs));
+        if (subs != NULL) {
+                t->subs = subs;
+                t->subs[t->nsubs++] = s;
+                s->id = ++t->next_id;
+                t->nqueued += !sync;
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (subs == NULL) {
+                sub_stop(s, false);
+                sub_free(s);
+                return -1;
+        }
+        return s->id;
+}
+
+int trace_subscribe(trace *t, trace_subscriber_fn fn, void *userdata, size_t queue_max)
+{
+        return subscribe(t, fn, userdata, false, queue_max);
+}
+
+int trace_subscribe_sync(trace *t, trace_subscriber_fn fn, void *userdata)
+{
+        return subscribe(t, fn, userdata, true, 0);
+}
+
+int trace_unsubscribe(trace *t, int id)
+{
+        if (t == NULL)
+                return -1;
+        struct subscriber *s = NULL;
+        pthread_mutex_lock(&t->lock);
+        for (size_t i = 0; i < t->nsubs; i++) {
+                if (t->subs[i]->id != id)
+                        continue;
+                s = t->subs[i];
+                memmove(t->subs + i, t->subs + i + 1, (t->nsubs - i - 1) * sizeof(*t->subs));
+                t->nsubs--;
+                t->nqueued -= !s->sync;
+                break;
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (s == NULL)
+                return -1;
+        /* Out of the list under the lock: a sync one is not running now and
+         * never will again; a queued one's thread ends after its current call. */
+        sub_stop(s, false);
+        sub_free(s);
+        return 0;
+}
+
 void trace_close(trace *t)
 {
         if (t == NULL)
                 return;
+        /* Every queued subscriber gets what was emitted before the close. */
+        for (size_t i = 0; i < t->nsubs; i++) {
+                sub_stop(t->subs[i], true);
+                sub_free(t->subs[i]);
+        }
         if (t->fd >= 0)
                 close(t->fd);
         for (size_t i = 0; i < t->secrets.n; i++)
@@ -159,20 +374,6 @@ void trace_close(trace *t)
         free(t->write_error);
         pthread_mutex_destroy(&t->lock);
         free(t);
-}
-
-int trace_subscribe(trace *t, trace_subscriber_fn fn, void *userdata)
-{
-        if (t == NULL || fn == NULL)
-                return -1;
-        pthread_mutex_lock(&t->lock);
-        struct subscriber *s = realloc(t->subs, (t->nsubs + 1) * sizeof(*s));
-        if (s != NULL) {
-                t->subs = s;
-                t->subs[t->nsubs++] = (struct subscriber){ fn, userdata };
-        }
-        pthread_mutex_unlock(&t->lock);
-        return s ? 0 : -1;
 }
 
 /* "2025-01-31T12:34:56.789Z" */
@@ -197,8 +398,9 @@ static void remember_write_error(trace *t, int errnum)
 }
 
 /* Stamp, redact, write and hand out one event.  The stamp is taken under the
- * lock so that t_ms grows along the file.  Subscribers run under the lock
- * too (one at a time, in file order); they must not emit. */
+ * lock so that t_ms grows along the file.  Sync subscribers run under the
+ * lock too (one at a time, in file order; they must not emit); queued ones
+ * get the event pushed onto their rings in the same order. */
 void trace_emit(trace *t, const char *type, json_t *fields)
 {
         if (t == NULL || type == NULL) {
@@ -223,8 +425,11 @@ void trace_emit(trace *t, const char *type, json_t *fields)
                         if (strcmp(key, "v") == 0 || strcmp(key, "type") == 0 || strcmp(key, "t_ms") == 0 ||
                             strcmp(key, "ts") == 0)
                                 continue;
-                        /* Redaction works in place: never on values the caller still holds. */
-                        if (t->secrets.n > 0)
+                        /* Redaction works in place: never on values the caller
+                         * still holds.  Queued subscribers read the event on
+                         * their threads after we return: it must share nothing
+                         * the caller may change. */
+                        if (t->secrets.n > 0 || t->nqueued > 0)
                                 json_object_set_new(ev, key, json_deep_copy(v));
                         else
                                 json_object_set(ev, key, v);
@@ -258,8 +463,12 @@ void trace_emit(trace *t, const char *type, json_t *fields)
                         }
                 }
         }
-        for (size_t i = 0; i < t->nsubs; i++)
-                t->subs[i].fn(t->subs[i].userdata, ev);
+        for (size_t i = 0; i < t->nsubs; i++) {
+                if (t->subs[i]->sync)
+                        t->subs[i]->fn(t->subs[i]->userdata, ev);
+                else
+                        sub_push(t->subs[i], ev);
+        }
         pthread_mutex_unlock(&t->lock);
         json_decref(ev);
 }

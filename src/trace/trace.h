@@ -26,6 +26,9 @@
  *                 rule,severity,subject,message}], ms, iteration, lang,
  *                 policy{level,...} (docs/review.md)
  *   notice        message
+ *   subscriber_dropped  count (never in the file: a queued subscriber's
+ *                 ring was full, and this many events before the next one
+ *                 it gets were dropped for it alone)
  *   run_end       status ("answered"|"gave_up"|"model_error"|"jail_error"|
  *                 "cancelled"), answer, reason, iterations, usage{
  *                 prompt_tokens,completion_tokens,requests,retries,wait_ms,
@@ -41,10 +44,17 @@
 #include "../lib/util.h"
 
 #define TRACE_SCHEMA_VERSION 1
+/* Events a queued subscriber may fall behind by (trace_subscribe()). */
+#define TRACE_QUEUE_DEFAULT 1024
 
-/* Called for every event after redaction; the event is borrowed.  Called
- * under the trace's lock, one event at a time in file order: a subscriber
- * must not emit. */
+/* Threads: trace_emit(), trace_subscribe*() and trace_unsubscribe() are
+ * thread-safe; trace_open*() and trace_close() are one caller per trace
+ * (trace_close() once no thread emits any more); trace_write_error() once
+ * the emitters are done.  trace_read_file() shares nothing. */
+
+/* Called for every event after redaction, one event at a time in file
+ * order; the event is borrowed and read-only (other subscribers read it at
+ * the same time).  A subscriber must not emit, nor unsubscribe itself. */
 typedef void (*trace_subscriber_fn)(void *userdata, const json_t *event);
 
 typedef struct trace trace;
@@ -61,9 +71,24 @@ CORRAL_HIDDEN int trace_open(const char *path, const char *const *secrets, trace
  * and in the trace. */
 CORRAL_HIDDEN int trace_open_at(int dirfd, const char *name, const char *path, const char *const *secrets,
                                 trace **ret, corral_error **ret_err);
-/* Flush and close; NULL ok. */
+/* Deliver what queued subscribers have not had yet, end their threads
+ * (joined), close the file; NULL ok. */
 CORRAL_HIDDEN void trace_close(trace *t);
-CORRAL_HIDDEN int trace_subscribe(trace *t, trace_subscriber_fn fn, void *userdata);
+/* A queued subscriber: a ring of queue_max events (0: TRACE_QUEUE_DEFAULT)
+ * drained by a thread of its own, so that a slow subscriber never stalls
+ * trace_emit().  When its ring is full, events are dropped for it (never
+ * for the file or the others) and the next event it gets is preceded by
+ * {"type":"subscriber_dropped","count":N} (docs/trace.md).  fn runs on
+ * that thread.  Returns an id (> 0) for trace_unsubscribe(), or -1. */
+CORRAL_HIDDEN int trace_subscribe(trace *t, trace_subscriber_fn fn, void *userdata, size_t queue_max);
+/* A synchronous subscriber, for one that must never miss an event (the
+ * terminal renderer): fn runs in trace_emit(), under the trace's lock, so
+ * a slow one slows every emitter.  Returns an id (> 0), or -1. */
+CORRAL_HIDDEN int trace_subscribe_sync(trace *t, trace_subscriber_fn fn, void *userdata);
+/* Stop delivery to subscriber id: when it returns, fn is not running and
+ * will not be called again (events still queued for it are discarded).
+ * -1 when no such subscriber. */
+CORRAL_HIDDEN int trace_unsubscribe(trace *t, int id);
 
 /* Emit an event of `type` with `fields` (an object, stolen; NULL for none;
  * keys v/type/t_ms/ts in it are ignored).  Thread-safe.  t NULL: fields are

@@ -16,6 +16,9 @@
  * libarchive is loaded on first use (archive-dl.h).  Errors: a refused or
  * unreadable archive is CORRAL_ERR_USAGE; libarchive missing,
  * CORRAL_ERR_UNSUPPORTED; a failing write or allocation, CORRAL_ERR_INTERNAL.
+ *
+ * Threads: thread-safe (no shared state; libarchive loaded once, archive-dl.h);
+ * one caller at a time per workspace.
  */
 #ifndef CORRAL_WORKSPACE_ARCHIVE_H
 #define CORRAL_WORKSPACE_ARCHIVE_H

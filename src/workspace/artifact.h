@@ -28,6 +28,9 @@
  *   xlsx, docx, pptx, zip   "entries" (zip), "sheets" (xlsx)
  *   parquet, gzip, zstd, sqlite, npy, elf   by magic, nothing more
  *   empty, binary     nothing more
+ *
+ * Threads: thread-safe (no shared state; snapshot ids atomic), one caller at a
+ * time per snapshot; ws_snapshot_max_watches() is process-wide (a test knob).
  */
 #ifndef CORRAL_ARTIFACT_H
 #define CORRAL_ARTIFACT_H

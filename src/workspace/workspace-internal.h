@@ -18,6 +18,8 @@
  *   artifact.c  typing a changed file by its content (artifact.h)
  *   archive.c   workspaces as tar archives: writing, listing, extracting
  *               (archive.h); archive-dl.c loads libarchive on first use
+ *
+ * Threads: one caller at a time per workspace.
  */
 #ifndef CORRAL_WORKSPACE_INTERNAL_H
 #define CORRAL_WORKSPACE_INTERNAL_H

@@ -10,6 +10,9 @@
  * read or copied, files are opened O_NONBLOCK (a planted FIFO cannot hang
  * corral) and every read, walk and copy is bounded.  Knows nothing of jails
  * or models.
+ *
+ * Threads: one caller at a time per workspace; workspaces on different
+ * threads are independent (the openat2 probe is atomic).
  */
 #ifndef CORRAL_WORKSPACE_H
 #define CORRAL_WORKSPACE_H

@@ -442,3 +442,37 @@ def test_cli_host_usage_errors_and_status_without_a_host():
         assert r.returncode == 0, r.stderr  # none runs: nothing to do
     finally:
         h.close()
+
+
+def test_threads_prestart_claim_and_step_at_once_and_leave_nothing():
+    """8 threads of one process (as runs in a server) each prestart the zygote, claim a warm session and run
+    steps that build on each other, all at once; every step's output is right and nothing outlives them."""
+    tmp = tempfile.mkdtemp(prefix="corral-zygote-threads-")
+    h = WarmHost(env=dict(os.environ, TMPDIR=tmp))
+    try:
+        n, steps = 8, 4
+        r = h.request(op="threads", n=n, steps=steps)
+        assert r["ok"], r
+        assert len(r["threads"]) == n
+        for t, out in enumerate(r["threads"]):
+            assert "error" not in out, (t, out)
+            assert len(out["steps"]) == steps
+            for k, res in enumerate(out["steps"]):
+                assert res.get("status") == "ok", (t, k, res)
+                acc = (k + 1) * t * 1000 + k * (k + 1) // 2
+                assert res["stdout"] == f"{t} {k} {acc}\n", (t, k, res)
+        # One zygote served them all, and the last to leave stopped it.
+        assert r["zygote"] > 0 and r["zygote_now"] == 0
+        assert _wait_gone([r["zygote"]]) == []
+        deadline = time.time() + 10
+        while time.time() < deadline and _descendants(h.proc.pid):
+            time.sleep(0.05)
+        assert _descendants(h.proc.pid) == []
+        assert _host_cgroups(h.proc.pid) == []
+        assert os.listdir(tmp) == [], "a temporary workspace outlived its session"
+        # The process goes on: a session after all that still works.
+        s = h.start()
+        assert h.value(s, "6 * 7") == "42"
+    finally:
+        h.close()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -10,9 +10,16 @@
  *                                                  -> {"ok": true, "result": {...}}
  *   {"op": "stop", "s": INDEX}                     -> {"ok": true}
  *   {"op": "zygote"}                               -> {"ok": true, "pid": P, "pool": N}
+ *   {"op": "threads", "n": N, "steps": K}          -> {"ok": true, "threads": [{"steps": [RESULT...]}
+ *                                                      or {"error": "..."}], "zygote": P}
+ *     N threads at once (tests/e2e/test_zygote.py; the TSan build): each
+ *     prestarts the zygote, starts a warm session, runs K steps that
+ *     build on each other (step k prints "T k SUM"), stops it and ends
+ *     its prestart, as N runs in one server process would.
  * Errors: {"ok": false, "error": "..."}.  End of input stops everything.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +43,83 @@ static void reply(json_t *j)
 static void reply_error(const char *msg)
 {
         reply(json_pack("{s:b,s:s}", "ok", 0, "error", msg ? msg : "error"));
+}
+
+struct worker {
+        int id, steps;
+        pthread_barrier_t *go;
+        json_t *out;             /* {"steps": [...]} or {"error": "..."} */
+        pid_t zygote;            /* the zygote it saw, 0 none */
+};
+
+static void *worker_main(void *arg)
+{
+        struct worker *w = arg;
+        corral_error *err = NULL;
+        struct session *s = NULL;
+        corral_jail_config cfg;
+        corral_jail_config_init(&cfg);
+        char *argv[] = { "python3", NULL };
+        corral_jail_config_set_argv(&cfg, argv, NULL);
+        struct session_options opt = { 0 };
+        session_options_init(&opt);
+        opt.warm = true;
+        pthread_barrier_wait(w->go);
+        session_prewarm();
+        if (session_start(&cfg, &opt, &s, &err) < 0) {
+                w->out = json_pack("{s:s}", "error", err ? err->msg : "cannot start");
+                goto out;
+        }
+        w->zygote = warm_zygote_pid();
+        json_t *steps = json_array();
+        w->out = json_pack("{s:o}", "steps", steps);
+        for (int k = 0; k < w->steps; k++) {
+                char code[160];
+                snprintf(code, sizeof(code), "acc = %s%d\nprint(%d, %d, acc)\n", k ? "acc + " : "", w->id * 1000 + k,
+                         w->id, k);
+                struct session_step_limits lim = { .timeout_s = 60, .cancel_fd = -1 };
+                struct session_result r;
+                if (session_exec(s, code, strlen(code), &lim, NULL, &r, &err) < 0) {
+                        json_array_append_new(steps, json_pack("{s:s}", "error", err ? err->msg : "cannot run"));
+                        corral_error_free(err);
+                        err = NULL;
+                        continue;
+                }
+                json_array_append_new(steps, session_result_to_json(&r));
+                session_result_release(&r);
+        }
+        session_free(s);
+out:
+        session_prewarm_end();
+        corral_error_free(err);
+        corral_jail_config_release(&cfg);
+        return NULL;
+}
+
+static json_t *run_threads(int n, int steps)
+{
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, (unsigned)n);
+        struct worker *w = calloc((size_t)n, sizeof(*w));
+        pthread_t *th = calloc((size_t)n, sizeof(*th));
+        json_t *threads = json_array();
+        for (int i = 0; i < n; i++) {
+                w[i] = (struct worker){ .id = i, .steps = steps, .go = &go };
+                if (pthread_create(&th[i], NULL, worker_main, &w[i]) != 0)
+                        abort(); /* the barrier waits for all n */
+        }
+        pid_t zygote = 0;
+        for (int i = 0; i < n; i++) {
+                pthread_join(th[i], NULL);
+                json_array_append_new(threads, w[i].out ? w[i].out : json_pack("{s:s}", "error", "no result"));
+                if (w[i].zygote)
+                        zygote = w[i].zygote;
+        }
+        pthread_barrier_destroy(&go);
+        free(w);
+        free(th);
+        return json_pack("{s:b,s:o,s:i,s:i}", "ok", 1, "threads", threads, "zygote", (int)zygote, "zygote_now",
+                         (int)warm_zygote_pid());
 }
 
 int main(void)
@@ -101,6 +185,14 @@ int main(void)
                         session_free(sessions[idx]);
                         sessions[idx] = NULL;
                         reply(json_pack("{s:b}", "ok", 1));
+                } else if (strcmp(op, "threads") == 0) {
+                        json_t *jn = json_object_get(req, "n"), *jk = json_object_get(req, "steps");
+                        int tn = json_is_integer(jn) ? (int)json_integer_value(jn) : 0;
+                        int tk = json_is_integer(jk) ? (int)json_integer_value(jk) : 0;
+                        if (tn < 1 || tn > MAX_SESSIONS || tk < 1 || tk > 100)
+                                reply_error("bad thread or step count");
+                        else
+                                reply(run_threads(tn, tk));
                 } else if (strcmp(op, "zygote") == 0) {
                         reply(json_pack("{s:b,s:i,s:i}", "ok", 1, "pid", (int)warm_zygote_pid(), "pool",
                                         warm_pool_size()));

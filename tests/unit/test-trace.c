@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../src/lib/redact.h"
@@ -241,7 +242,7 @@ TEST(event_fields_order_and_subscribers_redacted)
         trace *t = NULL;
         CHECK(trace_open(p, secrets, &t, NULL) == 0);
         struct seen s = { .events = json_array() };
-        CHECK(trace_subscribe(t, subscriber, &s) == 0);
+        CHECK(trace_subscribe_sync(t, subscriber, &s) > 0);
         trace_emit(t, "tool_result",
                    json_pack("{s:i, s:s, s:s}", "iteration", 2, "content", "leak topsecretvalue?", "type", "spoof"));
         trace_emit(t, "notice", NULL);
@@ -296,7 +297,7 @@ TEST(caller_values_not_redacted_in_place)
         trace *t = NULL;
         CHECK(trace_open(NULL, secrets, &t, NULL) == 0);
         struct seen s = { .events = json_array() };
-        trace_subscribe(t, subscriber, &s);
+        trace_subscribe_sync(t, subscriber, &s);
         json_t *exec = json_pack("{s:s}", "stdout", "x sekrit-value y");
         trace_emit(t, "tool_result", json_pack("{s:O}", "exec", exec));
         CHECK_STR(json_string_value(json_object_get(exec, "stdout")), "x sekrit-value y");
@@ -313,7 +314,7 @@ TEST(no_file_subscribers_only)
         trace *t = NULL;
         CHECK(trace_open(NULL, NULL, &t, NULL) == 0);
         struct seen s = { 0 };
-        trace_subscribe(t, subscriber, &s);
+        trace_subscribe_sync(t, subscriber, &s);
         trace_emit(t, "notice", json_pack("{s:s}", "message", "x"));
         CHECK_INT(s.n, 1);
         CHECK(trace_write_error(t) == NULL);
@@ -414,7 +415,7 @@ TEST(write_error_remembered)
         trace *t = NULL;
         CHECK(trace_open(p, NULL, &t, NULL) == 0);
         struct seen s = { 0 };
-        trace_subscribe(t, subscriber, &s);
+        trace_subscribe_sync(t, subscriber, &s);
         struct rlimit old, small = { 64, 64 };
         getrlimit(RLIMIT_FSIZE, &old);
         signal(SIGXFSZ, SIG_IGN);
@@ -473,6 +474,262 @@ TEST(threads_emit_whole_lines)
         CHECK(state[1] == 0); /* t_ms never goes back along the file */
 }
 
+/* ---- queued subscribers ---- */
+
+/* A queued subscriber the test controls: it records every event and, while
+ * `hold` is set, blocks in its first call until the test lets it go. */
+struct gated {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool hold;
+        bool inside;  /* blocked in a call now */
+        json_t *events;
+};
+
+static void gated_init(struct gated *g, bool hold)
+{
+        pthread_mutex_init(&g->lock, NULL);
+        pthread_cond_init(&g->cond, NULL);
+        g->hold = hold;
+        g->inside = false;
+        g->events = json_array();
+}
+
+static void gated_release(struct gated *g)
+{
+        json_decref(g->events);
+        pthread_cond_destroy(&g->cond);
+        pthread_mutex_destroy(&g->lock);
+}
+
+static void gated_sub(void *userdata, const json_t *ev)
+{
+        struct gated *g = userdata;
+        pthread_mutex_lock(&g->lock);
+        json_array_append(g->events, (json_t *)ev);
+        g->inside = true;
+        pthread_cond_broadcast(&g->cond);
+        while (g->hold)
+                pthread_cond_wait(&g->cond, &g->lock);
+        g->inside = false;
+        pthread_mutex_unlock(&g->lock);
+}
+
+static void gated_open(struct gated *g)
+{
+        pthread_mutex_lock(&g->lock);
+        g->hold = false;
+        pthread_cond_broadcast(&g->cond);
+        pthread_mutex_unlock(&g->lock);
+}
+
+/* Wait (10 s at most: a bound nothing correct comes near) until pred(g). */
+static bool gated_wait(struct gated *g, bool (*pred)(struct gated *))
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 10;
+        pthread_mutex_lock(&g->lock);
+        int r = 0;
+        while (!pred(g) && r == 0)
+                r = pthread_cond_timedwait(&g->cond, &g->lock, &ts);
+        bool ok = pred(g);
+        pthread_mutex_unlock(&g->lock);
+        return ok;
+}
+
+static bool is_inside(struct gated *g)
+{
+        return g->inside;
+}
+
+struct burst {
+        trace *t;
+        int from, to;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool done;
+};
+
+static void *emit_burst(void *arg)
+{
+        struct burst *b = arg;
+        for (int i = b->from; i < b->to; i++)
+                trace_emit(b->t, "notice", json_pack("{s:i}", "i", i));
+        pthread_mutex_lock(&b->lock);
+        b->done = true;
+        pthread_cond_broadcast(&b->cond);
+        pthread_mutex_unlock(&b->lock);
+        return NULL;
+}
+
+static json_int_t ev_i(json_t *events, size_t k)
+{
+        return json_integer_value(json_object_get(json_array_get(events, k), "i"));
+}
+
+static const char *ev_type(json_t *events, size_t k)
+{
+        return json_string_value(json_object_get(json_array_get(events, k), "type"));
+}
+
+TEST(blocked_subscriber_does_not_block_emit)
+{
+        cleanup_free char *p = path_in("blocked.jsonl");
+        trace *t = NULL;
+        CHECK(trace_open(p, NULL, &t, NULL) == 0);
+        struct gated g;
+        gated_init(&g, true);
+        int id = trace_subscribe(t, gated_sub, &g, 4);
+        CHECK(id > 0);
+        /* Event 0 reaches the subscriber, which then blocks in it. */
+        trace_emit(t, "notice", json_pack("{s:i}", "i", 0));
+        CHECK(gated_wait(&g, is_inside));
+
+        /* 99 more from another thread: it must finish while the subscriber
+         * is still blocked (a synchronous fan-out would wait for ever). */
+        struct burst b = { .t = t, .from = 1, .to = 100 };
+        pthread_mutex_init(&b.lock, NULL);
+        pthread_cond_init(&b.cond, NULL);
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, emit_burst, &b) == 0);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 10;
+        pthread_mutex_lock(&b.lock);
+        int r = 0;
+        while (!b.done && r == 0)
+                r = pthread_cond_timedwait(&b.cond, &b.lock, &ts);
+        bool done = b.done;
+        pthread_mutex_unlock(&b.lock);
+        CHECK(done);
+        pthread_mutex_lock(&g.lock);
+        CHECK(g.inside && g.hold);             /* still blocked */
+        CHECK_INT(json_array_size(g.events), 1); /* in event 0 */
+        pthread_mutex_unlock(&g.lock);
+
+        gated_open(&g);
+        pthread_join(th, NULL);
+        trace_emit(t, "notice", json_pack("{s:i}", "i", 100));
+        trace_close(t);
+
+        /* 0, then the ring's 1..4, then the gap (5..99: 95 events) said
+         * just before 100. */
+        CHECK_INT(json_array_size(g.events), 7);
+        for (int k = 0; k < 5; k++)
+                CHECK_INT(ev_i(g.events, (size_t)k), k);
+        CHECK_STR(ev_type(g.events, 5), "subscriber_dropped");
+        CHECK_INT(json_integer_value(json_object_get(json_array_get(g.events, 5), "count")), 95);
+        CHECK_INT(json_integer_value(json_object_get(json_array_get(g.events, 5), "v")), 1);
+        CHECK(json_is_real(json_object_get(json_array_get(g.events, 5), "t_ms")));
+        CHECK_INT(ev_i(g.events, 6), 100);
+        /* The file has every event and no notice. */
+        json_t *all = json_array();
+        struct seen s = { .events = all };
+        CHECK(trace_read_file(p, subscriber, &s, NULL) == 0);
+        CHECK_INT(json_array_size(all), 101);
+        for (size_t k = 0; k < json_array_size(all); k++)
+                if (ev_i(all, k) != (json_int_t)k)
+                        CHECK(ev_i(all, k) == (json_int_t)k);
+        free(s.last);
+        json_decref(all);
+        pthread_cond_destroy(&b.cond);
+        pthread_mutex_destroy(&b.lock);
+        gated_release(&g);
+}
+
+TEST(dropped_notice_at_close)
+{
+        /* Events dropped at the very end still get their notice, on close. */
+        trace *t = NULL;
+        CHECK(trace_open(NULL, NULL, &t, NULL) == 0);
+        struct gated g;
+        gated_init(&g, true);
+        CHECK(trace_subscribe(t, gated_sub, &g, 1) > 0);
+        trace_emit(t, "notice", json_pack("{s:i}", "i", 0));
+        CHECK(gated_wait(&g, is_inside));
+        for (int i = 1; i <= 4; i++)
+                trace_emit(t, "notice", json_pack("{s:i}", "i", i));
+        gated_open(&g);
+        trace_close(t);
+        CHECK_INT(json_array_size(g.events), 3);
+        CHECK_INT(ev_i(g.events, 0), 0);
+        CHECK_INT(ev_i(g.events, 1), 1);
+        CHECK_STR(ev_type(g.events, 2), "subscriber_dropped");
+        CHECK_INT(json_integer_value(json_object_get(json_array_get(g.events, 2), "count")), 3);
+        gated_release(&g);
+}
+
+static bool has_three(struct gated *g)
+{
+        return json_array_size(g->events) == 3;
+}
+
+TEST(unsubscribe_stops_delivery)
+{
+        trace *t = NULL;
+        CHECK(trace_open(NULL, NULL, &t, NULL) == 0);
+        struct gated g;
+        gated_init(&g, false);
+        struct seen s = { 0 };
+        int id = trace_subscribe(t, gated_sub, &g, 0);
+        int sid = trace_subscribe_sync(t, subscriber, &s);
+        CHECK(id > 0 && sid > 0 && id != sid);
+        for (int i = 0; i < 3; i++)
+                trace_emit(t, "notice", json_pack("{s:i}", "i", i));
+        CHECK(gated_wait(&g, has_three));
+        CHECK_INT(trace_unsubscribe(t, id), 0);
+        CHECK_INT(trace_unsubscribe(t, sid), 0);
+        CHECK_INT(trace_unsubscribe(t, id), -1); /* gone */
+        CHECK_INT(trace_unsubscribe(t, 12345), -1);
+        for (int i = 3; i < 6; i++)
+                trace_emit(t, "notice", json_pack("{s:i}", "i", i));
+        trace_close(t);
+        CHECK_INT(json_array_size(g.events), 3);
+        CHECK_INT(s.n, 3);
+        free(s.last);
+        gated_release(&g);
+}
+
+static void slow_sub(void *userdata, const json_t *ev)
+{
+        json_t *events = userdata;
+        struct timespec ts = { 0, 200000 }; /* 0.2 ms: the queue is still full when close comes */
+        nanosleep(&ts, NULL);
+        json_array_append(events, (json_t *)ev);
+}
+
+TEST(close_flushes_and_joins_in_file_order)
+{
+        /* Four threads emit; trace_close() returns only once the queued
+         * subscriber has had all 800, in the order of the file. */
+        cleanup_free char *p = path_in("queued.jsonl");
+        trace *t = NULL;
+        CHECK(trace_open(p, NULL, &t, NULL) == 0);
+        json_t *got = json_array();
+        CHECK(trace_subscribe(t, slow_sub, got, 1000) > 0);
+        pthread_t th[4];
+        struct emitter em[4];
+        for (int i = 0; i < 4; i++) {
+                em[i] = (struct emitter){ t, i };
+                pthread_create(&th[i], NULL, emit_many, &em[i]);
+        }
+        for (int i = 0; i < 4; i++)
+                pthread_join(th[i], NULL);
+        trace_close(t);
+        struct seen s = { .events = json_array() };
+        CHECK(trace_read_file(p, subscriber, &s, NULL) == 0);
+        CHECK_INT(json_array_size(got), 800);
+        CHECK_INT(json_array_size(s.events), 800);
+        bool same = json_array_size(got) == json_array_size(s.events);
+        for (size_t k = 0; same && k < json_array_size(got); k++)
+                same = json_equal(json_array_get(got, k), json_array_get(s.events, k));
+        CHECK(same);
+        json_decref(got);
+        json_decref(s.events);
+        free(s.last);
+}
+
 static int rm_rf(const char *path)
 {
         char *cmd = NULL;
@@ -504,6 +761,10 @@ int main(void)
         RUN(long_lines_across_reads);
         RUN(write_error_remembered);
         RUN(threads_emit_whole_lines);
+        RUN(blocked_subscriber_does_not_block_emit);
+        RUN(dropped_notice_at_close);
+        RUN(unsubscribe_stops_delivery);
+        RUN(close_flushes_and_joins_in_file_order);
         rm_rf(tmpdir);
         return DONE();
 }

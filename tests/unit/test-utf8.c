@@ -5,6 +5,9 @@
  * valid UTF-8 without NUL must come out, and valid text must pass unchanged.
  * capbuf holds that output under output_limit. */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -392,6 +395,57 @@ TEST(capbuf_unbounded_cap)
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* A write to a pipe with no reader between sigpipe_block() and
+ * sigpipe_unblock() fails with EPIPE and leaves no SIGPIPE behind, with
+ * the default disposition (which would kill): run in a child. */
+static int sigpipe_child(void)
+{
+        signal(SIGPIPE, SIG_DFL);
+        int p[2];
+        if (pipe(p) < 0)
+                return 2;
+        close(p[0]);
+        struct sigpipe_guard g;
+        sigpipe_block(&g);
+        ssize_t w = write(p[1], "x", 1);
+        int e = errno;
+        sigpipe_unblock(&g);
+        if (w != -1 || e != EPIPE)
+                return 3;
+        sigset_t pending, mask;
+        sigpending(&pending);
+        if (sigismember(&pending, SIGPIPE))
+                return 4;
+        pthread_sigmask(SIG_SETMASK, NULL, &mask);
+        if (sigismember(&mask, SIGPIPE))
+                return 5; /* the mask is restored */
+        /* One pending before the guard is the caller's: left alone. */
+        sigset_t only;
+        sigemptyset(&only);
+        sigaddset(&only, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &only, NULL);
+        raise(SIGPIPE);
+        sigpipe_block(&g);
+        sigpipe_unblock(&g);
+        sigpending(&pending);
+        if (!sigismember(&pending, SIGPIPE))
+                return 6;
+        signal(SIGPIPE, SIG_IGN);
+        return 0;
+}
+
+TEST(sigpipe_guard)
+{
+        fflush(stdout); /* the child must not print the TAP lines again */
+        pid_t pid = fork();
+        if (pid == 0)
+                _exit(sigpipe_child());
+        int st = 0;
+        CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+        CHECK(WIFEXITED(st));
+        CHECK_INT(WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st), 0);
+}
+
 int main(void)
 {
         RUN(valid_and_sanitize_cases);
@@ -400,6 +454,7 @@ int main(void)
         RUN(valid_exhaustive_two_and_three_bytes);
         RUN(capbuf_basic);
         RUN(capbuf_edges);
+        RUN(sigpipe_guard);
         RUN(capbuf_growth);
         RUN(capbuf_unbounded_cap);
         return DONE();
