@@ -312,6 +312,11 @@ def test_max_iterations_reached(run):
     assert r.json["status"] == "gave_up"
     assert "--max-iterations" in r.json["reason"]
     assert r.json["iterations"] == 3
+    # the trace keeps the library's words and the field; the CLI adds the flag
+    end = [e for e in r.events() if e["type"] == "run_end"][0]
+    assert "maximum number of iterations" in end["reason"] and "--" not in end["reason"], end
+    assert end["field"] == "max_iterations"
+    assert "the maximum number of iterations (--max-iterations)" in r.err, r.err
 
 
 def test_timeout_in_jail_then_recovery(run):
@@ -1046,6 +1051,9 @@ def test_huge_tasks(run, tmp_path):
     assert r.err.count("line of the task") <= 6 and "bytes in all)" in r.err, r.err[:2000]
     notes = [e["message"] for e in r.events() if e["type"] == "notice"]
     assert any("the system prompt and the task alone take about" in n for n in notes), notes
+    assert [e["field"] for e in r.events() if e["type"] == "notice" and "alone take" in e["message"]] == \
+        ["context_tokens"]
+    assert "the model's context size (--context-tokens)" in r.err  # the live view names the flag
     start = [e for e in r.events() if e["type"] == "run_start"][0]
     assert start["task"] == task  # the trace keeps it whole
 
