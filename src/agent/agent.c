@@ -360,7 +360,9 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
         struct text_block b;
         int found = textproto_find_block(content ? content : "", &b);
         if (found <= 0)
-                return found < 0 ? (set_outcome(ret, AGENT_MODEL_ERROR, CORRAL_ERR_INTERNAL, NULL, "out of memory"), 1) : 2;
+                return found < 0
+                               ? (set_outcome(ret, AGENT_MODEL_ERROR, CORRAL_ERR_INTERNAL, NULL, "out of memory"), 1)
+                               : 2;
         const char *name = strcmp(b.lang, "python") == 0 ? "run_python" : "run_shell";
         char id[32];
         snprintf(id, sizeof(id), "text-%u", st->iteration);

@@ -1060,8 +1060,12 @@ int cmd_run(int argc, char **argv)
                         if (run.o.reviewer_model)
                                 rs.model = run.o.reviewer_model;
                         rs.record_path = NULL;
-                        if (model_client_open(&rs, &run.o.reviewer, &err) < 0)
+                        if (model_client_open(&rs, &run.o.reviewer, &err) < 0) {
+                                /* The prefix names the flag: not --model's. */
                                 corral_error_prefix(&err, "--reviewer-model");
+                                if (err && err->field && strcmp(err->field, "model") == 0)
+                                        err->field = NULL;
+                        }
                         a->reviewer = run.o.reviewer;
                         a->reviewer_model = rs.model;
                         if (run.run_info)
