@@ -281,6 +281,7 @@ def test_endpoint_down(run):
     r = run(f"http://127.0.0.1:{port}/v1", "hello")
     assert r.rc == 3
     assert "cannot reach the model" in r.err and str(port) in r.err and "is the server running?" in r.err
+    assert "check the base URL (--base-url)" in r.err, r.err
     assert time.monotonic() - t0 < 5  # never reached: no minute of backoff
 
 
@@ -627,6 +628,7 @@ def test_request_timeout_then_gives_up(run):
         elapsed = time.monotonic() - t0
     assert r.rc == 3
     assert "did not answer within 0.5 s" in r.err and "gave up after 2 attempts" in r.err
+    assert "the request timeout (--request-timeout)" in r.err, r.err
     assert elapsed < 10
 
 
