@@ -18,6 +18,12 @@ typedef struct corral_error {
         int errnum;   /* errno value behind the failure, 0 when none */
         int kind;     /* enum corral_error_kind */
         char *msg;    /* lowercase, one line, never NULL */
+        /* The setting at fault, when one is: a static string naming the
+         * config field ("model", "base_url", "max_iterations", ...; several
+         * separated by commas), NULL otherwise.  Messages speak of the
+         * setting in words ("the request timeout"); a front end adds its own
+         * spelling of it (the CLI: its flag, a server: its parameter). */
+        const char *field;
 } corral_error;
 
 enum corral_error_kind {
@@ -33,13 +39,30 @@ enum corral_error_kind {
         CORRAL_ERR_MODEL_NO_TOOLS,    /* the endpoint rejects "tools" (use the text protocol) */
         CORRAL_ERR_MODEL_REFUSED,     /* any other rejection or a malformed reply */
         CORRAL_ERR_MODEL_NO_IMAGES,   /* the endpoint rejects image content (send text only) */
+        /* What a server's caller must tell apart: */
+        CORRAL_ERR_NOT_FOUND, /* no such session, run or file */
+        CORRAL_ERR_BUSY,      /* in use: a session running another step, a name taken */
+        CORRAL_ERR_LIMIT,     /* a cap of the host or server reached (sessions, inputs); try later or less */
+        CORRAL_ERR_TIMEOUT,   /* waiting for something corral runs took too long */
 };
 
 /* The kind's stable name, for JSON and protocols: "internal", "usage",
  * "unsupported", "cancelled", "model_unreachable", "model_auth",
  * "model_not_found", "model_context", "model_no_tools", "model_refused",
- * "model_no_images"; "internal" for anything else. */
+ * "model_no_images", "not_found", "busy", "limit", "timeout"; "internal"
+ * for anything else.  Names and numbers never change. */
 const char *corral_error_kind_to_string(int kind);
+
+/* The HTTP status a server answers with for a kind (docs/errors.md):
+ * usage 400, not_found 404, busy 409, limit 429, cancelled 499, internal
+ * 500, unsupported 501, model errors 502 (504 when unreachable), timeout
+ * 504; 500 for an unknown kind. */
+int corral_error_kind_http_status(int kind);
+
+/* The JSON-RPC (MCP) error code for a kind (docs/errors.md): usage -32602
+ * (invalid params), internal -32603, the rest server-defined in
+ * -32000..-32099; -32603 for an unknown kind. */
+int corral_error_kind_jsonrpc_code(int kind);
 
 /* Free an error; accepts NULL. */
 void corral_error_free(corral_error *err);

@@ -253,12 +253,16 @@ static json_t *result_event(unsigned iteration, const char *id, const struct age
         return ev;
 }
 
-static void set_outcome(struct agent_result *r, enum agent_status status, int kind, const char *fmt, ...)
-        CORRAL_PRINTF(4, 5);
-static void set_outcome(struct agent_result *r, enum agent_status status, int kind, const char *fmt, ...)
+/* field: the setting that ended the run (corral_error.field), or NULL; the
+ * reason names it in words, a front end adds its own spelling. */
+static void set_outcome(struct agent_result *r, enum agent_status status, int kind, const char *field,
+                        const char *fmt, ...) CORRAL_PRINTF(5, 6);
+static void set_outcome(struct agent_result *r, enum agent_status status, int kind, const char *field,
+                        const char *fmt, ...)
 {
         r->status = status;
         r->error_kind = kind;
+        r->reason_field = field;
         va_list ap;
         va_start(ap, fmt);
         str_vsetf(&r->reason, fmt, ap);
@@ -269,12 +273,12 @@ static void set_outcome(struct agent_result *r, enum agent_status status, int ki
 static int step_ends_run(const struct agent_step *s, struct agent_result *ret)
 {
         if (s->fatal) {
-                set_outcome(ret, AGENT_JAIL_ERROR, s->err ? s->err->kind : 0, "cannot run the code: %s",
-                            s->err ? s->err->msg : "unknown error");
+                set_outcome(ret, AGENT_JAIL_ERROR, s->err ? s->err->kind : 0, s->err ? s->err->field : NULL,
+                            "cannot run the code: %s", s->err ? s->err->msg : "unknown error");
                 return 1;
         }
         if (s->cancelled) {
-                set_outcome(ret, AGENT_CANCELLED, CORRAL_ERR_CANCELLED, "interrupted while the code ran");
+                set_outcome(ret, AGENT_CANCELLED, CORRAL_ERR_CANCELLED, NULL, "interrupted while the code ran");
                 return 1;
         }
         return 0;
@@ -356,7 +360,9 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
         struct text_block b;
         int found = textproto_find_block(content ? content : "", &b);
         if (found <= 0)
-                return found < 0 ? (set_outcome(ret, AGENT_MODEL_ERROR, CORRAL_ERR_INTERNAL, "out of memory"), 1) : 2;
+                return found < 0
+                               ? (set_outcome(ret, AGENT_MODEL_ERROR, CORRAL_ERR_INTERNAL, NULL, "out of memory"), 1)
+                               : 2;
         const char *name = strcmp(b.lang, "python") == 0 ? "run_python" : "run_shell";
         char id[32];
         snprintf(id, sizeof(id), "text-%u", st->iteration);
@@ -448,28 +454,30 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 if (asprintf(&msg, "the system prompt and the task alone take about %" PRIu64 " tokens, more than "
                                    "3/4 of the model's context of %" PRIu64 ": older output will be cut short "
                                    "every turn; put long text in an input file and name it in the task, or give "
-                                   "the model's context size (--context-tokens)",
+                                   "the model's context size",
                              fixed, (uint64_t)cfg->context_tokens) >= 0)
-                        emit(cfg, "notice", json_pack("{s:s}", "message", msg));
+                        emit(cfg, "notice", json_pack("{s:s, s:s}", "message", msg, "field", "context_tokens"));
         }
 
         ret->status = AGENT_GAVE_UP;
         for (unsigned turn = 1;; turn++) {
                 const struct model_usage *u = model_client_usage(cfg->model);
                 if (turn > cfg->max_iterations) {
-                        set_outcome(ret, AGENT_GAVE_UP, 0, "no answer after %u model turns (--max-iterations)",
+                        set_outcome(ret, AGENT_GAVE_UP, 0, "max_iterations",
+                                    "no answer after %u model turns, the maximum number of iterations",
                                     cfg->max_iterations);
                         break;
                 }
                 if (st.deadline_ms > 0 && monotonic_ms() >= st.deadline_ms) {
-                        set_outcome(ret, AGENT_GAVE_UP, 0, "no answer within the %.0f s wall budget (--wall-budget)",
+                        set_outcome(ret, AGENT_GAVE_UP, 0, "wall_budget", "no answer within the %.0f s wall budget",
                                     cfg->wall_budget_s);
                         break;
                 }
                 if (cfg->token_budget && u->prompt_tokens + u->completion_tokens >= cfg->token_budget) {
-                        set_outcome(ret, AGENT_GAVE_UP, 0, "no answer within the budget of %llu tokens "
-                                    "(--token-budget; %llu used)", (unsigned long long)cfg->token_budget,
-                                    (unsigned long long)(u->prompt_tokens + u->completion_tokens));
+                        set_outcome(ret, AGENT_GAVE_UP, 0, "token_budget",
+                                    "no answer within the token budget: %llu tokens used of %llu",
+                                    (unsigned long long)(u->prompt_tokens + u->completion_tokens),
+                                    (unsigned long long)cfg->token_budget);
                         break;
                 }
                 st.iteration = turn;
@@ -502,7 +510,7 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                                 tools = NULL;
                                 corral_error_free(merr);
                                 if (set_system_prompt(cfg, messages, true) < 0) {
-                                        set_outcome(ret, AGENT_MODEL_ERROR, CORRAL_ERR_INTERNAL, "out of memory");
+                                        set_outcome(ret, AGENT_MODEL_ERROR, CORRAL_ERR_INTERNAL, NULL, "out of memory");
                                         break;
                                 }
                                 turn--;
@@ -532,7 +540,7 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                                 continue;
                         }
                         set_outcome(ret, kind == CORRAL_ERR_CANCELLED ? AGENT_CANCELLED : AGENT_MODEL_ERROR, kind,
-                                    "%s", merr ? merr->msg : "the model request failed");
+                                    merr ? merr->field : NULL, "%s", merr ? merr->msg : "the model request failed");
                         corral_error_free(merr);
                         break;
                 }
@@ -577,6 +585,7 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
         if (ret->status == AGENT_ANSWERED) {
                 free(ret->reason);
                 ret->reason = NULL;
+                ret->reason_field = NULL;
                 ret->answer = answer ? answer : strdup("");
                 answer = NULL;
         }

@@ -93,7 +93,8 @@ CORRAL_HIDDEN const char *agent_status_to_string(enum agent_status s);
 struct agent_result {
         enum agent_status status;
         char *answer;            /* AGENT_ANSWERED */
-        char *reason;            /* otherwise: what ended the run */
+        char *reason;            /* otherwise: what ended the run, settings named in words */
+        const char *reason_field; /* the setting behind it (corral_error.field; static), or NULL */
         int error_kind;          /* corral_error kind behind a model or jail error */
         unsigned iterations;     /* model turns made */
         bool text_protocol;      /* the run used (or fell back to) the text protocol */

@@ -117,7 +117,13 @@ char *cli_trace_path(const char *arg, corral_error **err);
  * terminal (term_sanitize): messages quote paths, entry names and errors
  * that a jail, an archive or a model chose. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* cli_error() of err's message and the flags of its fields (cli_field_text). */
 void cli_error_obj(const char *cmd, const corral_error *err);
+/* msg followed by " (--flag, ...)": the flags that set the config fields
+ * named in fields (corral_error.field: comma-separated, may be NULL), those
+ * msg does not name already; fields without a flag are left out (errors.c).
+ * malloc'd; NULL when out of memory. */
+char *cli_field_text(const char *msg, const char *fields);
 /* "corral CMD: MESSAGE (see 'corral CMD --help')" on stderr; returns status. */
 int cli_usage_error(const char *cmd, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

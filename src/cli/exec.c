@@ -454,10 +454,12 @@ fail:
         status = EXIT_CORRAL;
         if (o.json) {
                 /* --json promises one object on stdout, a failure too. */
-                json_t *j = json_pack("{s:i, s:s, s:i, s:s, s:{s:s, s:s}}", "schema", 1, "status", "failed",
-                                      "exit_code", EXIT_CORRAL, "reason", err ? err->msg : "unknown error", "error",
-                                      "kind", corral_error_kind_to_string(err ? err->kind : 0), "message",
-                                      err ? err->msg : "unknown error");
+                cleanup_free char *msg = err ? cli_field_text(err->msg, err->field) : NULL;
+                const char *m = msg ? msg : err ? err->msg : "unknown error";
+                json_t *j = json_pack("{s:i, s:s, s:i, s:s, s:{s:s, s:s, s:s?}}", "schema", 1, "status", "failed",
+                                      "exit_code", EXIT_CORRAL, "reason", m, "error", "kind",
+                                      corral_error_kind_to_string(err ? err->kind : 0), "message", m, "field",
+                                      err ? err->field : NULL);
                 char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
                 if (text)
                         puts(text);

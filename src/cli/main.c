@@ -93,7 +93,8 @@ void cli_output_end(struct cli_output *o)
 
 void cli_error_obj(const char *cmd, const corral_error *err)
 {
-        cli_error(cmd, "%s", err ? err->msg : "unknown error");
+        cleanup_free char *text = err ? cli_field_text(err->msg, err->field) : NULL;
+        cli_error(cmd, "%s", text ? text : err ? err->msg : "unknown error");
 }
 
 /* `corral completion bash|zsh`: a completion script built from the table

@@ -797,6 +797,7 @@ static int set_up(struct run *run, int cancel_fd, corral_error **err)
         if (!o->json && !o->quiet) {
                 struct render_options ro;
                 render_options_default(&ro, stderr, true);
+                ro.field_text = cli_field_text;
                 if (o->no_color)
                         ro.color = false;
                 run->view = render_new(&ro);
@@ -921,15 +922,20 @@ static int finish(struct run *run)
         const struct model_usage *u = model_client_usage(run->model);
         double wall_ms = round_ms(monotonic_ms() - run->t_start);
         const char *status = agent_status_to_string(res->status);
+        /* The trace keeps the reason's words and its field; what the user
+         * reads (the JSON, stderr, the live view) names the flag too. */
         trace_emit(run->tr, "run_end",
-                   json_pack("{s:s, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f}", "status", status, "answer",
-                             res->answer, "reason", res->reason, "iterations", res->iterations, "usage",
-                             usage_json(u), "artifacts", artifacts, "output_dir", output_dir, "not_copied", skipped,
-                             "wall_ms", wall_ms));
+                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f}", "status", status, "answer",
+                             res->answer, "reason", res->reason, "field", res->reason_field, "iterations",
+                             res->iterations, "usage", usage_json(u), "artifacts", artifacts, "output_dir",
+                             output_dir, "not_copied", skipped, "wall_ms", wall_ms));
+        cleanup_free char *reason = res->reason ? cli_field_text(res->reason, res->reason_field) : NULL;
+        if (reason == NULL && res->reason)
+                reason = strdup(res->reason);
 
         if (o->json) {
                 json_t *j = json_pack("{s:i, s:s, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:s, s:s, s:s, s:s?, s:o, s:f}",
-                                      "schema", 1, "status", status, "answer", res->answer, "reason", res->reason,
+                                      "schema", 1, "status", status, "answer", res->answer, "reason", reason,
                                       "iterations", res->iterations, "usage", usage_json(u), "artifacts",
                                       artifacts, "trace", run->trace_path, "run_id", run->run_id, "model",
                                       run->choice.model, "protocol", res->text_protocol ? "text" : "tools",
@@ -962,9 +968,9 @@ static int finish(struct run *run)
                 if (a && *a && a[strlen(a) - 1] != '\n')
                         fputc('\n', stdout);
         }
-        if (res->status != AGENT_ANSWERED && res->reason) {
-                cleanup_free char *m = redact_text(res->reason, run->secrets);
-                cli_error("run", "%s", m ? m : res->reason);
+        if (res->status != AGENT_ANSWERED && reason) {
+                cleanup_free char *m = redact_text(reason, run->secrets);
+                cli_error("run", "%s", m ? m : reason);
         }
         if (trace_write_error(run->tr))
                 cli_error("run", "the trace could not be written completely: %s", trace_write_error(run->tr));
@@ -1054,8 +1060,12 @@ int cmd_run(int argc, char **argv)
                         if (run.o.reviewer_model)
                                 rs.model = run.o.reviewer_model;
                         rs.record_path = NULL;
-                        if (model_client_open(&rs, &run.o.reviewer, &err) < 0)
+                        if (model_client_open(&rs, &run.o.reviewer, &err) < 0) {
+                                /* The prefix names the flag: not --model's. */
                                 corral_error_prefix(&err, "--reviewer-model");
+                                if (err && err->field && strcmp(err->field, "model") == 0)
+                                        err->field = NULL;
+                        }
                         a->reviewer = run.o.reviewer;
                         a->reviewer_model = rs.model;
                         if (run.run_info)

@@ -125,6 +125,7 @@ static int trace_show(int argc, char **argv)
         struct render_options ro;
         render_options_default(&ro, stdout, /* live= */ false);
         ro.quiet = quiet;
+        ro.field_text = cli_field_text;
         if (no_color)
                 ro.color = false;
         render *r = render_new(&ro);

@@ -76,21 +76,57 @@ void corral_error_clear(corral_error **err)
         *err = NULL;
 }
 
+int corral_error_set_field(corral_error **err, const char *field)
+{
+        if (err != NULL && *err != NULL)
+                (*err)->field = field;
+        return -1;
+}
+
+/* One row per kind: its name and what a server answers with.  The tables
+ * are documented in docs/errors.md; a kind missing here is "internal". */
+static const struct kind_info {
+        const char *name;
+        int http;
+        int jsonrpc;
+} kinds[] = {
+        [CORRAL_ERR_INTERNAL] = { "internal", 500, -32603 },
+        [CORRAL_ERR_USAGE] = { "usage", 400, -32602 },
+        [CORRAL_ERR_UNSUPPORTED] = { "unsupported", 501, -32001 },
+        [CORRAL_ERR_CANCELLED] = { "cancelled", 499, -32006 },
+        /* The model endpoint is this server's upstream: a gateway's statuses. */
+        [CORRAL_ERR_MODEL_UNREACHABLE] = { "model_unreachable", 504, -32010 },
+        [CORRAL_ERR_MODEL_AUTH] = { "model_auth", 502, -32011 },
+        [CORRAL_ERR_MODEL_NOT_FOUND] = { "model_not_found", 502, -32012 },
+        [CORRAL_ERR_MODEL_CONTEXT] = { "model_context", 502, -32013 },
+        [CORRAL_ERR_MODEL_NO_TOOLS] = { "model_no_tools", 502, -32014 },
+        [CORRAL_ERR_MODEL_REFUSED] = { "model_refused", 502, -32015 },
+        [CORRAL_ERR_MODEL_NO_IMAGES] = { "model_no_images", 502, -32016 },
+        /* -32002 is MCP's "resource not found". */
+        [CORRAL_ERR_NOT_FOUND] = { "not_found", 404, -32002 },
+        [CORRAL_ERR_BUSY] = { "busy", 409, -32003 },
+        [CORRAL_ERR_LIMIT] = { "limit", 429, -32004 },
+        [CORRAL_ERR_TIMEOUT] = { "timeout", 504, -32005 },
+};
+
+static const struct kind_info *kind_info(int kind)
+{
+        if (kind >= 0 && (size_t)kind < sizeof(kinds) / sizeof(kinds[0]) && kinds[kind].name)
+                return &kinds[kind];
+        return &kinds[CORRAL_ERR_INTERNAL];
+}
+
 const char *corral_error_kind_to_string(int kind)
 {
-        static const char *const names[] = {
-                [CORRAL_ERR_INTERNAL] = "internal",
-                [CORRAL_ERR_USAGE] = "usage",
-                [CORRAL_ERR_UNSUPPORTED] = "unsupported",
-                [CORRAL_ERR_CANCELLED] = "cancelled",
-                [CORRAL_ERR_MODEL_UNREACHABLE] = "model_unreachable",
-                [CORRAL_ERR_MODEL_AUTH] = "model_auth",
-                [CORRAL_ERR_MODEL_NOT_FOUND] = "model_not_found",
-                [CORRAL_ERR_MODEL_CONTEXT] = "model_context",
-                [CORRAL_ERR_MODEL_NO_TOOLS] = "model_no_tools",
-                [CORRAL_ERR_MODEL_REFUSED] = "model_refused",
-                [CORRAL_ERR_MODEL_NO_IMAGES] = "model_no_images",
-        };
-        return kind >= 0 && (size_t)kind < sizeof(names) / sizeof(names[0]) && names[kind] ? names[kind]
-                                                                                            : "internal";
+        return kind_info(kind)->name;
+}
+
+int corral_error_kind_http_status(int kind)
+{
+        return kind_info(kind)->http;
+}
+
+int corral_error_kind_jsonrpc_code(int kind)
+{
+        return kind_info(kind)->jsonrpc;
 }

@@ -69,13 +69,14 @@ int uidpool_use(uint32_t base, uint32_t count, corral_error **ret_err)
          * rootless container): its jails run as it, as an ordinary user's
          * do, which is unprivileged on the host unless uid 0 is the
          * parent's root. */
-        if (!map_find(map, 0, &in, &out, &n) || out == 0)
-                return corral_fail(ret_err, 0,
-                                   "running as root in a user namespace whose uid 0 is its parent's root, and "
-                                   "which maps no ids for the jail uid pool (%u-%u): jails never run as the "
-                                   "host's root; give --uid-range a range the namespace maps, or run corral as "
-                                   "an ordinary user",
-                                   base, base + count - 1);
+        if (!map_find(map, 0, &in, &out, &n) || out == 0) {
+                corral_fail(ret_err, 0,
+                            "running as root in a user namespace whose uid 0 is its parent's root, and which maps "
+                            "no ids for the jail uid pool (%u-%u): jails never run as the host's root; run corral "
+                            "as an ordinary user, or give it a uid range the namespace maps",
+                            base, base + count - 1);
+                return corral_error_set_field(ret_err, "uid_range");
+        }
         return 0;
 }
 

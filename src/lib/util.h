@@ -51,6 +51,11 @@ CORRAL_HIDDEN int corral_make_error(corral_error **ret_err, int kind, int errnum
         CORRAL_PRINTF(4, 5);
 #define corral_fail(err, errnum, ...) corral_make_error(err, CORRAL_ERR_INTERNAL, errnum, __VA_ARGS__)
 #define corral_usage(err, ...) corral_make_error(err, CORRAL_ERR_USAGE, 0, __VA_ARGS__)
+/* Name the config field at fault in *err (a static string, see
+ * corral_error.field); returns -1.  corral_usage_field() makes a usage error
+ * about one field: its message names the field in words, never a flag. */
+CORRAL_HIDDEN int corral_error_set_field(corral_error **err, const char *field);
+#define corral_usage_field(err, field, ...) (corral_usage(err, __VA_ARGS__), corral_error_set_field(err, field))
 /* Prepend "context: " to an existing error message. */
 CORRAL_HIDDEN int corral_error_prefix(corral_error **err, const char *fmt, ...) CORRAL_PRINTF(2, 3);
 

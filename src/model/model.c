@@ -108,16 +108,17 @@ int model_client_open(const struct model_settings *s, model_client **ret, corral
 
         if (c->model == NULL || *c->model == '\0') {
                 model_client_free(c);
-                return corral_usage(err, "no model given: use --model NAME, set CORRAL_MODEL, or name one in the "
-                                         "config file");
+                return corral_usage_field(err, "model", "no model given: set the model, CORRAL_MODEL, or "
+                                                        "\"model\" in the config file");
         }
         if (strncmp(c->model, "replay:", 7) == 0) {
                 c->ops = &replay_backend_ops;
         } else {
                 if (c->base_url == NULL || *c->base_url == '\0') {
                         model_client_free(c);
-                        return corral_usage(err, "no endpoint given: use --base-url URL or --provider NAME, set "
-                                                 "OPENAI_BASE_URL, or name one in the config file");
+                        return corral_usage_field(err, "base_url,provider", "no endpoint given: set the base URL "
+                                                  "or the provider, OPENAI_BASE_URL, or name one in the config "
+                                                  "file");
                 }
                 if (strncmp(c->base_url, "http://", 7) != 0 && strncmp(c->base_url, "https://", 8) != 0) {
                         model_client_free(c);
@@ -262,7 +263,8 @@ static void explain_not_found(model_client *c, corral_error *err)
         if (f == NULL)
                 return;
         if (c->ops->list(c, &ids, &e2) < 0) {
-                fputs("; check --base-url (OpenAI-compatible endpoints usually end in /v1) and --model", f);
+                fputs("; check the base URL (OpenAI-compatible endpoints usually end in /v1) and the model", f);
+                err->field = "base_url,model";
         } else if (json_array_size(ids) == 0) {
                 fputs("; the endpoint lists no models", f);
         } else {

@@ -325,16 +325,18 @@ static bool classify_failure(model_client *c, struct exchange *x, CURLcode rc, b
                                           "within %g s", c->base_url, c->s.connect_timeout_s);
                 else
                         corral_make_error(err, CORRAL_ERR_MODEL_UNREACHABLE, 0, "the model at %s did not answer "
-                                          "within %g s (--request-timeout)", c->base_url, c->s.request_timeout_s);
+                                          "within %g s, the request timeout", c->base_url, c->s.request_timeout_s);
+                corral_error_set_field(err, connected_us == 0 ? NULL : "request_timeout");
                 return true;
         }
         /* An endpoint never reached is most likely not running: say so at
          * once instead of backing off for a minute.  One that answered
          * before is having a hiccup: retry. */
         if ((rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) && !c->answered_once) {
-                corral_make_error(err, CORRAL_ERR_MODEL_UNREACHABLE, 0, "cannot reach the model at %s: %s (is the "
-                                  "server running? for Ollama: 'ollama serve'; check --base-url)", c->base_url,
+                corral_make_error(err, CORRAL_ERR_MODEL_UNREACHABLE, 0, "cannot reach the model at %s: %s; is the "
+                                  "server running? for Ollama: 'ollama serve'; else check the base URL", c->base_url,
                                   x->api->easy_strerror(rc));
+                corral_error_set_field(err, "base_url");
                 return false;
         }
         if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && x->stream_err)) {

@@ -374,8 +374,8 @@ int provider_resolve(const struct provider_request *req, struct provider_choice 
         r = 0;
         goto out;
 usage_model:
-        corral_usage(err, "no model given: use --model NAME (or replay:FILE), set CORRAL_MODEL, or set \"model\" in "
-                          "%s", path ? path : "$XDG_CONFIG_HOME/corral/config.json");
+        corral_usage_field(err, "model", "no model given (a name or replay:FILE): set \"model\" in %s, "
+                           "CORRAL_MODEL, or the model", path ? path : "$XDG_CONFIG_HOME/corral/config.json");
 out:
         if (api_key)
                 explicit_bzero(api_key, strlen(api_key));

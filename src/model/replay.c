@@ -38,7 +38,7 @@ int replay_backend_open(model_client *c, corral_error **err)
 {
         const char *path = c->model + strlen("replay:");
         if (*path == '\0')
-                return corral_usage(err, "--model replay:FILE needs a transcript file");
+                return corral_usage_field(err, "model", "the model replay:FILE needs a transcript file");
         errno = 0;
         cleanup_free char *text = read_whole_file_at(AT_FDCWD, path, MAX_TRANSCRIPT);
         if (text == NULL && errno == EFBIG)

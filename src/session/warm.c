@@ -761,8 +761,8 @@ static const char *bind_beneath_workspace(const char *dst)
 int warm_supported(const corral_jail_config *cfg, corral_error **ret_err)
 {
         if (cfg->rootfs)
-                return corral_usage(ret_err, "warm sessions run on the host's Python: --rootfs needs a cold "
-                                             "session");
+                return corral_usage_field(ret_err, "rootfs", "warm sessions run on the host's Python: a "
+                                                    "root file system of its own needs a cold session");
         if (cfg->n_binds > ZYGOTE_MAX_BINDS)
                 return corral_usage(ret_err, "warm sessions take at most %d binds: start a cold session",
                                     ZYGOTE_MAX_BINDS);

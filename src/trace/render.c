@@ -925,9 +925,19 @@ static void render_model_reply(render *r, const json_t *ev)
         }
 }
 
+/* The event's text under key, with the front end's words for its "field". */
+static char *field_text(render *r, const json_t *ev, const char *key)
+{
+        const char *msg = trace_jstr(ev, key);
+        const char *field = trace_jstr(ev, "field");
+        if (msg && field && r->o.field_text)
+                return r->o.field_text(msg, field);
+        return msg ? strdup(msg) : NULL;
+}
+
 static void render_notice(render *r, const json_t *ev)
 {
-        const char *msg = trace_jstr(ev, "message");
+        cleanup_free char *msg = field_text(r, ev, "message");
         ensure_bol(r);
         out_cstr(r, C_YELLOW, "! ");
         out_cstr(r, C_YELLOW, msg ? msg : "");
@@ -973,7 +983,7 @@ static void render_run_end(render *r, const json_t *ev)
         const char *answer = trace_jstr(ev, "answer");
         if (answer && answer[0] && !same_text(answer, r->last_text))
                 out_kv(r, "answer", answer, NULL);
-        const char *reason = trace_jstr(ev, "reason");
+        cleanup_free char *reason = field_text(r, ev, "reason");
         if (reason && reason[0])
                 out_kv(r, "reason", reason, status && strcmp(status, "answered") == 0 ? NULL : C_RED);
         double d;

@@ -33,6 +33,11 @@ struct render_options {
         bool spinner;       /* animate waits (live and a TTY only) */
         bool quiet;         /* only notices, model retries and the summary; no spinner */
         unsigned max_output_lines; /* per stream, head + tail; 0: 40 */
+        /* A notice's or an outcome's text and the config fields it names in
+         * words (its "field", see corral_error.field) as the front end says
+         * them (the CLI adds its flags: cli_field_text); malloc'd.  NULL: the
+         * text alone. */
+        char *(*field_text)(const char *msg, const char *fields);
 };
 /* color: out is a TTY, NO_COLOR unset (or empty), TERM not "dumb";
  * spinner: live and out is a TTY and TERM not "dumb"; max_output_lines 40. */

@@ -85,11 +85,11 @@ static bool overlaps(const char *a, const char *b)
 }
 
 /* How messages name entry i: "entries[N]" (N counting manifest entries
- * only) or "--input 'input/x'". */
+ * only) or "the input 'input/x'" (one of the run's inputs, field "inputs"). */
 void ws_manifest_entry_name(const struct ws_manifest *m, size_t i, char *buf, size_t size)
 {
         if (m->v[i].from_input) {
-                snprintf(buf, size, "--input '%s'", m->v[i].dest);
+                snprintf(buf, size, "the input '%s'", m->v[i].dest);
                 return;
         }
         size_t n = 0;
@@ -108,16 +108,19 @@ int ws_manifest_check(const struct ws_manifest *m, corral_error **ret_err)
                         snprintf(what + l, sizeof(what) - l, ".dest");
                 }
                 if (ws_manifest_check_dest(m->v[i].dest, m->v[i].writable, what, ret_err) < 0)
-                        return -1;
+                        return corral_error_set_field(ret_err, m->v[i].from_input ? "inputs" : NULL);
                 for (size_t j = 0; j < i; j++) {
                         if (!overlaps(m->v[j].dest, m->v[i].dest))
                                 continue;
                         ws_manifest_entry_name(m, j, other, sizeof(other));
                         if (strcmp(m->v[j].dest, m->v[i].dest) == 0)
-                                return corral_usage(ret_err, "%s '%s' is also the destination of %s", what,
-                                                    m->v[i].dest, other);
-                        return corral_usage(ret_err, "%s '%s' overlaps %s ('%s'): one would be inside the other",
-                                            what, m->v[i].dest, other, m->v[j].dest);
+                                corral_usage(ret_err, "%s '%s' is also the destination of %s", what, m->v[i].dest,
+                                             other);
+                        else
+                                corral_usage(ret_err, "%s '%s' overlaps %s ('%s'): one would be inside the other",
+                                             what, m->v[i].dest, other, m->v[j].dest);
+                        return corral_error_set_field(ret_err, m->v[i].from_input || m->v[j].from_input ? "inputs"
+                                                                                                        : NULL);
                 }
         }
         return 0;

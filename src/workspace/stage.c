@@ -755,8 +755,9 @@ static int over_budget_error(struct staging *sg, const char *what, uint64_t need
         char left[32], size[32];
         ws_format_size(sg->budget, left, sizeof(left));
         ws_format_size(need, size, sizeof(size));
-        return corral_usage(ret_err, "'%s' (%s) goes past the input budget (%s left; raise it with --input-limit)",
-                            what, size, left);
+        return corral_usage_field(ret_err, "input_limit",
+                                  "'%s' (%s) goes past the input budget (%s left); raise the input limit", what,
+                                  size, left);
 }
 
 /* Copy the file or directory open as src (st) to name in dirfd. */

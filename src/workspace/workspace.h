@@ -108,7 +108,7 @@ struct ws_manifest_entry {
         size_t content_len;
         bool writable;     /* copied in, changes stay in the workspace */
         bool ephemeral;    /* not archived */
-        bool from_input;   /* --input, not a manifest's entry (for messages) */
+        bool from_input;   /* one of the run's inputs (ws_manifest_add_input), not a manifest's entry */
 };
 
 struct ws_manifest {

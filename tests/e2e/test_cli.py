@@ -1,4 +1,5 @@
 """corral exec on the command line: programs, exit statuses, bad input."""
+import json
 import os
 import subprocess
 import re
@@ -209,6 +210,12 @@ def test_root_of_a_namespace_that_is_host_root_runs_nothing(tmp_path):
         pytest.skip("cannot make a user namespace")
     assert rc == 125, (out, err)
     assert "jails never run as the host's root" in err and "--uid-range" in err
+    assert not marker.exists()
+    # --json: the setting's field for a program, the message as the user reads it
+    rc, out, err = in_user_namespace(f"'{CORRAL}' exec --json -w '{tmp_path}' -c \"open('ran', 'w')\"")
+    assert rc == 125, (out, err)
+    error = json.loads(out)["error"]
+    assert error["field"] == "uid_range" and error["message"].endswith("(--uid-range)"), error
     assert not marker.exists()
     assert not [n for n in os.listdir("/tmp") if n.startswith("corral-uid-pool")]
 

@@ -249,7 +249,7 @@ def test_bad_manifests_are_usage_errors(run, tmp_path, sources):
          "entries[1].dest 'a/b' overlaps entries[0] ('a')"),
         ({"entries": [{"dest": "output/x", "content": ""}]}, "read-only but under output/"),
         ({"entries": [{"dest": "input/sales.csv", "content": ""}]},
-         "entries[0].dest 'input/sales.csv' is also the destination of --input 'input/sales.csv'"),
+         "entries[0].dest 'input/sales.csv' is also the destination of the input 'input/sales.csv' (--input)"),
     ]
     for manifest, says in cases:
         (tmp_path / "bad.json").write_text(json.dumps(manifest))

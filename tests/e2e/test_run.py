@@ -281,6 +281,7 @@ def test_endpoint_down(run):
     r = run(f"http://127.0.0.1:{port}/v1", "hello")
     assert r.rc == 3
     assert "cannot reach the model" in r.err and str(port) in r.err and "is the server running?" in r.err
+    assert "check the base URL (--base-url)" in r.err, r.err
     assert time.monotonic() - t0 < 5  # never reached: no minute of backoff
 
 
@@ -312,6 +313,11 @@ def test_max_iterations_reached(run):
     assert r.json["status"] == "gave_up"
     assert "--max-iterations" in r.json["reason"]
     assert r.json["iterations"] == 3
+    # the trace keeps the library's words and the field; the CLI adds the flag
+    end = [e for e in r.events() if e["type"] == "run_end"][0]
+    assert "maximum number of iterations" in end["reason"] and "--" not in end["reason"], end
+    assert end["field"] == "max_iterations"
+    assert "the maximum number of iterations (--max-iterations)" in r.err, r.err
 
 
 def test_timeout_in_jail_then_recovery(run):
@@ -622,6 +628,7 @@ def test_request_timeout_then_gives_up(run):
         elapsed = time.monotonic() - t0
     assert r.rc == 3
     assert "did not answer within 0.5 s" in r.err and "gave up after 2 attempts" in r.err
+    assert "the request timeout (--request-timeout)" in r.err, r.err
     assert elapsed < 10
 
 
@@ -1046,6 +1053,9 @@ def test_huge_tasks(run, tmp_path):
     assert r.err.count("line of the task") <= 6 and "bytes in all)" in r.err, r.err[:2000]
     notes = [e["message"] for e in r.events() if e["type"] == "notice"]
     assert any("the system prompt and the task alone take about" in n for n in notes), notes
+    assert [e["field"] for e in r.events() if e["type"] == "notice" and "alone take" in e["message"]] == \
+        ["context_tokens"]
+    assert "the model's context size (--context-tokens)" in r.err  # the live view names the flag
     start = [e for e in r.events() if e["type"] == "run_start"][0]
     assert start["task"] == task  # the trace keeps it whole
 

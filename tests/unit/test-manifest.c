@@ -169,13 +169,16 @@ TEST(overlapping_destinations)
         CHECK_INT(parse("{\"entries\":[{\"dest\":\"a/b\",\"content\":\"\"},{\"dest\":\"a/bc\",\"content\":\"\"},"
                         "{\"dest\":\"a/c\",\"content\":\"\"}]}"),
                   0);
-        /* --input entries take part, named as such. */
+        /* The run's inputs take part, named as such, the field "inputs"
+         * at fault (the CLI adds its flag, --input). */
         struct ws_manifest m = { 0 };
         put(P("%s/s.csv", tmp), "x\n");
         CHECK_INT(ws_manifest_add_input(&m, P("%s/s.csv", tmp), &err), 0);
         const char *text = "{\"entries\":[{\"dest\":\"input/s.csv/x\",\"content\":\"\"}]}";
+        CHECK_INT(ws_manifest_parse(&m, text, strlen(text), NULL, &err), -1);
+        CHECK_STR(err ? err->field : NULL, "inputs");
         CHECK_FAILS(ws_manifest_parse(&m, text, strlen(text), NULL, &err),
-                    "entries[0].dest 'input/s.csv/x' overlaps --input 'input/s.csv' ('input/s.csv')");
+                    "entries[0].dest 'input/s.csv/x' overlaps the input 'input/s.csv' ('input/s.csv')");
         CHECK_INT(m.n, 1);
         CHECK_FAILS(ws_manifest_add_input(&m, P("%s/s.csv", tmp), &err), "'input/s.csv' is staged already");
         ws_manifest_release(&m);

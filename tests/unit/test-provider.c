@@ -95,6 +95,9 @@ TEST(precedence)
         clear_env();
         CHECK_INT(resolve(NULL, NULL, NULL, "", &c, &err), -1);
         CHECK(err && strstr(err->msg, "no model given"));
+        /* words for any caller; the field for the CLI's flag */
+        CHECK(err && strstr(err->msg, "--") == NULL);
+        CHECK_STR(err ? err->field : NULL, "model");
         corral_error_clear(&err);
 }
 
