@@ -331,6 +331,23 @@ TEST(result_release)
         corral_jail_result_release(&r);
 }
 
+TEST(failure_json)
+{
+        corral_error *err = NULL;
+        corral_usage(&err, "--memory: invalid size '1Q'");
+        char *s = corral_jail_failure_to_json(err);
+        CHECK_STR(s, "{\"schema\":1,\"status\":\"failed\",\"exit_code\":125,\"reason\":\"--memory: invalid size "
+                     "'1Q'\",\"error\":{\"kind\":\"usage\",\"message\":\"--memory: invalid size '1Q'\"}}");
+        free(s);
+        corral_error_free(err);
+        s = corral_jail_failure_to_json(NULL);
+        json_t *o = s ? json_loads(s, 0, NULL) : NULL;
+        CHECK_STR(json_string_value(json_object_get(o, "reason")), "unknown error");
+        CHECK_STR(json_string_value(json_object_get(json_object_get(o, "error"), "kind")), "internal");
+        json_decref(o);
+        free(s);
+}
+
 int main(void)
 {
         RUN(ok_result);
@@ -343,5 +360,6 @@ int main(void)
         RUN(reason_from_program);
         RUN(enum_names);
         RUN(result_release);
+        RUN(failure_json);
         return DONE();
 }
