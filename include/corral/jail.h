@@ -219,6 +219,12 @@ const char *corral_limits_backend_to_string(enum corral_limits_backend b);
 /* Serialize a result as the schema-1 JSON object (see docs/exec-json.md).
  * Returns a malloc'd NUL-terminated string, or NULL on allocation failure. */
 char *corral_jail_result_to_json(const corral_jail_result *res);
+/* The object a front end prints instead when the program could not be started
+ * (a usage error, a jail that could not be set up; nothing ran): status
+ * "failed", exit_code 125, reason and error {kind, message, field} from err
+ * (NULL: "unknown error"); message, when not NULL, is the front end's wording
+ * of err (the CLI's names its flag).  malloc'd, or NULL on allocation failure. */
+char *corral_jail_failure_to_json(const corral_error *err, const char *message);
 
 /* Profiles: limits, mounts and environment in JSON (docs/profile.md). */
 int corral_jail_config_load_profile(corral_jail_config *cfg, const char *path, corral_error **ret_err);

@@ -260,35 +260,6 @@ static int set_program(corral_jail_config *cfg, struct exec_opts *o, int argc, c
         return r;
 }
 
-/* --json with -w DIR: the result object gains "artifacts", what the
- * program created, modified or deleted in DIR (workspace_diff() entries,
- * files typed by content), and "artifacts_truncated" when DIR had more
- * entries than a snapshot holds.  before: DIR's snapshot from before the
- * run (its inotify watch makes the second one cheap). */
-static char *result_json(const corral_jail_result *res, int ws_fd, struct ws_snapshot *before, corral_error **err)
-{
-        char *text = corral_jail_result_to_json(res);
-        if (text == NULL || before == NULL)
-                return text;
-        json_t *o = json_loads(text, 0, NULL);
-        free(text);
-        struct ws_snapshot *after = NULL;
-        if (o == NULL || ws_snapshot_dir_next(ws_fd, WS_SNAPSHOT_ALL, before, &after, err) < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        json_t *diff = workspace_diff(before, after);
-        if (diff)
-                artifact_type_diff(ws_fd, diff, ARTIFACT_SCAN_MAX);
-        json_object_set_new(o, "artifacts", diff ? diff : json_null());
-        if (ws_snapshot_truncated(before) || ws_snapshot_truncated(after))
-                json_object_set_new(o, "artifacts_truncated", json_true());
-        ws_snapshot_free(after);
-        text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
-        json_decref(o);
-        return text;
-}
-
 /* --review: 0 run, 1 rejected (the findings printed), -1 error. */
 static int exec_review(const struct exec_opts *o, corral_error **err)
 {
@@ -306,15 +277,10 @@ static int exec_review(const struct exec_opts *o, corral_error **err)
         if (r < 0)
                 return -1;
         if (o->json && res.rejected) {
-                json_t *j = json_pack("{s:i,s:s,s:i,s:n,s:s,s:n,s:s,s:s,s:o}", "schema", 1, "status", "rejected",
-                                      "exit_code", EXIT_REVIEW_REJECTED, "signal", "reason",
-                                      "rejected by the safety review; nothing ran", "limit", "stdout", "", "stderr", "",
-                                      "review", review_result_to_json(&res));
-                char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+                char *text = review_rejection_to_json(&res);
                 if (text)
                         puts(text);
                 free(text);
-                json_decref(j);
         } else if (res.n_findings) {
                 char *text = review_result_text(&res);
                 if (text) /* it quotes the code */
@@ -427,7 +393,7 @@ int cmd_exec(int argc, char **argv)
         cli_output_end(&out_streams[0]);
         cli_output_end(&out_streams[1]);
         if (o.json) {
-                char *j = result_json(&res, ws_fd, before, &err);
+                char *j = artifact_result_to_json(&res, ws_fd, before, &err);
                 if (j == NULL) {
                         corral_jail_result_release(&res);
                         if (err == NULL)
@@ -455,16 +421,10 @@ fail:
         if (o.json) {
                 /* --json promises one object on stdout, a failure too. */
                 cleanup_free char *msg = err ? cli_field_text(err->msg, err->field) : NULL;
-                const char *m = msg ? msg : err ? err->msg : "unknown error";
-                json_t *j = json_pack("{s:i, s:s, s:i, s:s, s:{s:s, s:s, s:s?}}", "schema", 1, "status", "failed",
-                                      "exit_code", EXIT_CORRAL, "reason", m, "error", "kind",
-                                      corral_error_kind_to_string(err ? err->kind : 0), "message", m, "field",
-                                      err ? err->field : NULL);
-                char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+                char *text = corral_jail_failure_to_json(err, msg);
                 if (text)
                         puts(text);
                 free(text);
-                json_decref(j);
         }
 out:
         free(o.review_code);

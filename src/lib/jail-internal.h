@@ -10,7 +10,8 @@
  *   seccomp.c  the system-call filter
  *   cgroup.c   cgroup v2 / v1 limits and accounting
  *   uidpool.c  per-jail host uids when the caller is root
- *   result.c   result classification and its JSON form
+ *   outcome.c  how the program ended, classified (cold and warm jails)
+ *   result.c   names of the result's enums and its JSON form
  *   profile.c  JSON profiles
  *
  * Threads: the parent's side is thread-safe (caches made under pthread_once,
@@ -56,6 +57,45 @@ CORRAL_HIDDEN void jail_denied_to_result(const struct jail_denied *d, corral_jai
  * move_mount, mount_setattr, capset, seccomp, clone with namespace flags);
  * denied calls notify, and with no listener fail with ENOSYS.  Built once. */
 CORRAL_HIDDEN int jail_seccomp_zygote_program(const struct jail_bpf **ret, corral_error **ret_err);
+
+/* ---- outcome.c ----
+ * What a cold jail (spawn.c) and a warm session's jail (warm.c) know about
+ * how their program ended; jail_outcome_classify() is the one place that
+ * turns it into a result's status, limit, signal, exit code and reason. */
+enum jail_end {
+        JAIL_END_EXITED,         /* code: the exit status */
+        JAIL_END_SIGNALED,       /* code: the signal */
+        JAIL_END_NO_REPORT,      /* init ended without saying how the program did */
+};
+struct jail_outcome_limits {
+        double timeout_s, cpu_time_s;
+        uint64_t memory_bytes, disk_bytes, pids;
+};
+struct jail_outcome {
+        enum jail_end end;
+        int code;
+        bool exec_failed;        /* the program could not be executed */
+        int exec_errno;
+        const char *program;     /* argv[0], for that message */
+        bool violation;          /* a blocked system call killed the jail */
+        int violation_nr;
+        uint32_t violation_arch;
+        bool cancelled;          /* the caller's cancel_fd */
+        bool cpu_exceeded;       /* the supervisor saw the tree pass cpu_time_s */
+        bool timed_out;          /* the wall-clock timer fired */
+        uint64_t oom_kills, pids_max_hits; /* the cgroup's counters */
+        enum corral_limits_backend backend;
+        bool stderr_memory_error; /* jail_outcome_memory_error() on the whole stderr */
+        double cpu_s;            /* the program's CPU seconds (rusage), < 0 unknown */
+        struct jail_outcome_limits limits;
+};
+/* end and code from a wait status. */
+CORRAL_HIDDEN void jail_outcome_set_wait_status(struct jail_outcome *o, int wait_status);
+/* limits and program from a config (borrowed: o->program points into it). */
+CORRAL_HIDDEN void jail_outcome_set_limits(struct jail_outcome *o, const corral_jail_config *cfg);
+/* Whether the last line of a program's stderr says an allocation failed. */
+CORRAL_HIDDEN bool jail_outcome_memory_error(const char *data, size_t len);
+CORRAL_HIDDEN void jail_outcome_classify(const struct jail_outcome *o, corral_jail_result *r);
 
 /* ---- cgroup.c ---- */
 struct cgroup_layout {

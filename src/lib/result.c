@@ -1,5 +1,6 @@
-/* result.c: names for result enums and the schema-1 JSON form of a result.
- * The JSON only ever gains fields (docs/exec-json.md).  Program output may be
+/* result.c: names for result enums and the schema-1 JSON form of a result,
+ * and of a run that could not start, so that every front end prints the same
+ * object.  The JSON only ever gains fields (docs/exec-json.md).  Program output may be
  * any bytes: invalid UTF-8 and NUL become U+FFFD, so the object is always
  * valid JSON. */
 #define _GNU_SOURCE
@@ -117,6 +118,18 @@ char *corral_jail_result_to_json(const corral_jail_result *r)
                 json_object_set_new(o, "denied", d);
         }
         char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+        json_decref(o);
+        return s;
+}
+
+char *corral_jail_failure_to_json(const corral_error *err, const char *message)
+{
+        const char *msg = message ? message : err ? err->msg : "unknown error";
+        json_t *o = json_pack("{s:i, s:s, s:i, s:s, s:{s:s, s:s, s:s?}}", "schema", 1, "status", "failed",
+                              "exit_code", /* the CLI's EXIT_CORRAL */ 125, "reason", msg, "error", "kind",
+                              corral_error_kind_to_string(err ? err->kind : 0), "message", msg, "field",
+                              err ? err->field : NULL);
+        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         return s;
 }

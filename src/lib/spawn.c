@@ -530,132 +530,30 @@ static int supervise(struct jail *j, corral_error **ret_err)
 
 /* ---- result ---- */
 
-static void set_reason(corral_jail_result *r, const char *fmt, ...) CORRAL_PRINTF(2, 3);
-static void set_reason(corral_jail_result *r, const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        str_vsetf(&r->reason, fmt, ap);
-        va_end(ap);
-}
-
-/* Under RLIMIT_AS an allocation past the limit fails instead of being
- * killed; Python then ends with "MemoryError" as its last line, C++ with
- * std::bad_alloc.  Only the last line counts, so that a program that merely
- * mentions the word is not called oom. */
-static bool stderr_says_memory_error(const struct capbuf *b)
-{
-        if (b->data == NULL || b->len == 0 || b->truncated)
-                return false;
-        size_t end = b->len;
-        while (end > 0 && (b->data[end - 1] == '\n' || b->data[end - 1] == '\r'))
-                end--;
-        size_t start = end;
-        while (start > 0 && b->data[start - 1] != '\n')
-                start--;
-        const char *line = b->data + start;
-        size_t n = end - start;
-        return (n >= 11 && memcmp(line, "MemoryError", 11) == 0) || memmem(line, n, "std::bad_alloc", 14) != NULL;
-}
-
+/* What this jail knows about its program's end, for outcome.c. */
 static void classify(struct jail *j, const struct cgroup_stats *st, corral_jail_result *r)
 {
-        const corral_jail_config *cfg = j->cfg;
-        r->status = CORRAL_STATUS_OK;
-        r->limit = CORRAL_LIMIT_NONE;
-        if (j->exited) {
-                int ws = j->wait_status;
-                if (WIFEXITED(ws)) {
-                        r->exit_code = WEXITSTATUS(ws);
-                        r->status = r->exit_code == 0 ? CORRAL_STATUS_OK : CORRAL_STATUS_ERROR;
-                } else if (WIFSIGNALED(ws)) {
-                        r->signal = WTERMSIG(ws);
-                        r->exit_code = 128 + r->signal;
-                        r->status = CORRAL_STATUS_KILLED;
-                        r->limit = CORRAL_LIMIT_SIGNAL;
-                        set_reason(r, "killed by signal %d (%s)", r->signal, strsignal(r->signal));
-                }
-        } else {
-                /* init itself was killed: the timer or a violation did it */
-                r->signal = SIGKILL;
-                r->exit_code = 128 + SIGKILL;
-                r->status = CORRAL_STATUS_KILLED;
-                r->limit = CORRAL_LIMIT_SIGNAL;
-                set_reason(r, "killed");
-        }
-        if (j->exec_failed) {
-                r->status = CORRAL_STATUS_ERROR;
-                r->exit_code = j->exec_errno == ENOENT ? 127 : 126;
-                r->signal = 0;
-                r->limit = CORRAL_LIMIT_NONE;
-                set_reason(r, "cannot execute '%s': %s", cfg->argv[0], strerror(j->exec_errno));
-        }
-        if (j->violation) {
-                r->status = CORRAL_STATUS_KILLED;
-                r->limit = CORRAL_LIMIT_SECCOMP;
-                r->signal = SIGSYS;
-                r->exit_code = 128 + SIGSYS;
-                r->seccomp_syscall = j->violation_nr;
-                r->seccomp_syscall_name = jail_seccomp_syscall_name(j->violation_nr, j->violation_arch);
-                set_reason(r, "blocked system call '%s': not allowed in the jail",
-                           r->seccomp_syscall_name ? r->seccomp_syscall_name : "?");
-                return;
-        }
-        if (j->cancelled) {
-                r->status = CORRAL_STATUS_KILLED;
-                r->limit = CORRAL_LIMIT_CANCELLED;
-                r->signal = SIGKILL;
-                r->exit_code = 128 + SIGKILL;
-                set_reason(r, "cancelled");
-                return;
-        }
-        if (j->cpu_exceeded) {
-                r->status = CORRAL_STATUS_KILLED;
-                r->limit = CORRAL_LIMIT_CPU_TIME;
-                r->signal = SIGKILL;
-                r->exit_code = 128 + SIGKILL;
-                set_reason(r, "CPU-time limit of %g s reached (whole process tree)", cfg->cpu_time_s);
-                return;
-        }
-        if (j->timed_out) {
-                r->status = CORRAL_STATUS_TIMEOUT;
-                r->limit = CORRAL_LIMIT_WALL_TIME;
-                r->exit_code = 124;
-                r->signal = SIGKILL;
-                set_reason(r, "wall-clock limit of %g s reached", cfg->timeout_s);
-                return;
-        }
-        if (st->oom_kills > 0 && r->status != CORRAL_STATUS_OK) {
-                r->status = CORRAL_STATUS_OOM;
-                r->limit = CORRAL_LIMIT_MEMORY;
-                set_reason(r, "memory limit of %" PRIu64 " MiB reached", cfg->memory_bytes >> 20);
-                return;
-        }
-        if (j->backend == CORRAL_BACKEND_RLIMIT && r->status == CORRAL_STATUS_ERROR &&
-            stderr_says_memory_error(&j->err)) {
-                r->status = CORRAL_STATUS_OOM;
-                r->limit = CORRAL_LIMIT_MEMORY;
-                set_reason(r, "memory limit of %" PRIu64 " MiB reached (allocation failed under RLIMIT_AS)",
-                           cfg->memory_bytes >> 20);
-                return;
-        }
-        if (r->signal == SIGXCPU || (r->signal == SIGKILL && cfg->cpu_time_s > 0 &&
-                                     (double)j->ru.ru_utime.tv_sec + (double)j->ru.ru_stime.tv_sec >=
-                                             floor(cfg->cpu_time_s))) {
-                r->status = CORRAL_STATUS_KILLED;
-                r->limit = CORRAL_LIMIT_CPU_TIME;
-                set_reason(r, "CPU-time limit of %g s reached", cfg->cpu_time_s);
-                return;
-        }
-        if (r->signal == SIGXFSZ) {
-                r->limit = CORRAL_LIMIT_FILE_SIZE;
-                set_reason(r, "file-size limit of %" PRIu64 " bytes reached", cfg->disk_bytes);
-                return;
-        }
-        if (st->pids_max_hits > 0 && r->status != CORRAL_STATUS_OK) {
-                r->limit = CORRAL_LIMIT_PIDS;
-                set_reason(r, "process limit of %" PRIu64 " reached", cfg->pids);
-        }
+        struct jail_outcome o = {
+                .end = JAIL_END_NO_REPORT,
+                .exec_failed = j->exec_failed,
+                .exec_errno = j->exec_errno,
+                .violation = j->violation,
+                .violation_nr = j->violation_nr,
+                .violation_arch = j->violation_arch,
+                .cancelled = j->cancelled,
+                .cpu_exceeded = j->cpu_exceeded,
+                .timed_out = j->timed_out,
+                .oom_kills = st->oom_kills,
+                .pids_max_hits = st->pids_max_hits,
+                .backend = j->backend,
+                /* a cut-off stderr has lost its last line */
+                .stderr_memory_error = !j->err.truncated && jail_outcome_memory_error(j->err.data, j->err.len),
+                .cpu_s = (double)j->ru.ru_utime.tv_sec + (double)j->ru.ru_stime.tv_sec,
+        };
+        if (j->exited)
+                jail_outcome_set_wait_status(&o, j->wait_status);
+        jail_outcome_set_limits(&o, j->cfg);
+        jail_outcome_classify(&o, r);
 }
 
 /* ---- the whole run ---- */

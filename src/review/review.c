@@ -590,3 +590,14 @@ unsigned review_grammar_kind(const struct review_grammar *g, TSNode n)
                         return bits | (unsigned)k;
         return bits;
 }
+
+char *review_rejection_to_json(const struct review_result *r)
+{
+        json_t *o = json_pack("{s:i,s:s,s:i,s:n,s:s,s:n,s:s,s:s,s:o}", "schema", 1, "status", "rejected", "exit_code",
+                              /* the CLI's EXIT_REVIEW_REJECTED */ 123, "signal", "reason",
+                              "rejected by the safety review; nothing ran", "limit", "stdout", "", "stderr", "",
+                              "review", review_result_to_json(r));
+        char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+        json_decref(o);
+        return s;
+}

@@ -98,5 +98,10 @@ CORRAL_HIDDEN int review_code_in_context(enum review_lang lang, const char *cont
 CORRAL_HIDDEN json_t *review_result_to_json(const struct review_result *r);
 /* One line per finding: "line L, column C: MESSAGE\n"; "" when none. */
 CORRAL_HIDDEN char *review_result_text(const struct review_result *r);
+/* What a run rejected by the review returns in place of a jail's result
+ * (docs/exec-json.md): the schema-1 result object with status "rejected",
+ * exit_code 123, nothing run, and "review" (review_result_to_json()).
+ * malloc'd, or NULL on allocation failure. */
+CORRAL_HIDDEN char *review_rejection_to_json(const struct review_result *r);
 
 #endif

@@ -633,6 +633,7 @@ void session_result_release(struct session_result *r)
 {
         free(r->reason);
         free(r->syscall_name);
+        free(r->jail_reason);
         free(r->stdout_buf);
         free(r->stderr_buf);
         json_decref(r->value);
@@ -678,6 +679,10 @@ static int describe_loss(struct kernel *k, struct session_result *r)
                 set_reason(r, "the interpreter flooded its control channel and was stopped");
                 return 125;
         }
+        /* The jail's own words, as a cold run gives them; a stop the
+         * supervisor made (cancel) is told by the step's reason instead. */
+        if (j->reason && j->limit != CORRAL_LIMIT_CANCELLED)
+                r->jail_reason = strdup(j->reason);
         if (j->limit == CORRAL_LIMIT_SECCOMP) {
                 if (j->seccomp_syscall_name)
                         r->syscall_name = strdup(j->seccomp_syscall_name);
@@ -1093,6 +1098,8 @@ json_t *session_result_to_json(const struct session_result *r)
                                                                        : json_null());
         if (r->syscall_name)
                 json_object_set_new(j, "syscall", json_string(r->syscall_name));
+        if (r->jail_reason)
+                json_object_set_new(j, "jail_reason", json_string(r->jail_reason));
         json_object_set(j, "value", r->value ? r->value : json_null());
         json_object_set(j, "error", r->error ? r->error : json_null());
         json_object_set_new(j, "figures", r->figures ? json_incref(r->figures) : json_array());

@@ -111,6 +111,7 @@ struct session_result {
         enum corral_limit limit; /* wall time for a timeout; what ended a lost interpreter */
         int signal;              /* the signal that killed a lost interpreter, 0 none */
         char *syscall_name;      /* the forbidden call that killed it (limit seccomp), or NULL */
+        char *jail_reason;       /* a lost interpreter's jail's reason (corral exec's words), or NULL */
         char *stdout_buf, *stderr_buf; /* NUL-terminated, capped per step */
         size_t stdout_len, stderr_len;
         bool stdout_truncated, stderr_truncated;

@@ -1519,61 +1519,27 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
         if (rep.setup_failed) {
                 corral_fail(ret_err, rep.err, "cannot set up the warm session: could not %s", zstep_name(rep.step));
                 rc = -1;
-        } else if (rep.violation) {
-                ret->status = CORRAL_STATUS_KILLED;
-                ret->limit = CORRAL_LIMIT_SECCOMP;
-                ret->signal = SIGSYS;
-                ret->exit_code = 128 + SIGSYS;
-                ret->seccomp_syscall = rep.nr;
-                ret->seccomp_syscall_name = jail_seccomp_syscall_name(rep.nr, rep.arch);
-                if (asprintf(&ret->reason, "forbidden system call %s", ret->seccomp_syscall_name
-                                                                           ? ret->seccomp_syscall_name
-                                                                           : "(unknown)") < 0)
-                        ret->reason = NULL;
-        } else if (cancelled) {
-                ret->status = CORRAL_STATUS_KILLED;
-                ret->limit = CORRAL_LIMIT_CANCELLED;
-                ret->signal = SIGKILL;
-                ret->exit_code = 137;
-                ret->reason = strdup("cancelled");
-        } else if (timed_out) {
-                ret->status = CORRAL_STATUS_TIMEOUT;
-                ret->limit = CORRAL_LIMIT_WALL_TIME;
-                ret->exit_code = 124;
-                ret->reason = strdup("wall-clock limit reached");
-        } else if (st.oom_kills > 0) {
-                ret->status = CORRAL_STATUS_OOM;
-                ret->limit = CORRAL_LIMIT_MEMORY;
-                ret->signal = SIGKILL;
-                ret->exit_code = 137;
-                if (asprintf(&ret->reason, "memory limit of %" PRIu64 " bytes reached", cfg->memory_bytes) < 0)
-                        ret->reason = NULL;
-        } else if (rep.exited && WIFEXITED(rep.status)) {
-                ret->exit_code = WEXITSTATUS(rep.status);
-                ret->status = ret->exit_code == 0 ? CORRAL_STATUS_OK : CORRAL_STATUS_ERROR;
-        } else if (rep.exited && WIFSIGNALED(rep.status)) {
-                ret->status = CORRAL_STATUS_KILLED;
-                ret->signal = WTERMSIG(rep.status);
-                ret->exit_code = 128 + ret->signal;
-                /* The rlimits' own signals, named as a cold jail names them. */
-                int r = -1;
-                if (ret->signal == SIGXCPU) {
-                        ret->limit = CORRAL_LIMIT_CPU_TIME;
-                        r = asprintf(&ret->reason, "CPU-time limit of %g s reached", cfg->cpu_time_s);
-                } else if (ret->signal == SIGXFSZ) {
-                        ret->limit = CORRAL_LIMIT_FILE_SIZE;
-                        r = asprintf(&ret->reason, "file-size limit of %" PRIu64 " bytes reached", cfg->disk_bytes);
-                } else {
-                        ret->limit = CORRAL_LIMIT_SIGNAL;
-                        r = asprintf(&ret->reason, "killed by signal %d", ret->signal);
-                }
-                if (r < 0)
-                        ret->reason = NULL;
         } else {
-                ret->status = CORRAL_STATUS_KILLED;
-                ret->signal = SIGKILL;
-                ret->exit_code = 137;
-                ret->reason = strdup("the session's init ended without a report");
+                /* The same facts a cold jail gathers, classified alike;
+                 * no tick watches the tree's CPU time here, no rusage
+                 * reaches us (init is the zygote's child) and stderr is
+                 * streamed, not kept. */
+                struct jail_outcome o = {
+                        .end = JAIL_END_NO_REPORT,
+                        .violation = rep.violation,
+                        .violation_nr = rep.nr,
+                        .violation_arch = rep.arch,
+                        .cancelled = cancelled,
+                        .timed_out = timed_out,
+                        .oom_kills = st.oom_kills,
+                        .pids_max_hits = st.pids_max_hits,
+                        .backend = w->backend,
+                        .cpu_s = -1,
+                };
+                if (rep.exited)
+                        jail_outcome_set_wait_status(&o, rep.status);
+                jail_outcome_set_limits(&o, cfg);
+                jail_outcome_classify(&o, ret);
         }
         jail_denied_to_result(&rep.denied, ret);
         warm_free(w);

@@ -1419,3 +1419,28 @@ json_t *artifact_csv_preview(const void *data, size_t len, unsigned char delim, 
                 *ret_more_cols = pv.more_cols;
         return pv.rows;
 }
+
+char *artifact_result_to_json(const corral_jail_result *res, int ws_fd, struct ws_snapshot *before,
+                              corral_error **ret_err)
+{
+        char *text = corral_jail_result_to_json(res);
+        if (text == NULL || before == NULL)
+                return text;
+        json_t *o = json_loads(text, 0, NULL);
+        free(text);
+        struct ws_snapshot *after = NULL;
+        if (o == NULL || ws_snapshot_dir_next(ws_fd, WS_SNAPSHOT_ALL, before, &after, ret_err) < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        json_t *diff = workspace_diff(before, after);
+        if (diff)
+                artifact_type_diff(ws_fd, diff, ARTIFACT_SCAN_MAX);
+        json_object_set_new(o, "artifacts", diff ? diff : json_null());
+        if (ws_snapshot_truncated(before) || ws_snapshot_truncated(after))
+                json_object_set_new(o, "artifacts_truncated", json_true());
+        ws_snapshot_free(after);
+        text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+        json_decref(o);
+        return text;
+}

@@ -41,6 +41,8 @@
 
 #include <jansson.h>
 
+#include <corral/jail.h>
+
 #include "../lib/util.h"
 #include "workspace.h"
 
@@ -121,6 +123,14 @@ CORRAL_HIDDEN size_t ws_snapshot_count(const struct ws_snapshot *s);
 CORRAL_HIDDEN bool ws_snapshot_tracking(const struct ws_snapshot *s);
 /* s was built from its predecessor's events, not by a full walk. */
 CORRAL_HIDDEN bool ws_snapshot_incremental(const struct ws_snapshot *s);
+/* A jail's result as corral_jail_result_to_json() gives it, plus what the
+ * program did to the directory ws_fd: "artifacts" (workspace_diff() entries,
+ * files typed by content) and "artifacts_truncated" when the directory had
+ * more entries than a snapshot holds.  before: ws_fd's snapshot from before
+ * the run (its change tracking makes the second one cheap), or NULL for the
+ * plain result.  malloc'd, or NULL (ret_err set when it is not ENOMEM). */
+CORRAL_HIDDEN char *artifact_result_to_json(const corral_jail_result *res, int ws_fd, struct ws_snapshot *before,
+                                            corral_error **ret_err);
 /* Tests: watch at most n directories per snapshot (0: the default, 8,192;
  * a tree with more is walked whole every time). */
 CORRAL_HIDDEN void ws_snapshot_max_watches(size_t n);

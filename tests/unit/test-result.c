@@ -331,6 +331,30 @@ TEST(result_release)
         corral_jail_result_release(&r);
 }
 
+TEST(failure_json)
+{
+        corral_error *err = NULL;
+        corral_usage(&err, "--memory: invalid size '1Q'");
+        char *s = corral_jail_failure_to_json(err, NULL);
+        CHECK_STR(s, "{\"schema\":1,\"status\":\"failed\",\"exit_code\":125,\"reason\":\"--memory: invalid size "
+                     "'1Q'\",\"error\":{\"kind\":\"usage\",\"message\":\"--memory: invalid size '1Q'\",\"field\":null}}");
+        free(s);
+        /* A front end's wording, and the field at fault. */
+        corral_error_set_field(&err, "memory");
+        s = corral_jail_failure_to_json(err, "the memory limit: invalid size '1Q' (--memory)");
+        CHECK_STR(s, "{\"schema\":1,\"status\":\"failed\",\"exit_code\":125,\"reason\":\"the memory limit: "
+                     "invalid size '1Q' (--memory)\",\"error\":{\"kind\":\"usage\",\"message\":\"the memory limit: "
+                     "invalid size '1Q' (--memory)\",\"field\":\"memory\"}}");
+        free(s);
+        corral_error_free(err);
+        s = corral_jail_failure_to_json(NULL, NULL);
+        json_t *o = s ? json_loads(s, 0, NULL) : NULL;
+        CHECK_STR(json_string_value(json_object_get(o, "reason")), "unknown error");
+        CHECK_STR(json_string_value(json_object_get(json_object_get(o, "error"), "kind")), "internal");
+        json_decref(o);
+        free(s);
+}
+
 int main(void)
 {
         RUN(ok_result);
@@ -343,5 +367,6 @@ int main(void)
         RUN(reason_from_program);
         RUN(enum_names);
         RUN(result_release);
+        RUN(failure_json);
         return DONE();
 }

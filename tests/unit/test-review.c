@@ -66,6 +66,16 @@ TEST(message_for_the_model)
         CHECK_STR(json_string_value(json_object_get(j, "verdict")), "reject");
         CHECK_INT(json_array_size(json_object_get(j, "findings")), 2);
         json_decref(j);
+        /* what corral exec --json (and any front end) prints for it */
+        char *obj = review_rejection_to_json(&r);
+        json_t *o = obj ? json_loads(obj, JSON_REJECT_DUPLICATES, NULL) : NULL;
+        CHECK_STR(json_string_value(json_object_get(o, "status")), "rejected");
+        CHECK_INT(json_integer_value(json_object_get(o, "exit_code")), 123);
+        CHECK(json_is_null(json_object_get(o, "signal")) && json_is_null(json_object_get(o, "limit")));
+        CHECK_STR(json_string_value(json_object_get(o, "reason")), "rejected by the safety review; nothing ran");
+        CHECK_INT(json_array_size(json_object_get(json_object_get(o, "review"), "findings")), 2);
+        json_decref(o);
+        free(obj);
         review_result_release(&r);
 }
 
