@@ -62,7 +62,7 @@ install: build
 	meson install -C $(BUILD)
 
 clean:
-	rm -rf $(BUILD) build-asan bench/out
+	rm -rf $(BUILD) build-asan build-tsan bench/out
 
 # make fuzz: build the libFuzzer targets (tests/fuzz/) with clang in build-fuzz/
 # and run each for FUZZ_SECONDS (default 60) from its committed corpus; new

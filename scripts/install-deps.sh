@@ -15,6 +15,8 @@ runtime="python3 python3-numpy python3-pandas python3-matplotlib python3-scipy"
 test="python3-pytest python3-nbformat python3-openpyxl procps util-linux passwd"
 # CPython's own regression suite, run bare and in the jail (tests/compat/, docs/compatibility.md).
 test="$test libpython3.11-testsuite"
+# clang's parser over every source (tests/clang-syntax.sh).
+test="$test clang"
 # Legitimate code for the review's corpus (tests/review/test_docs.py): the examples in Debian's
 # documentation packages; 134 MB to download, 730 MB installed.
 test="$test python-pandas-doc python-scipy-doc python-statsmodels-doc python-sklearn-doc"

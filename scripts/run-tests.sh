@@ -46,6 +46,14 @@ if [ ! -f "$build/build.ninja" ]; then
                 --buildtype=debug >/dev/null || exit 1
 fi
 ninja -C "$build" || exit 1
+# The engine's threads under ThreadSanitizer (tests/e2e/test_engine.py): the
+# test program and the parts it starts, in a build of their own.
+tsan=${TSAN_BUILD:-build-tsan}
+if [ ! -f "$tsan/build.ninja" ]; then
+        meson setup "$tsan" -Db_sanitize=thread -Db_lundef=false --buildtype=debug >/dev/null || exit 1
+fi
+ninja -C "$tsan" tests/engine-threads corral-init corral-zygote || exit 1
+export CORRAL_ENGINE_THREADS_TSAN=$root/$tsan/tests/engine-threads
 
 # Sanitizer reports go to files, and any file fails the run: a background
 # process (the session daemon) has its stderr on /dev/null, where a report
@@ -55,6 +63,7 @@ chmod 1777 "$sanlog"
 trap 'rm -rf "$sanlog"' EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}:log_path=$sanlog/asan
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}:log_path=$sanlog/ubsan
+export TSAN_OPTIONS="halt_on_error=1 suppressions=$root/tests/tsan.supp log_path=$sanlog/tsan"
 
 for suite in unit fuzz stress model-server e2e attack review compat; do
         note "suite $suite as $(id -un) (uid $(id -u))"
@@ -75,7 +84,9 @@ if [ "$(id -u)" -eq 0 ]; then
         cp "$build/corral" "$build/corral-init" "$build/corral-zygote" src/session/driver.py "$tmp/bin/"
         # warm sessions over one zygote (tests/e2e/warmhost.py looks beside corral)
         mkdir -p "$tmp/bin/tests"
-        cp "$build/tests/warm-sessions" "$tmp/bin/tests/"
+        cp "$build/tests/warm-sessions" "$build/tests/engine-threads" "$tmp/bin/tests/"
+        cp "$tsan/tests/engine-threads" "$tmp/bin/tests/engine-threads-tsan"
+        cp tests/tsan.supp "$tmp/"
         cp -r tests "$tmp/tests"
         cp -r examples "$tmp/examples" # the demos' scripts, for tests/e2e/test_demo.py
         cp README.md "$tmp/" # tests/e2e/test_docs_options.py compares it with --help
@@ -89,6 +100,8 @@ if [ "$(id -u)" -eq 0 ]; then
                 note "suite $suite as $user (an ordinary user: no cgroups here, so rlimits)"
                 runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="/home/$user" LANG=C.UTF-8 \
                         ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" \
+                        TSAN_OPTIONS="halt_on_error=1 suppressions=$tmp/tsan.supp log_path=$sanlog/tsan" \
+                        CORRAL_ENGINE_THREADS_TSAN="$tmp/bin/tests/engine-threads-tsan" \
                         CORRAL_REVIEW_LEGIT_SAMPLE=20 \
                         CORRAL="$tmp/bin/corral" CORRAL_INIT="$tmp/bin/corral-init" CORRAL_SOURCE_ROOT="$tmp" \
                         CORRAL_SESSION_DRIVER="$tmp/bin/driver.py" CORRAL_ZYGOTE="$tmp/bin/corral-zygote" \

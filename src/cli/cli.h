@@ -90,24 +90,6 @@ int cmd_workspace(int argc, char **argv);
 int cmd_review(int argc, char **argv);
 int cmd_runs(int argc, char **argv);
 
-/* corral run --archive and --from (workspace.c).  run_archive_write()
- * writes the workspace to dest (resolved before the run: workspace/dest.h)
- * with a .corral/run.json saying what the run did
- * (secrets redacted) and returns workspace_archive()'s report, or NULL.
- * run_archive_restore() restores an archive into a fresh workspace and
- * makes the note for the system prompt: the earlier run's task and answer
- * and the files restored (malloc'd in *ret_note). */
-struct workspace;
-struct ws_dest;
-struct agent_result;
-json_t *run_archive_write(struct workspace *ws, const struct ws_dest *dest, bool inputs, const char *task,
-                          const struct agent_result *res, const char *run_id, const char *model,
-                          const char *const *secrets, corral_error **err);
-int run_archive_restore(struct workspace *ws, const char *path, char **ret_note, corral_error **err);
-
-/* The directory of the runs' records (runs.c): $XDG_STATE_HOME/corral/runs,
- * else ~/.local/state/corral/runs; malloc'd, NULL when neither is known. */
-char *cli_runs_dir(void);
 /* A trace argument: a file, else a run's ID or "last" (the newest run with
  * a trace) as that run's trace file in cli_runs_dir(); malloc'd, or NULL
  * with *err (no run with a trace: CORRAL_ERR_USAGE). */

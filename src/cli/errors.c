@@ -17,16 +17,21 @@ static const struct {
         const char *field;
         const char *flag;
 } field_flags[] = {
+        { "archive", "--archive" },
         { "base_url", "--base-url" },
         { "context_tokens", "--context-tokens" },
         { "input_limit", "--input-limit" },
         { "inputs", "--input" },
         { "max_iterations", "--max-iterations" },
         { "model", "--model" },
+        { "out_dir", "--out" },
         { "provider", "--provider" },
+        { "record", "--record" },
         { "request_timeout", "--request-timeout" },
+        { "reviewer_model", "--reviewer-model" },
         { "rootfs", "--rootfs" },
         { "token_budget", "--token-budget" },
+        { "trace", "--trace" },
         { "uid_range", "--uid-range" },
         { "wall_budget", "--wall-budget" },
 };

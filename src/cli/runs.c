@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "../lib/util.h"
+#include "../agent/run.h"
 #include "../trace/trace.h"
 #include "cli.h"
 
@@ -45,23 +45,6 @@ static const char help_text[] =
         "  -h, --help   show this help\n"
         "\n"
         "exit statuses: 0 listed (also when there are none); 2 usage error.\n";
-
-char *cli_runs_dir(void)
-{
-        const char *state = getenv("XDG_STATE_HOME");
-        char *dir = NULL;
-        /* The XDG rule: a relative value is invalid and ignored. */
-        if (state && state[0] == '/')
-                return asprintf(&dir, "%s/corral/runs", state) < 0 ? NULL : dir;
-        const char *home = getenv("HOME");
-        if (home == NULL || home[0] != '/') {
-                struct passwd *pw = getpwuid(geteuid());
-                home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
-        }
-        if (home == NULL)
-                return NULL;
-        return asprintf(&dir, "%s/.local/state/corral/runs", home) < 0 ? NULL : dir;
-}
 
 /* A run's ID as make_run_id() makes it: 20261129-164512-3fa9c1. */
 static bool is_run_id(const char *s)
@@ -133,7 +116,7 @@ char *cli_trace_path(const char *arg, corral_error **err)
                         corral_fail(err, ENOMEM, "out of memory");
                 return path;
         }
-        cleanup_free char *dir = cli_runs_dir();
+        cleanup_free char *dir = run_records_dir();
         if (dir == NULL) {
                 corral_usage(err, "cannot tell where the runs are kept: set $XDG_STATE_HOME or $HOME");
                 return NULL;
@@ -286,7 +269,7 @@ int cmd_runs(int argc, char **argv)
         }
         if (optind < argc)
                 return cli_usage_error("runs", EXIT_USAGE_SUBCOMMAND, "unexpected argument '%s'", argv[optind]);
-        cleanup_free char *dir = cli_runs_dir();
+        cleanup_free char *dir = run_records_dir();
         if (dir == NULL) {
                 cli_error("runs", "cannot tell where the runs are kept: set $XDG_STATE_HOME or $HOME");
                 return EXIT_USAGE_SUBCOMMAND;

@@ -893,7 +893,7 @@ def test_output_that_cannot_be_made_is_refused_before_the_run(run, tmp_path, out
     with ScriptedServer([]) as srv:
         r = run(srv, "-o", out, "--json", "go")
     assert r.rc == 2, r.err
-    assert "--out: the output directory" in r.err and says in r.err, r.err
+    assert "the output directory" in r.err and "(--out)" in r.err and says in r.err, r.err
     assert srv.requests == []
     assert (tmp_path / "afile").read_text() == "mine"
 
@@ -928,7 +928,7 @@ def test_trace_that_cannot_be_written(run):
     with ScriptedServer([]) as srv:
         r = run(srv, "--trace", "/dev/null/t.jsonl", "go")
     assert r.rc == 2
-    assert "--trace: the trace '/dev/null/t.jsonl' cannot be made" in r.err, r.err
+    assert "the trace '/dev/null/t.jsonl' cannot be made" in r.err and "(--trace)" in r.err, r.err
     assert srv.requests == []  # nothing ran
 
 
