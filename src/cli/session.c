@@ -47,7 +47,8 @@ static const char help_text[] =
         "usage: corral session start [JAIL OPTIONS] [-w DIR] [--idle-timeout S] [--lifetime S] [--grace S]\n"
         "                            [--warm | --cold]\n"
         "                            [--from FILE.tar] [--json]\n"
-        "       corral session exec ID (-c CODE | FILE) [--timeout S] [--output-limit SIZE] [--json]\n"
+        "       corral session exec ID (-c CODE | FILE) [--timeout S] [--output-limit SIZE]\n"
+        "                               [--json [--figure-png]]\n"
         "       corral session archive ID FILE.tar [--wait S] [--json]\n"
         "       corral session stop ID [--archive FILE.tar [--wait S] [--json]]\n"
         "       corral session list [--json]\n"
@@ -92,6 +93,8 @@ static const char help_text[] =
         "  -t, --timeout SECONDS   this step's wall-clock limit\n"
         "      --output-limit SIZE this step's cap on stdout and on stderr\n"
         "      --json              print one JSON result object (docs/sessions.md)\n"
+        "      --figure-png        with --json: each figure's PNG file as base64 in its \"png\"\n"
+        "                          (at most 8 MiB a figure, 32 MiB a step)\n"
         "archive and stop --archive (pause):\n"
         "  write the workspace as it is between steps to FILE.tar (a pax tar, mode 0600, with\n"
         "  .corral/session.json saying which session it was); a running step is waited for,\n"
@@ -123,6 +126,7 @@ enum {
         OPT_FROM,
         OPT_ARCHIVE,
         OPT_WAIT,
+        OPT_FIGURE_PNG,
 };
 
 enum {
@@ -481,10 +485,11 @@ static int cmd_exec_step(int argc, char **argv)
         static const struct option opts[] = {
                 { "code", required_argument, NULL, 'c' },   { "timeout", required_argument, NULL, 't' },
                 { "output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT }, { "json", no_argument, NULL, OPT_JSON },
-                { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+                { "figure-png", no_argument, NULL, OPT_FIGURE_PNG }, { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
         };
         const char *code_arg = NULL;
-        bool json = false;
+        bool json = false, figure_png = false;
         double timeout = 0;
         uint64_t output = 0;
         corral_error *err = NULL;
@@ -513,6 +518,9 @@ static int cmd_exec_step(int argc, char **argv)
                 case OPT_JSON:
                         json = true;
                         break;
+                case OPT_FIGURE_PNG:
+                        figure_png = true;
+                        break;
                 case 'h':
                         fputs(help_text, stdout);
                         return EXIT_OK;
@@ -521,6 +529,10 @@ static int cmd_exec_step(int argc, char **argv)
                                      argv[optind - 1]);
                         goto usage;
                 }
+        }
+        if (figure_png && !json) {
+                corral_usage(&err, "--figure-png needs --json: the PNG bytes are part of the JSON result");
+                goto usage;
         }
         if (optind >= argc) {
                 corral_usage(&err, "exec needs a session ID (see 'corral session list')");
@@ -548,7 +560,7 @@ static int cmd_exec_step(int argc, char **argv)
         cli_output_init(&v.streams[1], STDERR_FILENO);
         /* Ctrl-C interrupts the step (KeyboardInterrupt, the state kept), as
          * its time limit would; a second one leaves it running. */
-        struct session_client_exec x = { .timeout_s = timeout, .output_limit = output,
+        struct session_client_exec x = { .timeout_s = timeout, .output_limit = output, .figure_png = figure_png,
                                          .cancel_fd = cli_catch_signals(), .on_output = exec_output,
                                          .on_event = exec_event, .userdata = &v };
         json_t *r = NULL;

@@ -244,6 +244,8 @@ int session_client_exec(const char *id, const char *code, const struct session_c
                 json_object_set_new(req, "timeout", json_real(x->timeout_s));
         if (req && x->output_limit > 0)
                 json_object_set_new(req, "output_limit", json_integer((json_int_t)x->output_limit));
+        if (req && x->figure_png)
+                json_object_set_new(req, "figure_png", json_true());
         if (req == NULL || wire_write(fd, req) < 0) {
                 corral_fail(ret_err, errno, "cannot send the step to session '%s'", id);
                 goto out;

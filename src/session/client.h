@@ -48,6 +48,7 @@ enum session_client_event {
 struct session_client_exec {
         double timeout_s;        /* 0: the session's default */
         uint64_t output_limit;   /* 0: the session's default */
+        bool figure_png;         /* each figure's PNG bytes in the result (session_step_limits) */
         /* Readable: interrupt the step (KeyboardInterrupt, the state kept;
          * a second time does nothing more), or before it began, give up:
          * nothing runs.  -1: none. */

@@ -204,6 +204,7 @@ static void serve_exec(struct conn *c, json_t *req)
         json_t *o = json_object_get(req, "output_limit");
         if (json_is_integer(o) && json_integer_value(o) > 0 && json_integer_value(o) <= (1 << 30))
                 lim.output_limit = (uint64_t)json_integer_value(o);
+        lim.figure_png = json_is_true(json_object_get(req, "figure_png"));
         struct session_callbacks cb = { .on_output = exec_on_output, .interrupt_fd = c->fd,
                                         .on_interrupt_fd = exec_on_client, .userdata = c };
         json_t *r = NULL;

@@ -38,6 +38,10 @@ MAX_FRAME = 64 << 20
 FIGURE_DIR = "/workspace/output/figures"
 VALUE_CHARS = 10000
 TABLE_ROWS, TABLE_COLS = 30, 20
+RICH_MAX = 1 << 20               # a value's HTML, markdown or JSON: whole, or not sent
+FIGURE_PNG_MAX = 8 << 20         # one figure's PNG bytes sent on request (figure_png)
+FIGURE_PNG_STEP = 32 << 20       # all of a step's
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 _write_lock = threading.Lock()   # one frame at a time on fd 4
 _out_lock = threading.Lock()     # output pipes: reader thread vs end-of-step drain
@@ -202,6 +206,39 @@ def describe(value):
     return type(value).__name__, text
 
 
+def rich_reprs(value):
+    """What a notebook would show besides the text: the value's own
+    _repr_html_, _repr_markdown_ and _repr_json_ (pandas' DataFrame and
+    Styler have the first), as {"value_html": str, ...}.  Looked up as
+    IPython does (not on a class, only when callable); a repr that raises,
+    returns something else or is over RICH_MAX is left out."""
+    out = {}
+    if isinstance(value, type):
+        return out
+    for key, name in (("value_html", "_repr_html_"), ("value_markdown", "_repr_markdown_"),
+                      ("value_json", "_repr_json_")):
+        try:
+            method = getattr(value, name, None)
+            if not callable(method):
+                continue
+            data = method()
+            if isinstance(data, tuple) and len(data) == 2:
+                data = data[0]  # (data, metadata), as IPython allows
+            if key == "value_json":
+                if not isinstance(data, (dict, list)):
+                    continue
+                size = len(json.dumps(data, allow_nan=False, ensure_ascii=False))
+            elif isinstance(data, str):
+                size = len(data.encode("utf-8", "replace"))
+            else:
+                continue
+        except Exception:
+            continue
+        if size <= RICH_MAX:
+            out[key] = data
+    return out
+
+
 def render_preview(fig, side, cap):
     """A smaller PNG of fig for a model (docs/sessions.md, "Figures for
     the model"): long side at most `side` pixels, never enlarged, at most
@@ -284,7 +321,29 @@ def watch_savefig():
         sys.meta_path.insert(0, _FigureImportHook())
 
 
-def save_figures(step, preview=None):
+def attach_png(entry, budget):
+    """Add the saved figure's PNG bytes to entry as base64 "png" (asked for
+    with figure_png: a client of a server cannot read the workspace), or
+    "png_error".  budget: a one-element list, the bytes the step may still
+    send.  The file is read as it is on disk, after the save."""
+    try:
+        with open(entry["path"], "rb") as f:
+            data = f.read(FIGURE_PNG_MAX + 1)
+    except OSError as e:
+        entry["png_error"] = "cannot read it: %s" % e.strerror
+        return
+    if data[:8] != PNG_SIGNATURE:
+        entry["png_error"] = "not a PNG file"
+    elif len(data) > FIGURE_PNG_MAX:
+        entry["png_error"] = "larger than %d bytes" % FIGURE_PNG_MAX
+    elif len(data) > budget[0]:
+        entry["png_error"] = "over the step's %d bytes of figures" % FIGURE_PNG_STEP
+    else:
+        budget[0] -= len(data)
+        entry["png"] = base64.b64encode(data).decode("ascii")
+
+
+def save_figures(step, preview=None, png=False):
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is None:
         return []
@@ -292,6 +351,7 @@ def save_figures(step, preview=None):
     nums = plt.get_fignums()
     if not nums:
         return saved
+    budget = [FIGURE_PNG_STEP]
     for k, num in enumerate(nums, 1):
         fig = plt.figure(num)
         path = "%s/step%d-%d.png" % (FIGURE_DIR, step, k)
@@ -316,6 +376,8 @@ def save_figures(step, preview=None):
         except Exception as e:  # a broken figure must not lose the step
             saved.append({"path": path, "error": "%s: %s" % (type(e).__name__, e)})
             continue
+        if png:
+            attach_png(saved[-1], budget)
         if preview and k <= preview["count"]:
             try:
                 png, why = render_preview(fig, preview["side"], preview["bytes"])
@@ -382,6 +444,7 @@ def run_step(req, ns, streams, counter):
                 kind, text = describe(value)
                 result["value"] = text
                 result["value_type"] = kind
+                result.update(rich_reprs(value))
         except KeyboardInterrupt as e:
             result["status"] = "interrupted"
             result["error"] = {"type": "KeyboardInterrupt", "message": "",
@@ -411,7 +474,7 @@ def run_step(req, ns, streams, counter):
     except (TypeError, KeyError, ValueError):
         preview = None
     try:
-        result["figures"] = save_figures(step, preview)
+        result["figures"] = save_figures(step, preview, req.get("figure_png") is True)
     except Exception as e:
         result["figures"] = [{"error": "%s: %s" % (type(e).__name__, e)}]
     for f in (sys.stdout, sys.stderr):

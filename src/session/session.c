@@ -37,6 +37,8 @@
 #define PENDING_MAX (64u << 20)    /* frames not yet read: a flood ends the kernel */
 #define DIAG_MAX (16u << 10)       /* the interpreter's last words (faulthandler) */
 #define VALUE_MAX (1u << 20)       /* a value's text, an error's traceback */
+#define RICH_MAX (1u << 20)        /* a value's html, markdown, json: whole or not at all */
+#define FIGURE_PNG_MAX (8u << 20)  /* one figure's PNG bytes (figure_png) */
 
 /* ---- the driver ---- */
 
@@ -761,6 +763,28 @@ static json_t *capped_string(json_t *v, size_t max)
 /* The base64 text of one figure's rendering for the model, at most. */
 #define PREVIEW_MAX (4u << 20)
 
+/* Whether v is standard base64 (padded) of a PNG file of at most
+ * FIGURE_PNG_MAX bytes: every PNG's base64 starts with its signature's. */
+static bool png_base64(json_t *v)
+{
+        static const char sig[] = "iVBORw0KGgo"; /* \x89PNG\r\n\x1a\n */
+        if (!json_is_string(v))
+                return false;
+        const char *s = json_string_value(v);
+        size_t n = json_string_length(v);
+        if (n % 4 != 0 || n > (FIGURE_PNG_MAX + 2) / 3 * 4 || n < sizeof(sig) - 1 ||
+            memcmp(s, sig, sizeof(sig) - 1) != 0)
+                return false;
+        size_t pad = n >= 1 && s[n - 1] == '=' ? (n >= 2 && s[n - 2] == '=' ? 2 : 1) : 0;
+        for (size_t i = 0; i < n - pad; i++) {
+                char c = s[i];
+                if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+                      c == '/'))
+                        return false;
+        }
+        return true;
+}
+
 /* A figure as the driver describes it, keeping only the documented keys. */
 static json_t *figure_from_frame(json_t *fig)
 {
@@ -771,7 +795,7 @@ static json_t *figure_from_frame(json_t *fig)
                 if (json_is_integer(v) && json_integer_value(v) >= 0)
                         json_object_set(out, ints[i], v);
         }
-        const char *strs[] = { "path", "error", "preview_error" };
+        const char *strs[] = { "path", "error", "preview_error", "png_error" };
         for (size_t i = 0; out && i < ARRAY_SIZE(strs); i++) {
                 json_t *v = capped_string(json_object_get(fig, strs[i]), 4096);
                 if (v)
@@ -779,6 +803,14 @@ static json_t *figure_from_frame(json_t *fig)
         }
         if (out && json_is_true(json_object_get(fig, "saved_by_code")))
                 json_object_set_new(out, "saved_by_code", json_true());
+        /* The file's bytes (asked for with figure_png), whole or not at all. */
+        json_t *png = json_object_get(fig, "png");
+        if (out && png_base64(png)) {
+                json_object_set(out, "png", png);
+                json_object_del(out, "png_error");
+        } else if (out && png != NULL) {
+                json_object_set_new(out, "png_error", json_string("not the base64 of a PNG file of at most 8 MiB"));
+        }
         /* A rendering for the model (asked for with preview_count): kept
          * whole or not at all, since a cut one would not decode; the
          * caller checks what it decodes to. */
@@ -795,6 +827,24 @@ static json_t *figure_from_frame(json_t *fig)
                 json_object_set_new(out, "preview_error", json_string("the rendering is too large"));
         }
         return out;
+}
+
+/* What a notebook would show of a value besides its text (the object's
+ * _repr_html_, _repr_markdown_, _repr_json_), from the frame's value_html,
+ * value_markdown and value_json into value's html, markdown and json: each
+ * whole when well-typed and at most RICH_MAX bytes, else left out. */
+static void value_rich(json_t *value, json_t *f)
+{
+        const char *strs[][2] = { { "value_html", "html" }, { "value_markdown", "markdown" } };
+        for (size_t i = 0; value && i < ARRAY_SIZE(strs); i++) {
+                json_t *v = json_object_get(f, strs[i][0]);
+                if (json_is_string(v) && json_string_length(v) <= RICH_MAX)
+                        json_object_set(value, strs[i][1], v);
+        }
+        json_t *j = json_object_get(f, "value_json");
+        size_t size = json_is_object(j) || json_is_array(j) ? json_dumpb(j, NULL, 0, JSON_COMPACT) : 0;
+        if (value && size > 0 && size <= RICH_MAX)
+                json_object_set(value, "json", j);
 }
 
 void session_result_from_frame(struct session_result *r, json_t *f)
@@ -817,6 +867,7 @@ void session_result_from_frame(struct session_result *r, json_t *f)
         if (text) {
                 json_t *type = capped_string(json_object_get(f, "value_type"), 256);
                 r->value = json_pack("{s:o,s:o}", "text", text, "type", type ? type : json_string(""));
+                value_rich(r->value, f);
         }
         json_t *e = json_object_get(f, "error");
         if (json_is_object(e)) {
@@ -825,6 +876,11 @@ void session_result_from_frame(struct session_result *r, json_t *f)
                 for (size_t i = 0; r->error && i < ARRAY_SIZE(keys); i++) {
                         json_t *x = capped_string(json_object_get(e, keys[i]), VALUE_MAX);
                         json_object_set_new(r->error, keys[i], x ? x : json_string(""));
+                }
+                /* The same strings under Jupyter's and E2B's names. */
+                if (r->error) {
+                        json_object_set(r->error, "name", json_object_get(r->error, "type"));
+                        json_object_set(r->error, "value", json_object_get(r->error, "message"));
                 }
                 const char *type = json_string_value(json_object_get(r->error, "type"));
                 if (r->status == SESSION_STEP_ERROR)
@@ -947,6 +1003,8 @@ int session_exec(struct session *s, const char *code, size_t len, const struct s
                 json_object_set_new(req, "preview", json_pack("{s:i,s:i,s:I}", "count", (int)lim->preview_count,
                                                               "side", (int)lim->preview_side, "bytes",
                                                               (json_int_t)lim->preview_bytes));
+        if (req && lim && lim->figure_png)
+                json_object_set_new(req, "figure_png", json_true());
         double deadline = t0 + timeout_s * 1000;
         if (req == NULL) {
                 corral_fail(ret_err, ENOMEM, "cannot send the step");

@@ -75,6 +75,10 @@ struct session_step_limits {
         unsigned preview_count;
         unsigned preview_side;
         uint64_t preview_bytes;
+        /* Each figure's PNG file as base64 "png" in the result (at most
+         * 8 MiB a figure, 32 MiB a step): for a caller that cannot read
+         * the workspace, such as a server's client. */
+        bool figure_png;
 };
 
 struct session_callbacks {
@@ -116,12 +120,19 @@ struct session_result {
         size_t stdout_len, stderr_len;
         bool stdout_truncated, stderr_truncated;
         uint64_t stdout_total, stderr_total;
-        json_t *value;           /* {"type", "text"} of a trailing expression, or NULL */
-        json_t *error;           /* {"type", "message", "traceback"}, or NULL */
-        json_t *figures;         /* array of {"path", "width", "height", "bytes"} (never NULL after exec);
-                                  * with preview_count, also "preview" (base64 PNG, unchecked: from
-                                  * the jail), "preview_width", "preview_height", "preview_bytes" or
-                                  * "preview_error" */
+        /* Everything below comes from the jail: user code can make it say
+         * anything (docs/sessions.md, "What a step returns"). */
+        json_t *value;           /* {"type", "text"} of a trailing expression, or NULL; when the
+                                  * object has them, "html", "markdown" (strings) and "json" (an
+                                  * object or array), each at most 1 MiB: untrusted markup, which a
+                                  * front end that renders it must sanitise or sandbox */
+        json_t *error;           /* {"type", "message", "traceback", "name", "value"} (name and value:
+                                  * type and message under Jupyter's and E2B's names), or NULL */
+        json_t *figures;         /* array of {"path", "width", "height", "bytes", "saved_by_code",
+                                  * "error"} (never NULL after exec); with figure_png, "png" (base64
+                                  * of a PNG: alphabet and signature checked) or "png_error"; with
+                                  * preview_count, also "preview" (base64 PNG, unchecked), "preview_width",
+                                  * "preview_height", "preview_bytes" or "preview_error" */
         double wall_ms;          /* round trip as the caller saw it */
         double exec_ms;          /* inside the interpreter */
         double cpu_ms;
@@ -193,7 +204,9 @@ CORRAL_HIDDEN void session_restore_undo(const char *dir, bool keep_dir);
 CORRAL_HIDDEN int session_frame_take(char *buf, size_t *len, json_t **ret);
 /* Fill r's status, value, error, figures, times and totals from the
  * driver's "result" frame: only documented keys of the right types are
- * kept, strings are capped, numbers bounded. */
+ * kept, strings are capped, numbers bounded; a value's html, markdown and
+ * json and a figure's png are kept whole or not at all (a cut one would
+ * not render or decode). */
 CORRAL_HIDDEN void session_result_from_frame(struct session_result *r, json_t *frame);
 
 /* The driver's path on the host: $CORRAL_SESSION_DRIVER, the installed copy,

@@ -3,6 +3,7 @@
 Every test gets its own runtime directory (XDG_RUNTIME_DIR), so its sessions
 are invisible to other tests and to other users of the machine, and each
 session it starts is stopped at teardown."""
+import base64
 import json
 import os
 import shutil
@@ -263,6 +264,71 @@ def test_dataframe_value_is_a_compact_table(sessions):
     assert "..." in v["text"] and len(v["text"].splitlines()) <= 40
 
 
+def test_value_has_html_when_the_object_does(sessions):
+    """A DataFrame as the last expression: its _repr_html_ beside the text
+    (what a notebook front end renders, after sanitising it); a plain int
+    has none; nor has a class with _repr_html_ (looked up on instances, as
+    IPython does); _repr_markdown_ and _repr_json_ come through too, and a
+    repr that raises or is too large is left out, the step unharmed.  The
+    plain CLI prints the text only."""
+    sid = sessions.start()["id"]
+    rc, r, _ = sessions.step(sid, "import pandas as pd\n"
+                                  "df = pd.DataFrame({'city': ['Oslo', 'Rome'], 'n': [1, 2]})\ndf")
+    assert rc == 0, r
+    v = r["value"]
+    assert v["type"] == "dataframe" and "Oslo" in v["text"] and "<table" not in v["text"]
+    assert "<table" in v["html"] and "<td>Oslo</td>" in v["html"]
+    assert "markdown" not in v and "json" not in v
+    rc, r, _ = sessions.step(sid, "41 + 1")
+    assert r["value"] == {"text": "42", "type": "int"}
+    rc, r, _ = sessions.step(sid, "class Rich:\n"
+                                  "    def _repr_html_(self): return '<b>rich</b>'\n"
+                                  "    def _repr_markdown_(self): return '**rich**'\n"
+                                  "    def _repr_json_(self): return {'rich': [1, 2.5, None]}\n"
+                                  "    def __repr__(self): return 'Rich()'\n"
+                                  "Rich()")
+    assert r["value"] == {"text": "Rich()", "type": "Rich", "html": "<b>rich</b>", "markdown": "**rich**",
+                          "json": {"rich": [1, 2.5, None]}}, r
+    rc, r, _ = sessions.step(sid, "Rich")
+    assert set(r["value"]) == {"text", "type"}
+    rc, r, _ = sessions.step(sid, "class Broken:\n"
+                                  "    def _repr_html_(self): raise RuntimeError('no')\n"
+                                  "    def _repr_markdown_(self): return 'x' * ((1 << 20) + 1)\n"
+                                  "    def _repr_json_(self): return 'not an object'\n"
+                                  "Broken()")
+    assert rc == 0 and r["status"] == "ok" and set(r["value"]) == {"text", "type"}, r
+    p = sessions.corral("exec", sid, "-c", "df")
+    assert p.returncode == 0 and "Oslo" in p.stdout and "<" not in p.stdout, p.stdout
+
+
+def test_figure_png_bytes_when_asked(sessions):
+    """--figure-png: each figure's PNG file in the result as base64, the
+    same bytes as the file in the workspace (a server's client cannot read
+    it); a figure the code saved as SVG says why it has none; without the
+    flag no bytes travel.  The flag needs --json."""
+    info = sessions.start()
+    sid = info["id"]
+    rc, r, _ = sessions.step(sid, "import matplotlib.pyplot as plt\n"
+                                  "plt.figure(figsize=(3, 2), dpi=100)\n"
+                                  "plt.plot([1, 3, 2])\n"
+                                  "plt.figure(figsize=(2, 2), dpi=100)\n"
+                                  "plt.plot([1])\n"
+                                  "plt.savefig('output/own.svg')", "--figure-png")
+    assert rc == 0, r
+    png, svg = r["figures"]
+    data = base64.b64decode(png["png"], validate=True)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) == png["bytes"]
+    with open(png["host_path"], "rb") as f:
+        assert f.read() == data
+    assert struct.unpack(">II", data[16:24]) == (300, 200) == (png["width"], png["height"])
+    assert svg["saved_by_code"] and "png" not in svg and svg["png_error"] == "not a PNG file"
+    rc, r, _ = sessions.step(sid, "plt.plot([2, 1])")
+    assert rc == 0 and len(r["figures"]) == 1 and "png" not in r["figures"][0]
+    assert "png_error" not in r["figures"][0]
+    p = sessions.corral("exec", sid, "--figure-png", "-c", "1")
+    assert p.returncode == 2 and "--figure-png needs --json" in p.stderr
+
+
 def test_figures_saved_without_savefig(sessions):
     info = sessions.start()
     sid = info["id"]
@@ -316,8 +382,12 @@ def test_exception_traceback_trimmed_to_user_code(sessions):
     assert tb.startswith("Traceback (most recent call last):")
     assert "line 7, in <module>" in tb and "in inner" in tb and "return 1 / 0" in tb
     assert "driver.py" not in tb and "corral-session" not in tb
+    # the same under Jupyter's and E2B's names (ename/evalue; name/value)
+    assert (r["error"]["name"], r["error"]["value"]) == ("ZeroDivisionError", "division by zero")
+    assert r["error"]["message"] == "division by zero" and r["value"] is None
     rc, r, _ = sessions.step(sid, "def (:")
     assert rc == 1 and r["error"]["type"] == "SyntaxError" and "driver.py" not in r["error"]["traceback"]
+    assert r["error"]["name"] == "SyntaxError" and r["error"]["value"] == r["error"]["message"] != ""
     # the namespace survived both
     rc, r, _ = sessions.step(sid, "outer.__name__")
     assert rc == 0 and r["value"]["text"] == "'outer'"

@@ -10,9 +10,12 @@
  *
  * Invariants: taking never grows the buffer and stops at the first
  * malformed frame; a taken frame is a JSON object; a result's value is null
- * or {"text", "type"} strings, its error null or three strings, its figures
- * at most 256 objects with only the documented keys; the printed result
- * parses back (no duplicate keys) and is valid UTF-8. */
+ * or {"text", "type"} strings with at most "html" and "markdown" strings and
+ * "json" an object or array, each within 1 MiB; its error null or five
+ * strings (name and value equal to type and message); its figures at most
+ * 256 objects with only the documented keys, "png" the base64 of something
+ * that starts as a PNG; the printed result parses back (no duplicate keys)
+ * and is valid UTF-8. */
 #define _GNU_SOURCE
 #include <jansson.h>
 #include <stdlib.h>
@@ -35,17 +38,43 @@ static void check_result(json_t *frame)
                 json_t *v;
                 json_object_foreach(fig, key, v) {
                         bool num = strcmp(key, "width") == 0 || strcmp(key, "height") == 0 ||
-                                   strcmp(key, "bytes") == 0;
-                        bool str = strcmp(key, "path") == 0 || strcmp(key, "error") == 0;
-                        FUZZ_ASSERT((num && json_is_integer(v)) || (str && json_is_string(v)),
+                                   strcmp(key, "bytes") == 0 || strcmp(key, "preview_width") == 0 ||
+                                   strcmp(key, "preview_height") == 0 || strcmp(key, "preview_bytes") == 0;
+                        bool str = strcmp(key, "path") == 0 || strcmp(key, "error") == 0 ||
+                                   strcmp(key, "preview") == 0 || strcmp(key, "preview_error") == 0 ||
+                                   strcmp(key, "png") == 0 || strcmp(key, "png_error") == 0;
+                        bool flag = strcmp(key, "saved_by_code") == 0;
+                        FUZZ_ASSERT((num && json_is_integer(v) && json_integer_value(v) >= 0) ||
+                                            (str && json_is_string(v)) || (flag && json_is_true(v)),
                                     "figure key '%s' kept", key);
                 }
+                const char *png = json_string_value(json_object_get(fig, "png"));
+                if (png)
+                        FUZZ_ASSERT(strncmp(png, "iVBORw0KGgo", 11) == 0 && strlen(png) % 4 == 0 &&
+                                            strspn(png, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                        "0123456789+/=") == strlen(png) &&
+                                            json_object_get(fig, "png_error") == NULL,
+                                    "a png kept that is not base64 of a PNG");
         }
-        if (r.value)
+        if (r.value) {
                 FUZZ_ASSERT(json_is_string(json_object_get(r.value, "text")) &&
-                            json_is_string(json_object_get(r.value, "type")) && json_object_size(r.value) == 2);
-        if (r.error)
-                FUZZ_ASSERT(json_object_size(r.error) == 3 && json_is_string(json_object_get(r.error, "traceback")));
+                            json_is_string(json_object_get(r.value, "type")));
+                const char *key;
+                json_t *v;
+                json_object_foreach(r.value, key, v) {
+                        bool str = strcmp(key, "text") == 0 || strcmp(key, "type") == 0 ||
+                                   strcmp(key, "html") == 0 || strcmp(key, "markdown") == 0;
+                        bool doc = strcmp(key, "json") == 0;
+                        FUZZ_ASSERT((str && json_is_string(v) && json_string_length(v) <= (1u << 20) + 2) ||
+                                            (doc && (json_is_object(v) || json_is_array(v))),
+                                    "value key '%s' kept", key);
+                }
+        }
+        if (r.error) {
+                FUZZ_ASSERT(json_object_size(r.error) == 5 && json_is_string(json_object_get(r.error, "traceback")));
+                FUZZ_ASSERT(json_equal(json_object_get(r.error, "name"), json_object_get(r.error, "type")) &&
+                            json_equal(json_object_get(r.error, "value"), json_object_get(r.error, "message")));
+        }
 
         json_t *j = session_result_to_json(&r);
         FUZZ_ASSERT(j != NULL, "session_result_to_json returned NULL");
