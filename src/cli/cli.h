@@ -7,6 +7,8 @@
  *
  * Threads: none of this is thread-safe: the CLI calls it from its main thread
  * (and cancel.c's signal handler only writes to a pipe and stderr).
+ *
+ * Internal to src/cli/.
  */
 #ifndef CORRAL_CLI_H
 #define CORRAL_CLI_H

@@ -1,6 +1,7 @@
 /* banned.h: functions that are easy to misuse, made compile errors (after
  * git's banned.h).  Use snprintf, strtoul/strtoull with checks, strtok_r.
- * Threads: macros only. */
+ * Threads: macros only.
+ * Internal to src/lib/: every file gets it through util.h. */
 #ifndef CORRAL_BANNED_H
 #define CORRAL_BANNED_H
 

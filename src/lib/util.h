@@ -1,5 +1,6 @@
 /* util.h: small helpers shared by the library: cleanup attributes, error
- * construction, capped buffers and monotonic time.  Internal; not installed.
+ * construction, capped buffers and monotonic time.  Every module may use it;
+ * not installed.
  * Threads: thread-safe (no shared state); a capbuf is one caller's at a time. */
 #ifndef CORRAL_UTIL_H
 #define CORRAL_UTIL_H

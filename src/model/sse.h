@@ -10,6 +10,8 @@
  * Knows nothing of JSON or of chat completions.
  *
  * Threads: one caller at a time per parser.
+ *
+ * Internal to src/model/ (openai.c); the tests use it too.
  */
 #ifndef CORRAL_MODEL_SSE_H
 #define CORRAL_MODEL_SSE_H

@@ -19,7 +19,7 @@
 
 #include "../workspace/archive.h"
 #include "../workspace/dest.h"
-#include "../workspace/workspace-internal.h"
+#include "../workspace/workspace.h"
 #include "session.h"
 
 #ifndef CORRAL_VERSION_STRING

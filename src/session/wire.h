@@ -5,6 +5,8 @@
  * /tmp/corral-$UID/sessions: a private 0700 directory holding host.sock
  * (the daemon, one per user and runtime directory), host.lock and one
  * <ID>.sock per session.  Thread-safe.
+ *
+ * Internal to src/session/: other modules go through client.h and host.h.
  */
 #ifndef CORRAL_SESSION_WIRE_H
 #define CORRAL_SESSION_WIRE_H

@@ -27,6 +27,8 @@
  *                        bind as a detached mount (fds, in that order)
  *
  * Threads: definitions only.
+ *
+ * Internal to src/session/ (warm.c and corral-zygote).
  */
 #ifndef CORRAL_ZYGOTE_PROTOCOL_H
 #define CORRAL_ZYGOTE_PROTOCOL_H

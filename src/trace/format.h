@@ -1,7 +1,8 @@
 /* format.h: helpers shared by the terminal view (render.c) and the exports
  * (export.c): reading fields of an event, and writing sizes, durations and
  * counts the same way in both.
- * Threads: thread-safe (pure functions). */
+ * Threads: thread-safe (pure functions).
+ * Internal to src/trace/. */
 #ifndef CORRAL_TRACE_FORMAT_H
 #define CORRAL_TRACE_FORMAT_H
 

@@ -141,8 +141,7 @@ CORRAL_HIDDEN int ws_walk_run(struct ws_walk *w, int dirfd, const char *prefix);
  * the way, with bounded recursion (subtrees deeper than WORKSPACE_MAX_DEPTH
  * are moved up into dirfd and removed from there).  ENOENT is success. */
 CORRAL_HIDDEN int ws_remove_at(int dirfd, const char *name);
-/* Empty the directory dirfd (an O_RDONLY directory fd) the same way. */
-CORRAL_HIDDEN int ws_remove_contents(int dirfd);
+/* ws_remove_contents(), emptying a directory the same way: workspace.h. */
 
 /* ---- copy.c ---- */
 

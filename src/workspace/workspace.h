@@ -183,6 +183,13 @@ CORRAL_HIDDEN const struct ws_staged *workspace_staged_at(const struct workspace
  * from an output directory (the exports' figures and previews). */
 CORRAL_HIDDEN int ws_read_beneath(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len);
 
+/* Empty the directory dirfd (an O_RDONLY directory fd): never following a
+ * symlink, giving directories u+rwx when their mode is in the way, with
+ * bounded recursion (subtrees deeper than WORKSPACE_MAX_DEPTH are moved up
+ * and removed from there).  For a workspace's directory, or a session's
+ * restore directory undone (session/pause.c). */
+CORRAL_HIDDEN int ws_remove_contents(int dirfd);
+
 /* Add "sha256" (digest.h) to each file entry of entries (as
  * workspace_stage_manifest() reports them), read through what the jails
  * see: for telling a replay on other data. */
