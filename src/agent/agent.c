@@ -17,6 +17,7 @@
 
 #include "../session/session.h"
 #include "agent-internal.h"
+#include "toolbox.h"
 
 #define TRIM_KEEP_LAST 4     /* the newest messages are never shortened */
 #define TRIM_MIN_BYTES 600   /* nor are short ones */
@@ -242,7 +243,7 @@ static json_t *call_event(unsigned iteration, const char *id, const char *name, 
         return ev;
 }
 
-static json_t *result_event(unsigned iteration, const char *id, const struct agent_step *s, double ms)
+static json_t *result_event(unsigned iteration, const char *id, const struct tool_result *s, double ms)
 {
         json_t *ev = json_pack("{s:i, s:s, s:s, s:b, s:s, s:f}", "iteration", iteration, "id", id ? id : "", "name",
                                s->name ? s->name : "", "ok", s->ok, "content", s->content ? s->content : "", "ms", round_ms(ms));
@@ -270,7 +271,7 @@ static void set_outcome(struct agent_result *r, enum agent_status status, int ki
 }
 
 /* After a step: end the run on a fatal error or a cancel.  1 = stop. */
-static int step_ends_run(const struct agent_step *s, struct agent_result *ret)
+static int step_ends_run(const struct tool_result *s, struct agent_result *ret)
 {
         if (s->fatal) {
                 set_outcome(ret, AGENT_JAIL_ERROR, s->err ? s->err->kind : 0, s->err ? s->err->field : NULL,
@@ -284,6 +285,14 @@ static int step_ends_run(const struct agent_step *s, struct agent_result *ret)
         return 0;
 }
 
+/* The loop's state; the tools keep theirs (toolbox.h). */
+struct agent_state {
+        const struct agent_config *cfg;
+        struct toolbox *tools;
+        unsigned iteration;
+        double deadline_ms;      /* monotonic; 0 none */
+};
+
 /* The figures of the last step as images (docs/sessions.md, "Figures for
  * the model"): Chat Completions takes image parts only in user messages,
  * so they follow the tool results as a user message of their own, or join
@@ -291,20 +300,23 @@ static int step_ends_run(const struct agent_step *s, struct agent_result *ret)
  * gets what was sent (path, bytes, dimensions), never the bytes. */
 static void attach_images(struct agent_state *st, json_t *messages)
 {
-        if (st->n_pending == 0) {
-                agent_images_clear(st);
+        const struct toolbox_image *pending;
+        const char *note;
+        size_t n = toolbox_images(st->tools, &pending, &note);
+        if (n == 0) {
+                toolbox_images_clear(st->tools);
                 return;
         }
         struct chat_image imgs[AGENT_MAX_STEP_IMAGES];
         json_t *sent = json_array();
-        for (size_t i = 0; i < st->n_pending; i++) {
-                const struct agent_image *im = &st->pending[i];
+        for (size_t i = 0; i < n; i++) {
+                const struct toolbox_image *im = &pending[i];
                 imgs[i] = (struct chat_image){ .png = im->png, .len = im->len, .detail = "low" };
                 json_array_append_new(sent, json_pack("{s:s, s:I, s:i, s:i}", "path", im->path, "bytes",
                                                       (json_int_t)im->len, "width", (int)im->width, "height",
                                                       (int)im->height));
         }
-        json_t *msg = chat_image_message_new(st->pending_note, imgs, st->n_pending);
+        json_t *msg = chat_image_message_new(note, imgs, n);
         json_t *last = json_array_get(messages, json_array_size(messages) - 1);
         const char *role = json_string_value(json_object_get(last, "role"));
         json_t *text = json_object_get(last, "content");
@@ -317,7 +329,7 @@ static void attach_images(struct agent_state *st, json_t *messages)
                 json_array_append_new(messages, msg);
         emit(st->cfg, "images", json_pack("{s:i, s:o, s:s}", "iteration", st->iteration, "images", sent, "detail",
                                           "low"));
-        agent_images_clear(st);
+        toolbox_images_clear(st->tools);
 }
 
 /* Run the tool calls of one reply in order. 1 = the run ends. */
@@ -334,9 +346,10 @@ static int run_tool_calls(struct agent_state *st, json_t *messages, const struct
                 const char *args = json_string_value(json_object_get(fn, "arguments"));
                 name = name ? name : "";
                 emit(cfg, "tool_call", call_event(st->iteration, id, name, args));
-                struct agent_step s = { 0 };
+                struct tool_result s = { 0 };
                 double t0 = monotonic_ms();
-                agent_tool_run(st, name, args, &s);
+                toolbox_set_turn(st->tools, st->iteration, st->deadline_ms);
+                toolbox_call(st->tools, name, args, &s);
                 emit(cfg, "tool_result", result_event(st->iteration, id, &s, monotonic_ms() - t0));
                 json_array_append_new(messages, json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id",
                                                           id ? id : "", "content",
@@ -344,7 +357,7 @@ static int run_tool_calls(struct agent_state *st, json_t *messages, const struct
                 if (s.final_answer && *ret_answer == NULL)
                         *ret_answer = TAKE_PTR(s.final_answer);
                 int stop = step_ends_run(&s, ret);
-                agent_step_release(&s);
+                tool_result_release(&s);
                 if (stop)
                         return 1;
         }
@@ -370,9 +383,10 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
                                strcmp(name, "run_python") == 0 ? "code" : "command", b.code, "arguments",
                                strcmp(name, "run_python") == 0 ? "code" : "command", b.code);
         emit(st->cfg, "tool_call", ev);
-        struct agent_step s = { .name = name };
+        struct tool_result s = { .name = name };
         double t0 = monotonic_ms();
-        agent_exec_code(st, b.lang, b.code, &s);
+        toolbox_set_turn(st->tools, st->iteration, st->deadline_ms);
+        toolbox_exec_code(st->tools, b.lang, b.code, &s);
         emit(st->cfg, "tool_result", result_event(st->iteration, id, &s, monotonic_ms() - t0));
         cleanup_free char *msg = NULL;
         if (asprintf(&msg, "Result of your %s block:\n%s\nContinue with the next step, or reply without a code block "
@@ -382,7 +396,7 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
         attach_images(st, messages);
         text_block_release(&b);
         int stop = step_ends_run(&s, ret);
-        agent_step_release(&s);
+        tool_result_release(&s);
         return stop;
 }
 
@@ -412,8 +426,10 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                                          "name it in the task",
                                     cfg->task ? strlen(cfg->task) : 0, AGENT_TASK_MAX >> 10);
         struct agent_state st = { .cfg = cfg };
+        if (toolbox_new(cfg, &st.tools, err) < 0)
+                return -1;
         bool text = cfg->text_protocol;
-        json_t *tools = text ? NULL : agent_tool_schemas();
+        json_t *tools = text ? NULL : toolbox_schemas();
         json_t *messages = json_array();
         char *answer = NULL;
         bool context_retry = false;
@@ -424,6 +440,7 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
             set_system_prompt(cfg, messages, text) < 0 || append_message(messages, "user", cfg->task) < 0) {
                 json_decref(messages);
                 json_decref(tools);
+                toolbox_free(st.tools);
                 return corral_fail(err, ENOMEM, "cannot start the run");
         }
         if (cfg->wall_budget_s > 0)
@@ -516,9 +533,9 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                                 turn--;
                                 continue;
                         }
-                        if (kind == CORRAL_ERR_MODEL_NO_IMAGES && !st.images_off) {
+                        if (kind == CORRAL_ERR_MODEL_NO_IMAGES && !toolbox_images_are_off(st.tools)) {
                                 /* Once: no images for the rest of the run, and none resent. */
-                                st.images_off = true;
+                                toolbox_images_off(st.tools);
                                 chat_messages_drop_images(messages, json_array_size(messages), "the endpoint "
                                                           "does not accept images; the file is in the workspace");
                                 emit(cfg, "notice", json_pack("{s:s, s:s}", "message", "the endpoint does not "
@@ -590,11 +607,10 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 answer = NULL;
         }
         ret->text_protocol = text;
-        agent_session_close(&st);
+        /* The session ends before the zygote's hold is dropped. */
+        toolbox_free(st.tools);
         if (prewarm)
                 session_prewarm_end();
-        agent_images_clear(&st);
-        ws_snapshot_free(st.last_snapshot);
         free(answer);
         json_decref(messages);
         json_decref(tools);

@@ -21,6 +21,7 @@
 #include "../session/session.h"
 #include "../workspace/artifact.h"
 #include "agent-internal.h"
+#include "toolbox.h"
 
 static const char tool_schemas_json[] =
         "["
@@ -54,17 +55,79 @@ static const char tool_schemas_json[] =
         "\"required\":[\"answer\"]}}}"
         "]";
 
-json_t *agent_tool_schemas(void)
+/* The tools' state over a run (or a server's sandbox): the session, what
+ * the review has seen of it, the workspace's last snapshot, the notes
+ * already given, and the figures waiting for the model. */
+struct toolbox {
+        const struct agent_config *cfg;
+        unsigned iteration;      /* the loop's turn, for the trace's review events */
+        unsigned step;           /* executions so far, names step files */
+        double deadline_ms;      /* monotonic; 0 none: caps a step's time limit */
+        /* Hashes of code that failed, with the step that ran it. */
+        struct {
+                uint64_t hash;
+                unsigned step;
+        } failed[64];
+        size_t n_failed;
+        struct ws_snapshot *last_snapshot; /* the workspace after the last step */
+        uint64_t notices[16];    /* hashes of the jail notes already passed on */
+        size_t n_notices;
+        struct session *session; /* run_python's interpreter, NULL until the first step */
+        /* The Python steps the session has run, reviewed with each new one:
+         * an import in one step and its use in the next are one program. */
+        char *review_context;
+        size_t review_context_len;
+        bool images_off;         /* the endpoint rejected images: none for the rest of the run */
+        unsigned images_sent;    /* over the run */
+        struct toolbox_image pending[AGENT_MAX_STEP_IMAGES];
+        size_t n_pending;
+        char *pending_note;      /* the message's text: every figure named, sent or not; NULL none */
+};
+
+int toolbox_new(const struct agent_config *cfg, struct toolbox **ret, corral_error **ret_err)
+{
+        struct toolbox *tb = calloc(1, sizeof(*tb));
+        if (tb == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot set up the tools");
+        tb->cfg = cfg;
+        *ret = tb;
+        return 0;
+}
+
+void toolbox_set_turn(struct toolbox *tb, unsigned iteration, double deadline_ms)
+{
+        tb->iteration = iteration;
+        tb->deadline_ms = deadline_ms;
+}
+
+size_t toolbox_images(struct toolbox *tb, const struct toolbox_image **ret, const char **ret_note)
+{
+        *ret = tb->pending;
+        *ret_note = tb->pending_note;
+        return tb->n_pending;
+}
+
+void toolbox_images_off(struct toolbox *tb)
+{
+        tb->images_off = true;
+}
+
+bool toolbox_images_are_off(const struct toolbox *tb)
+{
+        return tb->images_off;
+}
+
+json_t *toolbox_schemas(void)
 {
         return json_loads(tool_schemas_json, 0, NULL);
 }
 
-const char *agent_tool_names(void)
+const char *toolbox_names(void)
 {
         return "run_python, run_shell, read_file, write_file, list_files, final_answer";
 }
 
-void agent_step_release(struct agent_step *s)
+void tool_result_release(struct tool_result *s)
 {
         json_decref(s->args);
         json_decref(s->exec);
@@ -75,8 +138,8 @@ void agent_step_release(struct agent_step *s)
         memset(s, 0, sizeof(*s));
 }
 
-static void say(struct agent_step *s, bool ok, const char *fmt, ...) CORRAL_PRINTF(3, 4);
-static void say(struct agent_step *s, bool ok, const char *fmt, ...)
+static void say(struct tool_result *s, bool ok, const char *fmt, ...) CORRAL_PRINTF(3, 4);
+static void say(struct tool_result *s, bool ok, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
@@ -86,7 +149,7 @@ static void say(struct agent_step *s, bool ok, const char *fmt, ...)
 }
 
 /* A string argument, or NULL with the observation saying what is wrong. */
-static const char *arg_string(struct agent_step *s, const char *key, bool required)
+static const char *arg_string(struct tool_result *s, const char *key, bool required)
 {
         json_t *v = json_object_get(s->args, key);
         if (v == NULL || json_is_null(v)) {
@@ -113,25 +176,25 @@ static uint64_t fnv1a(const char *s, const char *lang)
 }
 
 /* When this exact code failed before, say so: models loop on it otherwise. */
-static void note_repeat(struct agent_state *st, struct agent_step *s, const char *lang, const char *code)
+static void note_repeat(struct toolbox *tb, struct tool_result *s, const char *lang, const char *code)
 {
         uint64_t h = fnv1a(code, lang);
-        for (size_t i = 0; i < st->n_failed; i++) {
-                if (st->failed[i].hash != h)
+        for (size_t i = 0; i < tb->n_failed; i++) {
+                if (tb->failed[i].hash != h)
                         continue;
                 char *more = NULL;
                 if (asprintf(&more, "%s\nnote: this is exactly the code of step %u, which failed too. Running it "
                                     "again will not help: read the error above and change the approach.\n",
-                             s->content ? s->content : "", st->failed[i].step) >= 0) {
+                             s->content ? s->content : "", tb->failed[i].step) >= 0) {
                         free(s->content);
                         s->content = more;
                 }
                 return;
         }
-        if (st->n_failed < ARRAY_SIZE(st->failed)) {
-                st->failed[st->n_failed].hash = h;
-                st->failed[st->n_failed].step = st->step;
-                st->n_failed++;
+        if (tb->n_failed < ARRAY_SIZE(tb->failed)) {
+                tb->failed[tb->n_failed].hash = h;
+                tb->failed[tb->n_failed].step = tb->step;
+                tb->n_failed++;
         }
 }
 
@@ -139,35 +202,35 @@ static void note_repeat(struct agent_state *st, struct agent_step *s, const char
  * corral's own tools touch it, and each keeps the snapshot it took after
  * itself, so that one serves as the next step's "before": one walk per
  * step, not two. */
-static void snapshot_before(struct agent_state *st)
+static void snapshot_before(struct toolbox *tb)
 {
-        if (st->last_snapshot == NULL)
-                workspace_snapshot(st->cfg->ws, &st->last_snapshot, NULL);
+        if (tb->last_snapshot == NULL)
+                workspace_snapshot(tb->cfg->ws, &tb->last_snapshot, NULL);
 }
 
 /* What the step changed since snapshot_before(), each file typed by its
  * content (artifact.h); the new snapshot is kept.  workspace_snapshot_next()
  * stats only what inotify saw change since the last one. */
-static json_t *diff_since_before(struct agent_state *st)
+static json_t *diff_since_before(struct toolbox *tb)
 {
         struct ws_snapshot *after = NULL;
-        if (workspace_snapshot_next(st->cfg->ws, st->last_snapshot, &after, NULL) < 0)
+        if (workspace_snapshot_next(tb->cfg->ws, tb->last_snapshot, &after, NULL) < 0)
                 return NULL;
-        json_t *d = st->last_snapshot ? workspace_diff(st->last_snapshot, after) : NULL;
+        json_t *d = tb->last_snapshot ? workspace_diff(tb->last_snapshot, after) : NULL;
         if (d) {
-                workspace_diff_drop_mounts(st->cfg->ws, d);
-                workspace_type_artifacts(st->cfg->ws, d);
+                workspace_diff_drop_mounts(tb->cfg->ws, d);
+                workspace_type_artifacts(tb->cfg->ws, d);
         }
-        ws_snapshot_free(st->last_snapshot);
-        st->last_snapshot = after;
+        ws_snapshot_free(tb->last_snapshot);
+        tb->last_snapshot = after;
         return d;
 }
 
-static void redact_step(struct agent_state *st, struct agent_step *s)
+static void redact_step(struct toolbox *tb, struct tool_result *s)
 {
-        if (st->cfg->secrets == NULL || s->content == NULL)
+        if (tb->cfg->secrets == NULL || s->content == NULL)
                 return;
-        char *r = redact_text(s->content, st->cfg->secrets);
+        char *r = redact_text(s->content, tb->cfg->secrets);
         if (r) {
                 free(s->content);
                 s->content = r;
@@ -177,44 +240,44 @@ static void redact_step(struct agent_state *st, struct agent_step *s)
 /* A jail's note (e.g. limits falling back to rlimits): once per run. */
 static void on_jail_notice(void *userdata, const char *message)
 {
-        struct agent_state *st = userdata;
+        struct toolbox *tb = userdata;
         uint64_t h = fnv1a(message, "");
-        for (size_t i = 0; i < st->n_notices; i++)
-                if (st->notices[i] == h)
+        for (size_t i = 0; i < tb->n_notices; i++)
+                if (tb->notices[i] == h)
                         return;
-        if (st->n_notices < ARRAY_SIZE(st->notices))
-                st->notices[st->n_notices++] = h;
-        if (st->cfg->trace)
-                trace_emit(st->cfg->trace, "notice", json_pack("{s:s}", "message", message));
+        if (tb->n_notices < ARRAY_SIZE(tb->notices))
+                tb->notices[tb->n_notices++] = h;
+        if (tb->cfg->trace)
+                trace_emit(tb->cfg->trace, "notice", json_pack("{s:s}", "message", message));
 }
 
-void agent_session_close(struct agent_state *st)
+static void toolbox_session_close(struct toolbox *tb)
 {
-        session_free(st->session);
-        st->session = NULL;
-        free(st->review_context);
-        st->review_context = NULL;
-        st->review_context_len = 0;
+        session_free(tb->session);
+        tb->session = NULL;
+        free(tb->review_context);
+        tb->review_context = NULL;
+        tb->review_context_len = 0;
 }
 
 /* The review context of a session grows by each step that runs (and parses:
  * a syntax error would swallow what follows it), up to 1 MiB. */
-static void review_context_add(struct agent_state *st, const char *code, const struct review_result *res)
+static void review_context_add(struct toolbox *tb, const char *code, const struct review_result *res)
 {
         for (size_t i = 0; i < res->n_findings; i++)
                 if (strncmp(res->findings[i].rule, "PY-SYN-", 7) == 0)
                         return;
         size_t len = strlen(code);
-        if (st->review_context_len + len + 1 > (1u << 20))
+        if (tb->review_context_len + len + 1 > (1u << 20))
                 return;
-        char *c = realloc(st->review_context, st->review_context_len + len + 2);
+        char *c = realloc(tb->review_context, tb->review_context_len + len + 2);
         if (c == NULL)
                 return;
-        memcpy(c + st->review_context_len, code, len);
-        c[st->review_context_len + len] = '\n';
-        c[st->review_context_len + len + 1] = '\0';
-        st->review_context = c;
-        st->review_context_len += len + 1;
+        memcpy(c + tb->review_context_len, code, len);
+        c[tb->review_context_len + len] = '\n';
+        c[tb->review_context_len + len + 1] = '\0';
+        tb->review_context = c;
+        tb->review_context_len += len + 1;
 }
 
 /* A session step seen as a jail result, so that observations, the trace and
@@ -266,15 +329,15 @@ static void session_as_jail_result(const struct session_result *r, corral_jail_r
         j->memory_peak_bytes = r->peak_memory_bytes;
 }
 
-void agent_images_clear(struct agent_state *st)
+void toolbox_images_clear(struct toolbox *tb)
 {
-        for (size_t i = 0; i < st->n_pending; i++) {
-                free(st->pending[i].path);
-                free(st->pending[i].png);
+        for (size_t i = 0; i < tb->n_pending; i++) {
+                free(tb->pending[i].path);
+                free(tb->pending[i].png);
         }
-        st->n_pending = 0;
-        free(st->pending_note);
-        st->pending_note = NULL;
+        tb->n_pending = 0;
+        free(tb->pending_note);
+        tb->pending_note = NULL;
 }
 
 /* A figure's path as the model knows it: relative to /workspace. */
@@ -289,15 +352,15 @@ static const char *figure_path(const json_t *fig)
 /* Check one figure's rendering for the model (it comes from the jail: a
  * PNG, its long side within the budget's, its size within the bytes) and
  * keep it pending; NULL, or why it is not sent. */
-static const char *take_preview(struct agent_state *st, const json_t *fig)
+static const char *take_preview(struct toolbox *tb, const json_t *fig)
 {
-        const struct agent_config *cfg = st->cfg;
+        const struct agent_config *cfg = tb->cfg;
         const json_t *b64 = json_object_get(fig, "preview");
         if (b64 == NULL) {
                 const char *why = json_string_value(json_object_get(fig, "preview_error"));
                 return why ? why : "not rendered";
         }
-        struct agent_image *im = &st->pending[st->n_pending];
+        struct toolbox_image *im = &tb->pending[tb->n_pending];
         if (chat_base64_decode(json_string_value(b64), json_string_length(b64), cfg->image_bytes, &im->png,
                                &im->len) < 0)
                 return "the rendering is not base64 of at most the image budget";
@@ -313,8 +376,8 @@ static const char *take_preview(struct agent_state *st, const json_t *fig)
                 im->png = NULL;
                 return "out of memory";
         }
-        st->n_pending++;
-        st->images_sent++;
+        tb->n_pending++;
+        tb->images_sent++;
         return NULL;
 }
 
@@ -322,9 +385,9 @@ static const char *take_preview(struct agent_state *st, const json_t *fig)
  * or NULL when there are none), and, within the budget (asked of the
  * driver: the first `asked`), their renderings checked and kept pending
  * for the user message that follows the tool results (agent.c), with its
- * text in st->pending_note.  The renderings' base64 is taken out of
+ * text in tb->pending_note.  The renderings' base64 is taken out of
  * figures: the trace gets path, bytes and dimensions only. */
-static char *take_figures(struct agent_state *st, json_t *figures, unsigned asked)
+static char *take_figures(struct toolbox *tb, json_t *figures, unsigned asked)
 {
         if (json_array_size(figures) == 0)
                 return NULL;
@@ -359,13 +422,13 @@ static char *take_figures(struct agent_state *st, json_t *figures, unsigned aske
                 if (asked == 0)
                         continue;
                 const char *why = NULL;
-                if (i >= asked || st->n_pending >= AGENT_MAX_STEP_IMAGES)
+                if (i >= asked || tb->n_pending >= AGENT_MAX_STEP_IMAGES)
                         why = "over the image budget";
                 else
-                        why = take_preview(st, fig);
+                        why = take_preview(tb, fig);
                 json_object_del(fig, "preview");
                 if (why == NULL) {
-                        const struct agent_image *im = &st->pending[st->n_pending - 1];
+                        const struct toolbox_image *im = &tb->pending[tb->n_pending - 1];
                         fprintf(n, "%s %s (%" JSON_INTEGER_FORMAT "x%" JSON_INTEGER_FORMAT ", shown at %ux%u)",
                                 i ? ";" : "", path, w, h, im->width, im->height);
                         json_object_set_new(fig, "sent_to_model", json_true());
@@ -380,8 +443,8 @@ static char *take_figures(struct agent_state *st, json_t *figures, unsigned aske
         bool ok = fclose(o) == 0;
         ok = fclose(n) == 0 && ok;
         if (ok && asked > 0) {
-                free(st->pending_note);
-                st->pending_note = note;
+                free(tb->pending_note);
+                tb->pending_note = note;
                 note = NULL;
         }
         free(note);
@@ -396,18 +459,18 @@ static char *take_figures(struct agent_state *st, json_t *figures, unsigned aske
  * same jail configuration a fresh process would get (jc), kept for the
  * whole run.  The observation adds the trailing expression's value and
  * says when the interpreter's state was lost. */
-static void exec_in_session(struct agent_state *st, const corral_jail_config *jc, const char *code,
-                            struct agent_step *s)
+static void exec_in_session(struct toolbox *tb, const corral_jail_config *jc, const char *code,
+                            struct tool_result *s)
 {
-        const struct agent_config *cfg = st->cfg;
+        const struct agent_config *cfg = tb->cfg;
         corral_error *err = NULL;
         double t0 = monotonic_ms();
-        if (st->session == NULL) {
+        if (tb->session == NULL) {
                 struct session_options opt;
                 session_options_init(&opt);
                 opt.idle_timeout_s = 0; /* the run's own budgets end it */
                 opt.on_notice = on_jail_notice;
-                opt.notice_userdata = st;
+                opt.notice_userdata = tb;
                 opt.lifetime_s = cfg->wall_budget_s > 0 ? cfg->wall_budget_s + 60 : 86400;
                 /* Warm, forked from the zygote started with the run
                  * (agent_run()), unless asked otherwise or the options need
@@ -415,17 +478,17 @@ static void exec_in_session(struct agent_state *st, const corral_jail_config *jc
                  * /workspace); a zygote that cannot start is no reason to
                  * fail the run: a cold session, with a notice. */
                 opt.warm = !cfg->cold && session_warm_supported(jc, NULL) == 0;
-                if (session_start(jc, &opt, &st->session, &err) < 0 && opt.warm) {
+                if (session_start(jc, &opt, &tb->session, &err) < 0 && opt.warm) {
                         cleanup_free char *why = NULL;
                         if (asprintf(&why, "no warm session (%s): a cold one instead", err ? err->msg : "?") < 0)
                                 why = NULL;
                         if (why)
-                                on_jail_notice(st, why);
+                                on_jail_notice(tb, why);
                         corral_error_clear(&err);
                         opt.warm = false;
-                        (void)session_start(jc, &opt, &st->session, &err);
+                        (void)session_start(jc, &opt, &tb->session, &err);
                 }
-                if (st->session == NULL) {
+                if (tb->session == NULL) {
                         s->fatal = true;
                         s->err = err;
                         return;
@@ -433,9 +496,9 @@ static void exec_in_session(struct agent_state *st, const corral_jail_config *jc
         }
         struct session_step_limits lim = { .timeout_s = jc->timeout_s, .output_limit = jc->output_limit,
                                            .cancel_fd = cfg->cancel_fd };
-        agent_images_clear(st);
-        if (cfg->images && !st->images_off) {
-                unsigned left = cfg->images_per_run > st->images_sent ? cfg->images_per_run - st->images_sent : 0;
+        toolbox_images_clear(tb);
+        if (cfg->images && !tb->images_off) {
+                unsigned left = cfg->images_per_run > tb->images_sent ? cfg->images_per_run - tb->images_sent : 0;
                 lim.preview_count = cfg->images_per_step < left ? cfg->images_per_step : left;
                 if (lim.preview_count > AGENT_MAX_STEP_IMAGES)
                         lim.preview_count = AGENT_MAX_STEP_IMAGES;
@@ -443,7 +506,7 @@ static void exec_in_session(struct agent_state *st, const corral_jail_config *jc
                 lim.preview_bytes = cfg->image_bytes;
         }
         struct session_result r;
-        if (session_exec(st->session, code, strlen(code), &lim, NULL, &r, &err) < 0) {
+        if (session_exec(tb->session, code, strlen(code), &lim, NULL, &r, &err) < 0) {
                 s->fatal = true;
                 s->err = err;
                 return;
@@ -452,7 +515,7 @@ static void exec_in_session(struct agent_state *st, const corral_jail_config *jc
         corral_jail_result res;
         cleanup_free char *errs = NULL;
         session_as_jail_result(&r, &res, &errs);
-        s->artifacts = diff_since_before(st);
+        s->artifacts = diff_since_before(tb);
         s->exec = agent_exec_to_json(&res, cfg->observation_bytes);
         if (s->exec) {
                 json_object_set_new(s->exec, "jail_ms", json_real(round_ms(jail_ms)));
@@ -461,7 +524,7 @@ static void exec_in_session(struct agent_state *st, const corral_jail_config *jc
                 json_object_set_new(s->exec, "restarted", json_boolean(r.restarted));
                 json_object_set(s->exec, "value", r.value ? r.value : json_null());
         }
-        cleanup_free char *figure_list = take_figures(st, r.figures, lim.preview_count);
+        cleanup_free char *figure_list = take_figures(tb, r.figures, lim.preview_count);
         if (s->exec)
                 json_object_set(s->exec, "figures", r.figures ? r.figures : json_null());
         cleanup_free char *obs = agent_observe_exec(&res, jc, s->artifacts, cfg->observation_bytes);
@@ -482,24 +545,24 @@ static void exec_in_session(struct agent_state *st, const corral_jail_config *jc
         s->ok = r.status == SESSION_STEP_OK;
         s->cancelled = r.status == SESSION_STEP_CANCELLED;
         if (!s->ok && !s->cancelled)
-                note_repeat(st, s, "python", code);
-        redact_step(st, s);
+                note_repeat(tb, s, "python", code);
+        redact_step(tb, s);
         session_result_release(&r);
 }
 
 /* The safety review of a step (cfg->review; docs/review.md), traced as a
  * "review" event.  Returns true when the step is rejected: the findings
  * are the observation and nothing runs. */
-static bool review_step(struct agent_state *st, const char *lang, const char *code, struct agent_step *s)
+static bool review_step(struct toolbox *tb, const char *lang, const char *code, struct tool_result *s)
 {
-        const struct agent_config *cfg = st->cfg;
+        const struct agent_config *cfg = tb->cfg;
         if (cfg->review == NULL || review_policy_level(cfg->review) == REVIEW_LEVEL_OFF)
                 return false;
         struct review_result res;
         corral_error *err = NULL;
         bool in_session = strcmp(lang, "python") == 0 && !cfg->stateless;
         if (review_code_in_context(in_session ? REVIEW_PYTHON : review_lang_from_string(lang),
-                                   in_session ? st->review_context : NULL, st->review_context_len, code, strlen(code),
+                                   in_session ? tb->review_context : NULL, tb->review_context_len, code, strlen(code),
                                    cfg->review, &res, &err) < 0) {
                 /* Out of memory: do not run what was not reviewed. */
                 say(s, false, "error: the code could not be reviewed (%s), so it did not run; try again",
@@ -529,7 +592,7 @@ static bool review_step(struct agent_state *st, const char *lang, const char *co
                 if (ev) {
                         if (lv.reject)
                                 json_object_set_new(ev, "verdict", json_string("reject"));
-                        json_object_set_new(ev, "iteration", json_integer(st->iteration));
+                        json_object_set_new(ev, "iteration", json_integer(tb->iteration));
                         json_object_set_new(ev, "lang", json_string(lang));
                         json_object_set_new(ev, "policy", review_policy_describe(cfg->review));
                         if (llm)
@@ -539,32 +602,32 @@ static bool review_step(struct agent_state *st, const char *lang, const char *co
         }
         json_decref(llm);
         if (!rejected && in_session)
-                review_context_add(st, code, &res);
+                review_context_add(tb, code, &res);
         if (rejected) {
                 cleanup_free char *text = review_result_text(&res);
                 say(s, false, "error: the safety review rejected this %s, so nothing ran. Do not try to get around "
                               "the review: take another approach.\n%s%s%s",
                     strcmp(lang, "python") == 0 ? "code" : "command", text ? text : "",
                     lv.reject ? "rejected by the reviewer model:\n" : "", lv.reject && lv.reasons ? lv.reasons : "");
-                redact_step(st, s);
+                redact_step(tb, s);
         }
         review_llm_verdict_release(&lv);
         review_result_release(&res);
         return rejected;
 }
 
-void agent_exec_code(struct agent_state *st, const char *lang, const char *code, struct agent_step *s)
+void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code, struct tool_result *s)
 {
-        if (review_step(st, lang, code, s))
+        if (review_step(tb, lang, code, s))
                 return;
-        const struct agent_config *cfg = st->cfg;
+        const struct agent_config *cfg = tb->cfg;
         corral_jail_config jc;
         corral_error *err = NULL;
         bool python = strcmp(lang, "python") == 0;
         char name[64], path[96];
 
-        st->step++;
-        snprintf(name, sizeof(name), "step%u.%s", st->step, python ? "py" : "sh");
+        tb->step++;
+        snprintf(name, sizeof(name), "step%u.%s", tb->step, python ? "py" : "sh");
         snprintf(path, sizeof(path), "/run/corral/%s", name);
         if (corral_jail_config_copy(&jc, cfg->jail, &err) < 0) {
                 s->fatal = true;
@@ -606,23 +669,23 @@ void agent_exec_code(struct agent_state *st, const char *lang, const char *code,
                         goto out;
                 }
         }
-        if (st->deadline_ms > 0) {
-                double left = (st->deadline_ms - monotonic_ms()) / 1000;
+        if (tb->deadline_ms > 0) {
+                double left = (tb->deadline_ms - monotonic_ms()) / 1000;
                 if (left < 1)
                         left = 1;
                 if (left < jc.timeout_s)
                         jc.timeout_s = left;
         }
-        snapshot_before(st);
+        snapshot_before(tb);
         if (python && !cfg->stateless) {
-                exec_in_session(st, &jc, code, s);
+                exec_in_session(tb, &jc, code, s);
                 if (s->fatal)
                         err = TAKE_PTR(s->err);
                 goto out;
         }
 
         corral_jail_io io = { .capture = true, .cancel_fd = cfg->cancel_fd, .stdin_fd = -1,
-                              .on_notice = on_jail_notice, .userdata = st };
+                              .on_notice = on_jail_notice, .userdata = tb };
         corral_jail_result res;
         double t0 = monotonic_ms();
         if (corral_jail_run(&jc, &io, &res, &err) < 0) {
@@ -630,7 +693,7 @@ void agent_exec_code(struct agent_state *st, const char *lang, const char *code,
                 goto out;
         }
         double jail_ms = monotonic_ms() - t0;
-        s->artifacts = diff_since_before(st);
+        s->artifacts = diff_since_before(tb);
         s->exec = agent_exec_to_json(&res, cfg->observation_bytes);
         if (s->exec)
                 json_object_set_new(s->exec, "jail_ms", json_real(round_ms(jail_ms))); /* the whole jail: set-up to teardown */
@@ -638,8 +701,8 @@ void agent_exec_code(struct agent_state *st, const char *lang, const char *code,
         s->ok = res.status == CORRAL_STATUS_OK;
         s->cancelled = res.limit == CORRAL_LIMIT_CANCELLED;
         if (!s->ok && !s->cancelled)
-                note_repeat(st, s, lang, code);
-        redact_step(st, s);
+                note_repeat(tb, s, lang, code);
+        redact_step(tb, s);
         corral_jail_result_release(&res);
 out:
         if (s->fatal) {
@@ -651,7 +714,7 @@ out:
         corral_jail_config_release(&jc);
 }
 
-static void tool_read(struct agent_state *st, struct agent_step *s)
+static void tool_read(struct toolbox *tb, struct tool_result *s)
 {
         const char *path = arg_string(s, "path", true);
         if (path == NULL)
@@ -660,7 +723,7 @@ static void tool_read(struct agent_state *st, struct agent_step *s)
         cleanup_free char *data = NULL;
         size_t len = 0;
         bool truncated = false;
-        if (workspace_read_file(st->cfg->ws, path, st->cfg->read_bytes, &data, &len, &truncated, &err) < 0) {
+        if (workspace_read_file(tb->cfg->ws, path, tb->cfg->read_bytes, &data, &len, &truncated, &err) < 0) {
                 say(s, false, "error: %s", err->msg);
                 corral_error_free(err);
                 return;
@@ -674,35 +737,35 @@ static void tool_read(struct agent_state *st, struct agent_step *s)
                     data, len, path);
         else
                 say(s, true, "%s", data);
-        redact_step(st, s);
+        redact_step(tb, s);
 }
 
-static void tool_write(struct agent_state *st, struct agent_step *s)
+static void tool_write(struct toolbox *tb, struct tool_result *s)
 {
         const char *path = arg_string(s, "path", true);
         const char *content = path ? arg_string(s, "content", true) : NULL;
         if (content == NULL)
                 return;
         corral_error *err = NULL;
-        snapshot_before(st);
+        snapshot_before(tb);
         size_t len = json_string_length(json_object_get(s->args, "content"));
-        if (workspace_write_file(st->cfg->ws, path, content, len, &err) < 0) {
+        if (workspace_write_file(tb->cfg->ws, path, content, len, &err) < 0) {
                 say(s, false, "error: %s", err->msg);
                 corral_error_free(err);
         } else {
                 say(s, true, "wrote %zu bytes to %s", len, path);
-                s->artifacts = diff_since_before(st);
+                s->artifacts = diff_since_before(tb);
         }
 }
 
-static void tool_list(struct agent_state *st, struct agent_step *s)
+static void tool_list(struct toolbox *tb, struct tool_result *s)
 {
         const char *path = json_object_get(s->args, "path") ? arg_string(s, "path", false) : "";
         if (path == NULL && s->content)
                 return;
         json_t *list = NULL;
         corral_error *err = NULL;
-        if (workspace_list_files(st->cfg->ws, path ? path : "", 8, 500, &list, &err) < 0) {
+        if (workspace_list_files(tb->cfg->ws, path ? path : "", 8, 500, &list, &err) < 0) {
                 say(s, false, "error: %s", err->msg);
                 corral_error_free(err);
                 return;
@@ -735,7 +798,7 @@ static void tool_list(struct agent_state *st, struct agent_step *s)
         free(out);
 }
 
-void agent_tool_run(struct agent_state *st, const char *name, const char *arguments, struct agent_step *s)
+void toolbox_call(struct toolbox *tb, const char *name, const char *arguments, struct tool_result *s)
 {
         s->name = name;
         /* Arguments: a JSON object (an empty string means none). */
@@ -761,13 +824,13 @@ void agent_tool_run(struct agent_state *st, const char *name, const char *argume
                         say(s, false, "error: the %s to run is empty", py ? "code" : "command");
                         return;
                 }
-                agent_exec_code(st, py ? "python" : "bash", code, s);
+                toolbox_exec_code(tb, py ? "python" : "bash", code, s);
         } else if (strcmp(name, "read_file") == 0) {
-                tool_read(st, s);
+                tool_read(tb, s);
         } else if (strcmp(name, "write_file") == 0) {
-                tool_write(st, s);
+                tool_write(tb, s);
         } else if (strcmp(name, "list_files") == 0) {
-                tool_list(st, s);
+                tool_list(tb, s);
         } else if (strcmp(name, "final_answer") == 0) {
                 const char *answer = arg_string(s, "answer", true);
                 if (answer == NULL)
@@ -775,6 +838,16 @@ void agent_tool_run(struct agent_state *st, const char *name, const char *argume
                 s->final_answer = strdup(answer);
                 say(s, true, "answer received");
         } else {
-                say(s, false, "error: there is no tool named '%s'; the tools are: %s", name, agent_tool_names());
+                say(s, false, "error: there is no tool named '%s'; the tools are: %s", name, toolbox_names());
         }
+}
+
+void toolbox_free(struct toolbox *tb)
+{
+        if (tb == NULL)
+                return;
+        toolbox_session_close(tb);
+        toolbox_images_clear(tb);
+        ws_snapshot_free(tb->last_snapshot);
+        free(tb);
 }

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -576,6 +577,11 @@ void session_daemon_main(int ready_fd, int cancel_fd)
                         close(null);
         }
         umask(077);
+        /* Every write to a client is send(MSG_NOSIGNAL) and every pipe
+         * guarded (util.h, sigpipe_block): the default disposition proves
+         * it, as a server embedding the host may keep it
+         * (tests/e2e/test_session.py kills clients mid-step). */
+        signal(SIGPIPE, SIG_DFL);
         if (chdir("/") < 0)
                 goto fail_errno;
         d.linger_s = linger_from_env();

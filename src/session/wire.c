@@ -115,8 +115,14 @@ static int private_dir(const char *path, bool create, corral_error **err)
 char *wire_runtime_dir(bool create, corral_error **err)
 {
         const char *xdg = getenv("XDG_RUNTIME_DIR");
-        char *parent = NULL, *dir = NULL;
+        char *parent = NULL, *dir = NULL, user_run[64];
         struct stat st;
+        /* Unset (an MCP client starts its servers with a bare environment):
+         * systemd's /run/user/UID when it is ours, so that such a client
+         * finds the host that `corral session` in the user's shell uses. */
+        snprintf(user_run, sizeof(user_run), "/run/user/%u", (unsigned)geteuid());
+        if (xdg == NULL || xdg[0] == '\0')
+                xdg = user_run;
         if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
                 if (asprintf(&parent, "%s/corral", xdg) < 0)
                         parent = NULL;

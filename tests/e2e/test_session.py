@@ -798,3 +798,23 @@ def test_ctrl_c_interrupts_the_step_and_keeps_the_state(sessions, tmp_path):
     assert rc == 0 and r["value"]["text"] == "1", (r, err)  # the state is kept, the rest of the step never ran
     rc, r, err = sessions.step(sid, "import os; os.path.exists('ran.txt')")
     assert r["value"]["text"] == "False", r
+
+
+def test_without_xdg_runtime_dir_the_user_run_dir_is_found(tmp_path):
+    """With XDG_RUNTIME_DIR unset (an MCP client's bare environment), the
+    host is looked for where the user's shell has it: /run/user/UID."""
+    user_run = f"/run/user/{os.geteuid()}"
+    if not os.path.isdir(user_run) or os.stat(user_run).st_uid != os.geteuid():
+        pytest.skip(f"no {user_run} of ours here")
+    with_xdg = dict(os.environ, XDG_RUNTIME_DIR=user_run, CORRAL_SESSION_LINGER="0")
+    bare = {k: v for k, v in with_xdg.items() if k != "XDG_RUNTIME_DIR"}
+    r = subprocess.run([CORRAL, "session", "start", "--cold", "--json"], capture_output=True, text=True,
+                       timeout=90, env=with_xdg)
+    assert r.returncode == 0, r.stderr
+    sid = json.loads(r.stdout)["id"]
+    try:
+        r = subprocess.run([CORRAL, "session", "list", "--json"], capture_output=True, text=True, timeout=30,
+                           env=bare)
+        assert sid in [s["id"] for s in json.loads(r.stdout)], r.stdout
+    finally:
+        subprocess.run([CORRAL, "session", "stop", sid], capture_output=True, timeout=30, env=with_xdg)
