@@ -151,20 +151,6 @@ static int trace_show(int argc, char **argv)
         return EXIT_OK;
 }
 
-/* FILE.jsonl -> FILE.ext; any other name gets .ext appended. */
-static char *default_output(const char *path, const char *ext)
-{
-        size_t n = strlen(path);
-        char *out = NULL;
-        if (n > 6 && strcmp(path + n - 6, ".jsonl") == 0) {
-                if (asprintf(&out, "%.*s.%s", (int)(n - 6), path, ext) < 0)
-                        return NULL;
-        } else if (asprintf(&out, "%s.%s", path, ext) < 0) {
-                return NULL;
-        }
-        return out;
-}
-
 static int trace_export_cmd(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -216,7 +202,7 @@ static int trace_export_cmd(int argc, char **argv)
                 return EXIT_TRACE_FAILED;
         }
         if (out == NULL) {
-                def = default_output(path, fmt == EXPORT_IPYNB ? "ipynb" : "html");
+                def = export_default_path(path, (enum export_format)fmt);
                 if (def == NULL) {
                         cli_error("trace", "out of memory");
                         return EXIT_TRACE_FAILED;

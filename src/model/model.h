@@ -101,4 +101,13 @@ CORRAL_HIDDEN const json_t *model_client_replay_divergence(const model_client *c
  * use when the endpoint does not say (about 4 bytes per token). */
 CORRAL_HIDDEN uint64_t model_estimate_tokens(const char *text, size_t len);
 
+/* Checks for a host report (lib/probe.h, probe.c): "libcurl", loaded
+ * (its version) or not; "model", which model a run would use with no
+ * settings of its own and whether its endpoint answers within a few
+ * seconds ({"model", "base_url"} too), else whether a local Ollama does
+ * ({"ollama": {"base_url", "models"}}), else nothing is configured (state
+ * "none"); no check when not even Ollama's settings resolve.  Thread-safe. */
+CORRAL_HIDDEN void model_probe_library(json_t *checks);
+CORRAL_HIDDEN void model_probe(json_t *checks);
+
 #endif

@@ -23,6 +23,7 @@
 #include "client.h"
 #include "host.h"
 #include "wire.h"
+#include "../lib/probe.h"
 
 /* What the daemon keeps of our environment: where things are and how to
  * find corral's parts, nothing else (an API key stays with the client). */
@@ -475,4 +476,19 @@ int session_client_shutdown(corral_error **ret_err)
         if (!ok)
                 return corral_fail(ret_err, 0, "the session host did not confirm that it stopped");
         return 0;
+}
+
+void session_client_probe(json_t *checks)
+{
+        corral_error *err = NULL;
+        int fd = session_client_connect_host(false, &err);
+        if (fd >= 0) {
+                close(fd);
+                probe_add(checks, "session host", true, "ok", "running (corral session status says more)", NULL);
+        } else {
+                probe_add(checks, "session host", false, "none",
+                          "not running: the first `corral session start` launches it (with its zygote, ~1.5 s)",
+                          NULL);
+        }
+        corral_error_free(err);
 }

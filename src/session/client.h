@@ -83,5 +83,8 @@ CORRAL_HIDDEN json_t *session_client_status(corral_error **ret_err);
 /* Stop the daemon and every session, and wait until it has exited; 0 also
  * when none runs. */
 CORRAL_HIDDEN int session_client_shutdown(corral_error **ret_err);
+/* The check "session host" for a host report (lib/probe.h): whether one
+ * runs (state "ok"), else "none"; never starts one. */
+CORRAL_HIDDEN void session_client_probe(json_t *checks);
 
 #endif

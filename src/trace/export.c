@@ -1294,3 +1294,17 @@ int trace_export(const char *trace_path, enum export_format fmt, const char *out
         free(text);
         return r;
 }
+
+char *export_default_path(const char *path, enum export_format fmt)
+{
+        const char *ext = fmt == EXPORT_IPYNB ? "ipynb" : "html";
+        size_t n = strlen(path);
+        char *out = NULL;
+        if (n > 6 && strcmp(path + n - 6, ".jsonl") == 0) {
+                if (asprintf(&out, "%.*s.%s", (int)(n - 6), path, ext) < 0)
+                        return NULL;
+        } else if (asprintf(&out, "%s.%s", path, ext) < 0) {
+                return NULL;
+        }
+        return out;
+}

@@ -25,5 +25,9 @@ enum export_format {
 
 CORRAL_HIDDEN int trace_export(const char *trace_path, enum export_format fmt, const char *out,
                                corral_error **ret_err);
+/* Where an export goes when the caller names no file: the trace's path
+ * with .jsonl replaced by .ipynb or .html (appended to any other name);
+ * malloc'd, NULL when out of memory.  Thread-safe. */
+CORRAL_HIDDEN char *export_default_path(const char *trace_path, enum export_format fmt);
 
 #endif

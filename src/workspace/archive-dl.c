@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include "archive-dl.h"
+#include "../lib/probe.h"
 
 static struct archive_api api;
 static const char *load_error;
@@ -35,4 +36,14 @@ const struct archive_api *archive_api_get(corral_error **ret_err)
                 return NULL;
         }
         return &api;
+}
+
+void archive_probe(json_t *checks)
+{
+        corral_error *err = NULL;
+        const struct archive_api *a = archive_api_get(&err);
+        probe_add(checks, "libarchive", a != NULL, a ? "ok" : "missing",
+                  a ? "loaded (for workspace archives)" : err ? err->msg : "not found",
+                  "apt-get install libarchive13 (to write workspace archives, resume from them and list them)");
+        corral_error_free(err);
 }

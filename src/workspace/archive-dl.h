@@ -13,6 +13,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <jansson.h>
 
 #include "../lib/util.h"
 
@@ -77,5 +78,9 @@ struct archive_api {
  * (CORRAL_ERR_UNSUPPORTED) saying what is missing and which package
  * provides it. */
 CORRAL_HIDDEN const struct archive_api *archive_api_get(corral_error **ret_err);
+
+/* The check "libarchive" for a host report (lib/probe.h): loaded or not,
+ * and which package provides it.  Thread-safe. */
+CORRAL_HIDDEN void archive_probe(json_t *checks);
 
 #endif

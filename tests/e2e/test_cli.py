@@ -130,6 +130,40 @@ def test_doctor_reports_mechanisms_and_runs_a_jail(corral):
     assert "corral can run code on this host." in text
 
 
+def test_doctor_json_is_the_report_it_prints(corral):
+    """--json: the checks the text lists, in its order, with their states;
+    advice only for what is not ok; can_run as the exit status says."""
+    import json
+    r = corral("doctor", "--json")
+    assert r.rc == 0, r.err
+    report = json.loads(r.out)
+    assert set(report) == {"host", "checks", "can_run"} and report["can_run"] is True
+    assert report["host"]["system"] == "Linux" and isinstance(report["host"]["uid"], int)
+    checks = report["checks"]
+    names = [c["name"] for c in checks]
+    assert names[:3] == ["user namespaces", "seccomp", "no_new_privs"], names
+    for name in ["cgroup v2", "cgroup v1", "limits backend", "landlock", "jail", "python in a jail", "libcurl",
+                 "libarchive", "session host"]:
+        assert name in names, names
+    assert names.index("jail") < names.index("python in a jail") < names.index("libcurl")
+    for c in checks:
+        assert isinstance(c["ok"], bool) and isinstance(c["detail"], str), c
+        assert c["state"] in ("ok", "missing", "none", "yes", "fast", "slow"), c
+        if c["ok"]:
+            assert "advice" not in c, c
+    jail = checks[names.index("jail")]
+    assert jail["ok"] and jail["state"] == "ok" and "/bin/true ran in a jail" in jail["detail"]
+    # the text is the same report: a line per check, in the same order
+    text = corral("doctor").out.decode()
+    lines = [l for l in text.splitlines() if l[:22].rstrip() in names]
+    assert [l[:22].rstrip() for l in lines] == names, text
+    for l, c in zip(lines, checks):
+        word = l[23:].split(" ", 1)[0]
+        assert word == {"missing": "MISSING", "none": "-"}.get(c["state"], c["state"]), (l, c)
+    r = corral("doctor", "--json", "--bogus")
+    assert r.rc == 2 and b"--bogus" in r.err and r.out == b""
+
+
 POOL = (1400000000, 65536)  # the default --uid-range
 
 

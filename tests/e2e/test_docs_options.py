@@ -35,6 +35,7 @@ def help_options(*cmd):
     (("session",), ["corral session", "corral exec"]),
     (("review",), ["corral review"]),
     (("workspace",), ["corral workspace"]),
+    (("doctor",), ["corral doctor"]),
 ])
 def test_help_and_readme_name_the_same_options(cmd, sections):
     helped = help_options(*cmd)

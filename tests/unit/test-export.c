@@ -346,6 +346,19 @@ TEST(empty_trace)
         json_decref(nb);
 }
 
+TEST(default_path)
+{
+        char *p = export_default_path("/r/trace.jsonl", EXPORT_IPYNB);
+        CHECK_STR(p, "/r/trace.ipynb");
+        free(p);
+        p = export_default_path("run.log", EXPORT_HTML);
+        CHECK_STR(p, "run.log.html");
+        free(p);
+        p = export_default_path(".jsonl", EXPORT_HTML); /* no name before it */
+        CHECK_STR(p, ".jsonl.html");
+        free(p);
+}
+
 int main(void)
 {
         snprintf(tmpdir, sizeof(tmpdir), "%s/corral-test-export-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -357,6 +370,7 @@ int main(void)
         RUN(html_control_characters);
         RUN(failures_leave_nothing);
         RUN(empty_trace);
+        RUN(default_path);
         char *cmd = NULL;
         if (asprintf(&cmd, "rm -rf '%s'", tmpdir) >= 0 && system(cmd) != 0)
                 printf("# could not remove %s\n", tmpdir);

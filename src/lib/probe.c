@@ -1,0 +1,203 @@
+/* probe.c: the host's mechanisms for the jail, checked (probe.h).
+ *
+ * Reads /proc and /sys, the cgroup layout corral found (cgroup.c), tries
+ * a user namespace in a child, and runs real jails: /bin/true, and Python
+ * with the data libraries.  Reports; never fails and never prints.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <corral/jail.h>
+
+#include "jail-internal.h"
+#include "probe.h"
+
+json_t *probe_add(json_t *checks, const char *name, bool ok, const char *state, const char *detail,
+                  const char *advice)
+{
+        json_t *c = json_pack("{s:s,s:b,s:s,s:s}", "name", name, "ok", ok, "state", state, "detail",
+                              detail ? detail : "");
+        if (c && advice && !ok)
+                json_object_set_new(c, "advice", json_string(advice));
+        if (c == NULL || json_array_append_new(checks, c) < 0)
+                return NULL;
+        return c;
+}
+
+json_t *probe_host(void)
+{
+        struct utsname u;
+        if (uname(&u) < 0)
+                return json_pack("{s:i}", "uid", (int)geteuid());
+        return json_pack("{s:s,s:s,s:i}", "system", u.sysname, "release", u.release, "uid", (int)geteuid());
+}
+
+static char *first_line(const char *path)
+{
+        char *s = read_file_at(AT_FDCWD, path, 4096);
+        if (s)
+                s[strcspn(s, "\n")] = '\0';
+        return s;
+}
+
+/* Can this process create a user namespace right now? */
+static bool probe_userns(int *ret_errno)
+{
+        pid_t pid = fork();
+        if (pid == 0)
+                _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : (errno & 0x7f));
+        int st = 0;
+        if (pid < 0 || waitpid(pid, &st, 0) < 0)
+                return false;
+        *ret_errno = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+        return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void check_userns(json_t *checks)
+{
+        char buf[512];
+        int e = 0;
+        bool userns = probe_userns(&e);
+        cleanup_free char *maxns = first_line("/proc/sys/user/max_user_namespaces");
+        cleanup_free char *deb = first_line("/proc/sys/kernel/unprivileged_userns_clone");
+        cleanup_free char *apparmor = first_line("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+        snprintf(buf, sizeof(buf), "max_user_namespaces=%s%s%s%s%s%s", maxns ? maxns : "?",
+                 deb ? ", unprivileged_userns_clone=" : "", deb ? deb : "",
+                 apparmor ? ", apparmor_restrict_unprivileged_userns=" : "", apparmor ? apparmor : "",
+                 userns ? "" : (e ? ", unshare failed" : ""));
+        probe_add(checks, "user namespaces", userns, userns ? "ok" : "missing", buf,
+                  apparmor && strcmp(apparmor, "1") == 0
+                          ? "AppArmor restricts unprivileged user namespaces: allow corral with an AppArmor profile "
+                            "(userns,) or set kernel.apparmor_restrict_unprivileged_userns=0"
+                          : "enable user namespaces: sysctl user.max_user_namespaces=15000 (and "
+                            "kernel.unprivileged_userns_clone=1 on Debian kernels before 6.1)");
+}
+
+static void check_cgroups(json_t *checks)
+{
+        char buf[512];
+        const struct cgroup_layout *l = cgroup_host_layout();
+        if (l->v2_dir) {
+                snprintf(buf, sizeof(buf), "%s (controllers for jails:%s%s%s%s)%s", l->v2_dir,
+                         l->v2_memory ? " memory" : "", l->v2_pids ? " pids" : "", l->v2_cpu ? " cpu" : "",
+                         l->v2_memory || l->v2_pids || l->v2_cpu ? "" : " none; used for kill and accounting",
+                         l->v2_moved_self ? ", supervisor moved to corral-supervisor" : "");
+                probe_add(checks, "cgroup v2", true, "ok", buf, NULL);
+        } else {
+                probe_add(checks, "cgroup v2", false, "missing", "no writable cgroup v2 directory for this process",
+                          "run corral in a delegated cgroup, e.g. systemd-run --user --scope -p Delegate=yes corral "
+                          "...");
+        }
+        bool v1 = l->v1_memory || l->v1_pids || l->v1_cpu;
+        snprintf(buf, sizeof(buf), "memory:%s pids:%s cpu:%s", l->v1_memory ? l->v1_memory : "-",
+                 l->v1_pids ? l->v1_pids : "-", l->v1_cpu ? l->v1_cpu : "-");
+        probe_add(checks, "cgroup v1", v1, v1 ? "ok" : "none",
+                  v1 ? buf : "no writable v1 controllers (fine on v2 hosts)", NULL);
+
+        if (l->v1_memory || l->v1_pids) {
+                /* v1 controllers need a migration per jail, which costs an RCU
+                 * grace period unless the hierarchy favours dynamic changes. */
+                cleanup_free char *mi = read_file_at(AT_FDCWD, "/proc/self/mountinfo", 1 << 20);
+                bool fav = mi && strstr(mi, "favordynmods") != NULL;
+                probe_add(checks, "cgroup migration", fav, fav ? "fast" : "slow",
+                          fav ? "favordynmods is set"
+                              : "each jail start waits for an RCU grace period (~5-10 ms); to avoid it: "
+                                "mount -o remount,favordynmods /sys/fs/cgroup/unified (Linux 6.0+)",
+                          NULL);
+        }
+        const char *backend = l->v2_memory ? "cgroup-v2" : l->v1_memory ? "cgroup-v1" : "rlimit";
+        bool cg = strcmp(backend, "rlimit") != 0;
+        snprintf(buf, sizeof(buf), "%s%s", backend,
+                 cg ? "" : " (memory is limited per process with RLIMIT_AS, processes with RLIMIT_NPROC)");
+        probe_add(checks, "limits backend", cg, cg ? "ok" : "missing", buf,
+                  "without a cgroup, memory is capped per process, not per tree; a jail that requires cgroups is "
+                  "refused instead");
+}
+
+bool probe_jail(json_t *checks)
+{
+        char buf[512];
+        check_userns(checks);
+        cleanup_free char *actions = first_line("/proc/sys/kernel/seccomp/actions_avail");
+        bool seccomp = actions && strstr(actions, "user_notif") != NULL;
+        probe_add(checks, "seccomp", seccomp, seccomp ? "ok" : "missing", actions ? actions : "not available",
+                  "corral needs seccomp filters with user notification (Linux 5.0+, CONFIG_SECCOMP_FILTER)");
+        probe_add(checks, "no_new_privs", true, "ok", "always available (Linux 3.5+)", NULL);
+        check_cgroups(checks);
+
+        cleanup_free char *lsm = first_line("/sys/kernel/security/lsm");
+        bool landlock = lsm && strstr(lsm, "landlock");
+        probe_add(checks, "landlock", landlock, landlock ? "yes" : "none",
+                  landlock ? "available (corral does not need it: the jail has its own mount namespace)"
+                           : "not enabled (corral does not need it)",
+                  NULL);
+
+        /* The real thing. */
+        corral_jail_config cfg;
+        corral_jail_config_init(&cfg);
+        corral_error *err = NULL;
+        char *true_argv[] = { (char *)"true", NULL };
+        corral_jail_result res;
+        bool ran = corral_jail_config_set_argv(&cfg, true_argv, &err) == 0 &&
+                   corral_jail_run(&cfg, NULL, &res, &err) == 0;
+        if (ran) {
+                snprintf(buf, sizeof(buf), "/bin/true ran in a jail: status %s, limits %s, setup %.2f ms",
+                         corral_status_to_string(res.status), corral_limits_backend_to_string(res.backend),
+                         res.phases.prepare + res.phases.clone + res.phases.mounts + res.phases.exec +
+                                 res.phases.seccomp);
+                ran = res.status == CORRAL_STATUS_OK;
+                corral_jail_result_release(&res);
+        } else {
+                snprintf(buf, sizeof(buf), "%s", err ? err->msg : "failed");
+        }
+        probe_add(checks, "jail", ran, ran ? "ok" : "missing", buf,
+                  "corral refuses to run code here; fix the missing mechanisms above");
+        corral_error_free(err);
+        corral_jail_config_release(&cfg);
+        return ran;
+}
+
+void probe_python(json_t *checks)
+{
+        corral_jail_config cfg;
+        corral_jail_config_init(&cfg);
+        corral_error *err = NULL;
+        char *argv[] = { (char *)"python3", (char *)"-c",
+                         (char *)"import sys\nv = ['Python ' + sys.version.split()[0]]\nmissing = []\n"
+                                 "for m in ('numpy', 'pandas', 'matplotlib', 'scipy'):\n"
+                                 "    try:\n        v.append(m + ' ' + __import__(m).__version__)\n"
+                                 "    except Exception:\n        missing.append(m)\n"
+                                 "print(', '.join(v))\nprint(' '.join(missing))",
+                         NULL };
+        corral_jail_io io = { .capture = true, .cancel_fd = -1 };
+        corral_jail_result res;
+        cfg.timeout_s = 60;
+        cfg.memory_bytes = 1ull << 30;
+        bool ran = corral_jail_config_set_argv(&cfg, argv, &err) == 0 && corral_jail_run(&cfg, &io, &res, &err) == 0;
+        if (!ran) {
+                probe_add(checks, "python in a jail", false, "missing", err ? err->msg : "failed", "install python3");
+        } else {
+                char *out = res.stdout_buf ? res.stdout_buf : "";
+                char *nl = strchr(out, '\n');
+                if (nl)
+                        *nl = '\0';
+                const char *missing = nl ? nl + 1 : "";
+                bool ok = res.status == CORRAL_STATUS_OK && missing[strspn(missing, " \n")] == '\0';
+                char found[512];
+                snprintf(found, sizeof(found), "%s%s%s", res.status == CORRAL_STATUS_OK ? out : "python3 did not run",
+                         ok ? "" : "; missing: ", ok ? "" : missing);
+                found[strcspn(found, "\n")] = '\0';
+                probe_add(checks, "python in a jail", ok, ok ? "ok" : "missing", found,
+                          "apt-get install python3-numpy python3-pandas python3-matplotlib python3-scipy");
+                corral_jail_result_release(&res);
+        }
+        corral_error_free(err);
+        corral_jail_config_release(&cfg);
+}
