@@ -62,6 +62,10 @@ $py "$bench/sessions.py" --json "$out/sessions.json" --md "$out/sessions.md" \
 	--plot "$root/docs/sessions-bench.png" ||
 	echo "sessions: failed (bench/sessions.py exited $?); see its output above" | tee "$out/sessions.md"
 echo
+# corral run with the user's session host up, with a zygote of its own, cold;
+# four runs at once sharing the host's zygote (bench/run_host.py).
+$py "$bench/run_host.py" --runs 5 --md "$out/run-host.md"
+echo
 # 1 GB of files in $TMPDIR (removed afterwards): staging, archiving, extracting.
 sh "$bench/archive.sh" --md "$out/archive.md"
 
@@ -135,6 +139,10 @@ EOF
 	cat "$out/archive.md"
 	echo
 	cat "$out/sessions.md"
+	echo
+	echo "### corral run and the session host (\`bench/run_host.py\`)"
+	echo
+	cat "$out/run-host.md"
 	echo
 	cat "$bench/notes.md" # hand-written: what the figures mean
 } >"$root/docs/benchmarks.md"

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../session/client.h"
 #include "../session/session.h"
 #include "agent-internal.h"
 #include "toolbox.h"
@@ -447,6 +448,10 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 st.deadline_ms = monotonic_ms() + cfg->wall_budget_s * 1000;
         /* The zygote starts while the model thinks about the first turn. */
         bool prewarm = !cfg->stateless && !cfg->cold && session_warm_supported(cfg->jail, NULL) == 0;
+        /* The session host's zygote, kept between runs (started when none
+         * runs); else one of this process's. */
+        if (prewarm && cfg->session_host && session_client_prewarm(NULL) == 0)
+                prewarm = false;
         if (prewarm)
                 session_prewarm();
 

@@ -55,6 +55,8 @@ struct agent_config {
         bool stateless;               /* run_python in a fresh process per step, not one session */
         bool cold;                    /* the session's interpreter started afresh, not forked warm
                                        * from a zygote (docs/sessions.md) */
+        bool session_host;            /* a warm session from the user's session host (its zygote, kept
+                                       * between runs: session/client.h), not this process's */
         size_t observation_bytes;     /* per stream in an observation (default 8 KiB) */
         size_t read_bytes;            /* read_file cap (default 64 KiB) */
         /* Figures for the model (docs/sessions.md): the figures of a

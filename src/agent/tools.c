@@ -11,13 +11,17 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../lib/redact.h"
 #include "../model/chat.h"
 #include "../review/llm.h"
 #include "../review/review.h"
+#include "../session/client.h"
+#include "../session/host.h"
 #include "../session/session.h"
 #include "../workspace/artifact.h"
 #include "agent-internal.h"
@@ -81,6 +85,10 @@ struct toolbox {
         unsigned images_sent;    /* over the run */
         struct toolbox_image pending[AGENT_MAX_STEP_IMAGES];
         size_t n_pending;
+        /* run_python's session in the user's session host (client.h), when
+         * it runs there: its name, and the connection that holds it. */
+        char host_session[SESSION_ID_LEN + 1];
+        int host_hold;
         char *pending_note;      /* the message's text: every figure named, sent or not; NULL none */
 };
 
@@ -90,6 +98,7 @@ int toolbox_new(const struct agent_config *cfg, struct toolbox **ret, corral_err
         if (tb == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot set up the tools");
         tb->cfg = cfg;
+        tb->host_hold = -1;
         *ret = tb;
         return 0;
 }
@@ -253,6 +262,13 @@ static void on_jail_notice(void *userdata, const char *message)
 
 static void toolbox_session_close(struct toolbox *tb)
 {
+        /* Stopped and cleaned up before the run removes its workspace. */
+        if (tb->host_session[0])
+                session_client_stop(tb->host_session, NULL);
+        if (tb->host_hold >= 0)
+                close(tb->host_hold);
+        tb->host_hold = -1;
+        tb->host_session[0] = '\0';
         session_free(tb->session);
         tb->session = NULL;
         free(tb->review_context);
@@ -459,25 +475,102 @@ static char *take_figures(struct toolbox *tb, json_t *figures, unsigned asked)
  * same jail configuration a fresh process would get (jc), kept for the
  * whole run.  The observation adds the trailing expression's value and
  * says when the interpreter's state was lost. */
+/* Start run_python's session in the user's session host (cfg->session_host):
+ * its zygote, kept between runs, instead of one of this process's.  The
+ * session lives while we hold its start connection (a run killed takes it
+ * with it) and runs over our workspace, the staged inputs bound by our
+ * descriptors.  0, or -1 (the caller starts one of its own). */
+static int host_session_start(struct toolbox *tb, const corral_jail_config *jc, const struct session_options *opt)
+{
+        corral_error *err = NULL;
+        const char *tmp = getenv("TMPDIR");
+        struct session_client_start cs = { .cfg = jc, .opt = opt, .tmpdir = tmp && tmp[0] == '/' ? tmp : "/tmp",
+                                           .hold = true };
+        if (session_id_make(tb->host_session, &err) < 0) {
+                corral_error_free(err);
+                return -1;
+        }
+        json_t *reply = session_client_start(tb->host_session, &cs, NULL, NULL, &tb->host_hold, &err);
+        const char *t = json_string_value(json_object_get(reply, "t"));
+        if (t == NULL || strcmp(t, "started") != 0 || tb->host_hold < 0) {
+                const char *why = err ? err->msg : json_string_value(json_object_get(reply, "message"));
+                cleanup_free char *note = NULL;
+                if (asprintf(&note, "the session host could not start the session (%s): one of this run's own",
+                             why ? why : "no answer") >= 0)
+                        on_jail_notice(tb, note);
+                if (tb->host_hold >= 0)
+                        close(tb->host_hold);
+                tb->host_hold = -1;
+                tb->host_session[0] = '\0';
+                json_decref(reply);
+                corral_error_free(err);
+                return -1;
+        }
+        const char *notice = json_string_value(json_object_get(reply, "notice"));
+        if (notice)
+                on_jail_notice(tb, notice);
+        json_decref(reply);
+        return 0;
+}
+
+/* A step in the host's session: its result object back as a session_result. */
+static int host_session_exec(struct toolbox *tb, const char *code, const struct session_step_limits *lim,
+                             struct session_result *r, struct tool_result *s)
+{
+        struct session_client_exec x = { .timeout_s = lim->timeout_s, .output_limit = lim->output_limit,
+                                         .cancel_fd = tb->cfg->cancel_fd, .preview_count = lim->preview_count,
+                                         .preview_side = lim->preview_side, .preview_bytes = lim->preview_bytes };
+        json_t *res = NULL;
+        corral_error *err = NULL;
+        int rc = session_client_exec(tb->host_session, code, &x, &res, &err);
+        if (rc == 1 || (rc == 0 && session_result_from_json(res, r) < 0)) {
+                /* Cancelled before it began: nothing ran. */
+                memset(r, 0, sizeof(*r));
+                r->status = SESSION_STEP_CANCELLED;
+                r->exit_code = 130;
+                r->reason = strdup("cancelled");
+                r->figures = json_array();
+        }
+        json_decref(res);
+        if (rc < 0) {
+                s->fatal = true;
+                s->err = err;
+                return -1;
+        }
+        /* Our cancel interrupts the step there (KeyboardInterrupt): for the
+         * run, it was cancelled. */
+        struct pollfd p = { .fd = tb->cfg->cancel_fd, .events = POLLIN };
+        if (tb->cfg->cancel_fd >= 0 && poll(&p, 1, 0) > 0 && r->status == SESSION_STEP_INTERRUPTED)
+                r->status = SESSION_STEP_CANCELLED;
+        return 0;
+}
+
+/* run_python in the run's session: started at the first step, over the
+ * same jail configuration a fresh process would get (jc), kept for the
+ * whole run.  The observation adds the trailing expression's value and
+ * says when the interpreter's state was lost. */
 static void exec_in_session(struct toolbox *tb, const corral_jail_config *jc, const char *code,
                             struct tool_result *s)
 {
         const struct agent_config *cfg = tb->cfg;
         corral_error *err = NULL;
         double t0 = monotonic_ms();
-        if (tb->session == NULL) {
+        if (tb->session == NULL && tb->host_session[0] == '\0') {
                 struct session_options opt;
                 session_options_init(&opt);
                 opt.idle_timeout_s = 0; /* the run's own budgets end it */
                 opt.on_notice = on_jail_notice;
                 opt.notice_userdata = tb;
                 opt.lifetime_s = cfg->wall_budget_s > 0 ? cfg->wall_budget_s + 60 : 86400;
-                /* Warm, forked from the zygote started with the run
-                 * (agent_run()), unless asked otherwise or the options need
-                 * a cold interpreter (--rootfs, --net host, binds outside
-                 * /workspace); a zygote that cannot start is no reason to
-                 * fail the run: a cold session, with a notice. */
+                /* Warm, forked from a zygote (the session host's, or one
+                 * started with the run: agent_run()), unless asked otherwise
+                 * or the options need a cold interpreter (--rootfs, --net
+                 * host, binds outside /workspace); a zygote that cannot
+                 * start is no reason to fail the run: a cold session, with a
+                 * notice. */
                 opt.warm = !cfg->cold && session_warm_supported(jc, NULL) == 0;
+                if (opt.warm && cfg->session_host && host_session_start(tb, jc, &opt) == 0)
+                        goto started;
                 if (session_start(jc, &opt, &tb->session, &err) < 0 && opt.warm) {
                         cleanup_free char *why = NULL;
                         if (asprintf(&why, "no warm session (%s): a cold one instead", err ? err->msg : "?") < 0)
@@ -494,6 +587,7 @@ static void exec_in_session(struct toolbox *tb, const corral_jail_config *jc, co
                         return;
                 }
         }
+started:;
         struct session_step_limits lim = { .timeout_s = jc->timeout_s, .output_limit = jc->output_limit,
                                            .cancel_fd = cfg->cancel_fd };
         toolbox_images_clear(tb);
@@ -506,7 +600,10 @@ static void exec_in_session(struct toolbox *tb, const corral_jail_config *jc, co
                 lim.preview_bytes = cfg->image_bytes;
         }
         struct session_result r;
-        if (session_exec(tb->session, code, strlen(code), &lim, NULL, &r, &err) < 0) {
+        if (tb->host_session[0]) {
+                if (host_session_exec(tb, code, &lim, &r, s) < 0)
+                        return;
+        } else if (session_exec(tb->session, code, strlen(code), &lim, NULL, &r, &err) < 0) {
                 s->fatal = true;
                 s->err = err;
                 return;

@@ -85,8 +85,10 @@ static const char help_text[] =
         "                          Python session per run: variables and imports persist,\n"
         "                          figures are saved to output/figures/; docs/sessions.md)\n"
         "      --cold              start the session's interpreter afresh (default: forked from a\n"
-        "                          zygote with numpy, pandas, matplotlib and scipy imported,\n"
-        "                          started while the model answers the first turn)\n"
+        "                          zygote with numpy, pandas, matplotlib and scipy imported: the\n"
+        "                          session host's, started when none runs and kept between runs)\n"
+        "      --no-session-host   fork it from a zygote of this run's own instead, started while\n"
+        "                          the model answers the first turn and ended with the run\n"
         "      --images auto|on|off  also show the model a step's figures as images (auto, the\n"
         "                          default: when the config file's \"modalities\" for the model\n"
         "                          list \"image\"); turned off for the run, with a notice, when\n"
@@ -145,6 +147,7 @@ enum {
         OPT_FROM,
         OPT_STATELESS,
         OPT_COLD,
+        OPT_NO_SESSION_HOST,
         OPT_REVIEW_POLICY,
         OPT_LLM_REVIEW,
         OPT_REVIEWER_MODEL,
@@ -183,6 +186,7 @@ static const struct option run_options[] = {
         { "from", required_argument, NULL, OPT_FROM },
         { "stateless", no_argument, NULL, OPT_STATELESS },
         { "cold", no_argument, NULL, OPT_COLD },
+        { "no-session-host", no_argument, NULL, OPT_NO_SESSION_HOST },
         { "review-policy", required_argument, NULL, OPT_REVIEW_POLICY },
         { "llm-review", no_argument, NULL, OPT_LLM_REVIEW },
         { "reviewer-model", required_argument, NULL, OPT_REVIEWER_MODEL },
@@ -206,6 +210,7 @@ struct run_opts {
         bool json;
         bool quiet;
         bool no_color;                /* --no-color */
+        bool no_session_host;         /* --no-session-host */
 };
 
 static int parse_count_max(const char *arg, const char *opt, uint64_t min, uint64_t max, uint64_t *ret,
@@ -242,6 +247,9 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 return 0;
         case OPT_STATELESS:
                 o->c.agent.stateless = true;
+                return 0;
+        case OPT_NO_SESSION_HOST:
+                o->no_session_host = true;
                 return 0;
         case OPT_COLD:
                 o->c.agent.cold = true;
@@ -533,6 +541,9 @@ int cmd_run(int argc, char **argv)
         }
         o.c.task = task;
         o.c.jail = &o.jail;
+        /* run_python's session from the user's session host: its zygote
+         * outlives the run (docs/sessions.md). */
+        o.c.agent.session_host = !o.no_session_host;
         o.c.inputs = o.inputs;
         o.c.n_inputs = o.n_inputs;
         o.c.review = o.review;

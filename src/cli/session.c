@@ -340,7 +340,7 @@ static int cmd_start(int argc, char **argv)
         /* The first warm start of a daemon imports the data libraries (a
          * second or two): on a terminal, say so. */
         json_t *reply = session_client_start(id, &req, !o.json && isatty(STDERR_FILENO) ? note_slow_start : NULL,
-                                             NULL, &err);
+                                             NULL, NULL, &err);
         if (reply == NULL)
                 goto fail;
         const char *t = json_string_value(json_object_get(reply, "t"));

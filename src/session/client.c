@@ -192,23 +192,63 @@ static bool answer_error(json_t *r, corral_error **ret_err)
         return true;
 }
 
-json_t *session_client_start(const char *id, const struct session_client_start *s, void (*on_slow)(void *userdata),
-                             void *userdata, corral_error **ret_err)
+/* cfg as the start request's profile, its descriptor binds taken out into
+ * fds and "fd_binds" (a profile names paths, and these are bound by fd). */
+static json_t *start_request(const char *id, const struct session_client_start *s, int *fds, size_t *ret_n,
+                             corral_error **ret_err)
 {
-        /* The configuration as a profile (corral_jail_config_to_profile_json). */
-        cleanup_free char *profile = corral_jail_config_to_profile_json(s->cfg);
-        json_t *req = profile ? json_pack("{s:s,s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:b,s:b,s:s?,s:b,s:s}", "op", "start",
-                                          "id", id, "profile", profile, "uid_base", (json_int_t)s->cfg->uid_base,
-                                          "uid_count", (json_int_t)s->cfg->uid_count, "idle_timeout",
-                                          s->opt->idle_timeout_s, "lifetime", s->opt->lifetime_s, "grace",
-                                          s->opt->grace_s, "warm", s->opt->warm, "warm_asked", s->warm_asked,
-                                          "from", s->from, "ws_existed", s->ws_existed, "tmpdir",
-                                          s->tmpdir ? s->tmpdir : "/tmp")
+        corral_jail_config copy;
+        if (corral_jail_config_copy(&copy, s->cfg, ret_err) < 0)
+                return NULL;
+        json_t *fd_binds = json_array();
+        size_t n = 0, kept = 0;
+        for (size_t i = 0; i < copy.n_binds; i++) {
+                struct corral_bind *b = &copy.binds[i];
+                if (b->src_fd < 0) {
+                        copy.binds[kept++] = *b;
+                        continue;
+                }
+                if (n < WIRE_MAX_FDS) {
+                        json_array_append_new(fd_binds, json_pack("{s:I,s:s,s:s}", "fd", (json_int_t)n, "name",
+                                                                  b->src, "dest", b->dst));
+                        fds[n++] = b->src_fd;
+                } else {
+                        n = WIRE_MAX_FDS + 1;
+                }
+                free(b->src);
+                free(b->dst);
+        }
+        copy.n_binds = kept;
+        cleanup_free char *profile = n <= WIRE_MAX_FDS ? corral_jail_config_to_profile_json(&copy) : NULL;
+        corral_jail_config_release(&copy);
+        json_t *req = profile ? json_pack("{s:s,s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:b,s:b,s:s?,s:b,s:s,s:o,s:b}", "op",
+                                          "start", "id", id, "profile", profile, "uid_base",
+                                          (json_int_t)s->cfg->uid_base, "uid_count", (json_int_t)s->cfg->uid_count,
+                                          "idle_timeout", s->opt->idle_timeout_s, "lifetime", s->opt->lifetime_s,
+                                          "grace", s->opt->grace_s, "warm", s->opt->warm, "warm_asked",
+                                          s->warm_asked, "from", s->from, "ws_existed", s->ws_existed, "tmpdir",
+                                          s->tmpdir ? s->tmpdir : "/tmp", "fd_binds", fd_binds, "hold", s->hold)
                               : NULL;
         if (req == NULL) {
-                corral_fail(ret_err, ENOMEM, "cannot start the session");
+                if (profile == NULL)
+                        json_decref(fd_binds);
+                corral_fail(ret_err, n > WIRE_MAX_FDS ? E2BIG : ENOMEM, "cannot start the session");
                 return NULL;
         }
+        *ret_n = n;
+        return req;
+}
+
+json_t *session_client_start(const char *id, const struct session_client_start *s, void (*on_slow)(void *userdata),
+                             void *userdata, int *ret_hold, corral_error **ret_err)
+{
+        if (ret_hold)
+                *ret_hold = -1;
+        int fds[WIRE_MAX_FDS];
+        size_t nfds = 0;
+        json_t *req = start_request(id, s, fds, &nfds, ret_err);
+        if (req == NULL)
+                return NULL;
         json_t *reply = NULL;
         /* A daemon that was ending when we connected closes without an
          * answer before it ever read the request: ask a new one, once. */
@@ -218,18 +258,37 @@ json_t *session_client_start(const char *id, const struct session_client_start *
                         json_decref(req);
                         return NULL;
                 }
-                if (wire_write(fd, req) == 0) {
+                if (wire_write_fds(fd, req, fds, nfds) == 0) {
                         struct pollfd p = { .fd = fd, .events = POLLIN };
                         if (on_slow && poll(&p, 1, 700) == 0)
                                 on_slow(userdata);
                         reply = wire_read(fd, -1);
                 }
-                close(fd);
+                const char *t = json_string_value(json_object_get(reply, "t"));
+                if (s->hold && ret_hold && t && strcmp(t, "started") == 0)
+                        *ret_hold = fd;
+                else
+                        close(fd);
         }
         json_decref(req);
         if (reply == NULL)
                 corral_fail(ret_err, 0, "the session host ended before the session was ready");
         return reply;
+}
+
+int session_client_prewarm(corral_error **ret_err)
+{
+        int fd = session_client_connect_host(true, ret_err);
+        if (fd < 0)
+                return -1;
+        json_t *r = ask(fd, json_pack("{s:s}", "op", "prewarm"), 10000);
+        close(fd);
+        const char *t = json_string_value(json_object_get(r, "t"));
+        int rc = t && strcmp(t, "prewarming") == 0 ? 0 : -1;
+        if (rc < 0 && !answer_error(r, ret_err))
+                corral_fail(ret_err, 0, "the session host did not answer the prewarm request");
+        json_decref(r);
+        return rc;
 }
 
 int session_client_exec(const char *id, const char *code, const struct session_client_exec *x, json_t **ret_result,
@@ -247,13 +306,22 @@ int session_client_exec(const char *id, const char *code, const struct session_c
                 json_object_set_new(req, "output_limit", json_integer((json_int_t)x->output_limit));
         if (req && x->figure_png)
                 json_object_set_new(req, "figure_png", json_true());
+        if (req && x->preview_count > 0) {
+                json_object_set_new(req, "preview_count", json_integer(x->preview_count));
+                json_object_set_new(req, "preview_side", json_integer(x->preview_side));
+                json_object_set_new(req, "preview_bytes", json_integer((json_int_t)x->preview_bytes));
+        }
         if (req == NULL || wire_write(fd, req) < 0) {
                 corral_fail(ret_err, errno, "cannot send the step to session '%s'", id);
                 goto out;
         }
         bool running = false, waiting = false, interrupting = false;
         for (;;) {
-                struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = x->cancel_fd, .events = POLLIN } };
+                /* The cancel fd is watched, never read: its caller sees it
+                 * readable too (a run ends cancelled); once the interrupt is
+                 * sent, it is not watched any more. */
+                struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
+                                       { .fd = interrupting ? -1 : x->cancel_fd, .events = POLLIN } };
                 int n = poll(p, 2, running || waiting ? -1 : 1000);
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -264,9 +332,6 @@ int session_client_exec(const char *id, const char *code, const struct session_c
                         continue;
                 }
                 if (n > 0 && (p[1].revents & POLLIN)) {
-                        uint64_t v;
-                        ssize_t rd = read(x->cancel_fd, &v, sizeof(v));
-                        (void)rd;
                         if (!running) {
                                 rc = 1; /* our hang-up tells the daemon not to run it */
                                 goto out;

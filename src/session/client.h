@@ -30,15 +30,24 @@ struct session_client_start {
         const char *from;        /* an archive to resume from, or NULL */
         bool ws_existed;         /* cfg->workspace existed before (with from) */
         const char *tmpdir;      /* where a temporary workspace goes */
+        /* The session lives only while the start's connection is open
+         * (*ret_hold: close it, or the process's end, stops the session). */
+        bool hold;
 };
 
-/* Start session id, starting a daemon when none runs.  on_slow (optional)
- * is called once when no answer came within 0.7 s (the first warm start
- * imports the data libraries).  The answer: {"t": "started", "workspace",
- * "warm", "notice", "pid"} or {"t": "error", "kind", "message", "refused"};
- * NULL with err when none came. */
+/* Start session id, starting a daemon when none runs.  cfg's binds by
+ * descriptor (corral_jail_config_add_bind_fd) go as descriptors.  on_slow
+ * (optional) is called once when no answer came within 0.7 s (the first
+ * warm start imports the data libraries).  The answer: {"t": "started",
+ * "workspace", "warm", "notice", "pid"} or {"t": "error", "kind", "message",
+ * "refused"}; NULL with err when none came.  With s->hold, *ret_hold is the
+ * connection that holds the session (else -1). */
 CORRAL_HIDDEN json_t *session_client_start(const char *id, const struct session_client_start *s,
-                                           void (*on_slow)(void *userdata), void *userdata, corral_error **ret_err);
+                                           void (*on_slow)(void *userdata), void *userdata, int *ret_hold,
+                                           corral_error **ret_err);
+/* Have the daemon (started when none runs) start its zygote now, so that a
+ * warm start to come finds it ready. */
+CORRAL_HIDDEN int session_client_prewarm(corral_error **ret_err);
 
 enum session_client_event {
         SESSION_CLIENT_WAITING,      /* another step runs in the session: ours waits */
@@ -56,6 +65,10 @@ struct session_client_exec {
         void (*on_output)(void *userdata, int stream, const char *data, size_t len);
         void (*on_event)(void *userdata, enum session_client_event ev);
         void *userdata;
+        /* Renderings of the figures for a model (session.h,
+         * session_step_limits); 0: none. */
+        unsigned preview_count, preview_side;
+        uint64_t preview_bytes;
 };
 
 /* Run a step in session id.  0 with its result (docs/sessions.md), 1 when

@@ -77,6 +77,8 @@ struct conn {
         int fd;
         char id[SESSION_ID_LEN + 1]; /* "" on host.sock */
         bool client_gone;
+        int fds[WIRE_MAX_FDS];   /* descriptors the request carried (a start's binds) */
+        size_t nfds;
 };
 
 static void poke(int fd)
@@ -206,6 +208,16 @@ static void serve_exec(struct conn *c, json_t *req)
         if (json_is_integer(o) && json_integer_value(o) > 0 && json_integer_value(o) <= (1 << 30))
                 lim.output_limit = (uint64_t)json_integer_value(o);
         lim.figure_png = json_is_true(json_object_get(req, "figure_png"));
+        /* Renderings of the figures for a model (corral run's tools). */
+        json_t *pc = json_object_get(req, "preview_count"), *ps = json_object_get(req, "preview_side"),
+               *pb = json_object_get(req, "preview_bytes");
+        if (json_is_integer(pc) && json_integer_value(pc) > 0 && json_integer_value(pc) <= 16 &&
+            json_is_integer(ps) && json_integer_value(ps) >= 16 && json_integer_value(ps) <= 8192 &&
+            json_is_integer(pb) && json_integer_value(pb) >= 1024 && json_integer_value(pb) <= (8 << 20)) {
+                lim.preview_count = (unsigned)json_integer_value(pc);
+                lim.preview_side = (unsigned)json_integer_value(ps);
+                lim.preview_bytes = (uint64_t)json_integer_value(pb);
+        }
         struct session_callbacks cb = { .on_output = exec_on_output, .interrupt_fd = c->fd,
                                         .on_interrupt_fd = exec_on_client, .userdata = c };
         json_t *r = NULL;
@@ -290,6 +302,26 @@ static void serve_session(struct conn *c, const char *op, json_t *req)
         corral_error_free(err);
 }
 
+/* A session held by its start connection (corral run's): when the client
+ * hangs up (it ended, or was killed), the session ends with it. */
+static void hold(struct conn *c, const char *id)
+{
+        for (;;) {
+                struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN | POLLRDHUP },
+                                       { .fd = c->d->ending_fd, .events = POLLIN } };
+                if (poll(p, 2, -1) < 0 && errno != EINTR)
+                        break;
+                if (p[1].revents)
+                        return; /* the daemon is ending: it stops every session */
+                if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR))
+                        break;
+                char b[64];
+                if (p[0].revents & POLLIN && read(c->fd, b, sizeof(b)) <= 0)
+                        break;
+        }
+        session_host_stop_now(c->d->h, id, NULL);
+}
+
 /* A `start` request: the session's configuration from the client, checked
  * again by the host (it crossed a socket). */
 static void serve_start(struct conn *c, json_t *req)
@@ -326,6 +358,24 @@ static void serve_start(struct conn *c, json_t *req)
         spec.ws_existed = json_is_true(json_object_get(req, "ws_existed"));
         spec.from = json_string_value(json_object_get(req, "from"));
         spec.tmpdir = json_string_value(json_object_get(req, "tmpdir"));
+        /* Read-only binds by the descriptors the client opened (corral run's
+         * staged inputs: bound by fd, never by a path that could be swapped). */
+        size_t i;
+        json_t *b;
+        json_array_foreach(json_object_get(req, "fd_binds"), i, b) {
+                json_t *ix = json_object_get(b, "fd");
+                const char *name = json_string_value(json_object_get(b, "name"));
+                const char *dst = json_string_value(json_object_get(b, "dest"));
+                json_int_t k = json_is_integer(ix) ? json_integer_value(ix) : -1;
+                if (k < 0 || (size_t)k >= c->nfds || c->fds[k] < 0 || name == NULL || dst == NULL) {
+                        corral_usage(&err, "a start request's \"fd_binds\" must name descriptors it carries");
+                        goto fail;
+                }
+                if (corral_jail_config_add_bind_fd(&spec.cfg, c->fds[k], name, dst, &err) < 0)
+                        goto fail;
+        }
+        spec.fds = c->fds;
+        spec.n_fds = c->nfds;
         if (session_host_start(d->h, id, &spec, &started, &refused, &err) < 0)
                 goto fail;
         if (listen_session(d, id, &err) < 0) {
@@ -335,6 +385,8 @@ static void serve_start(struct conn *c, json_t *req)
         }
         json_object_set_new(with_socket(d, started), "t", json_string("started"));
         reply(c->fd, started);
+        if (json_is_true(json_object_get(req, "hold")))
+                hold(c, id);
         return;
 fail:
         corral_jail_config_release(&spec.cfg);
@@ -363,6 +415,9 @@ static void serve_host(struct conn *c, const char *op, json_t *req)
                 json_array_foreach(all, i, e)
                         with_socket(d, e);
                 reply(c->fd, all ? json_pack("{s:s,s:o}", "t", "list", "sessions", all) : NULL);
+        } else if (strcmp(op, "prewarm") == 0) {
+                session_host_prewarm(d->h);
+                reply(c->fd, json_pack("{s:s}", "t", "prewarming"));
         } else if (strcmp(op, "shutdown") == 0) {
                 poke(d->ending_fd);
                 reply(c->fd, json_pack("{s:s}", "t", "stopping"));
@@ -380,13 +435,17 @@ static void *conn_thread(void *arg)
         socklen_t len = sizeof(cred);
         /* Another user gets not even an answer. */
         if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid()) {
-                json_t *req = wire_read(c->fd, 5000);
+                json_t *req = wire_read_fds(c->fd, 5000, c->fds, WIRE_MAX_FDS, &c->nfds);
                 const char *op = json_string_value(json_object_get(req, "op"));
                 if (op && c->id[0])
                         serve_session(c, op, req);
                 else if (op)
                         serve_host(c, op, req);
                 json_decref(req);
+                /* What a request did not take. */
+                for (size_t i = 0; i < c->nfds; i++)
+                        if (c->fds[i] >= 0)
+                                close(c->fds[i]);
         }
         close(c->fd);
         free(c);
@@ -449,7 +508,8 @@ static double linger_left_ms(struct daemon *d)
         pthread_mutex_unlock(&d->lock);
         if (live > 0 || busy)
                 return 1e18;
-        double wait_s = !served ? FIRST_REQUEST_S : warm && warm_zygote_pid() > 0 ? d->linger_s : 0;
+        /* A zygote held (or still starting, after a prewarm) is kept. */
+        double wait_s = !served ? FIRST_REQUEST_S : warm ? d->linger_s : 0;
         return idle_since + wait_s * 1000 - monotonic_ms();
 }
 
@@ -589,8 +649,7 @@ void session_daemon_main(int ready_fd, int cancel_fd)
         d.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (d.ending_fd < 0 || d.wake_fd < 0)
                 goto fail_errno;
-        struct session_host_options hopt = { .cancel_fd = d.ending_fd, .on_session_end = on_session_end,
-                                             .userdata = &d };
+        struct session_host_options hopt = { .on_session_end = on_session_end, .userdata = &d };
         if (session_host_new(&hopt, &d.h, &err) < 0)
                 goto fail;
         d.dir = wire_runtime_dir(true, &err);
@@ -639,6 +698,7 @@ void session_daemon_main(int ready_fd, int cancel_fd)
         unlink(sa.sun_path);
         close(host_fd);
         poke(d.ending_fd);
+        session_host_cancel_all(d.h);
         pthread_mutex_lock(&d.lock);
         while (d.conns > 0)
                 pthread_cond_wait(&d.quiet, &d.lock);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -32,12 +33,15 @@ struct hosted {
         bool ready;              /* started: found and listed */
         bool ended;              /* stopped or expired: gone from the registry */
         bool busy;               /* a request holds step */
+        int cancel;              /* eventfd: readable cancels the running step (the session is ending) */
 
         /* Under step: */
         struct session *s;
         struct workspace *ws;    /* a temporary workspace (removed at the end), or NULL */
         int ws_lock;             /* holds that workspace against sweeps, or -1 */
         corral_jail_config cfg;
+        int *fds;                /* what cfg's binds borrow, closed at the end */
+        size_t n_fds;
         double default_timeout;
         uint64_t default_output;
 
@@ -57,6 +61,7 @@ struct session_host {
         int live;                /* sessions being started or alive */
         double idle_since_ms;    /* when live last became 0 */
         bool warm_held;          /* we hold warm_ref(): the zygote outlives sessions */
+        bool prestarted;         /* warm_prestart(): the zygote is starting or up */
         bool closing;
         struct session_host_options opt;
 };
@@ -104,6 +109,8 @@ static void hosted_put(struct session_host *h, struct hosted *e)
                 return;
         pthread_mutex_destroy(&e->step);
         json_decref(e->from);
+        if (e->cancel >= 0)
+                close(e->cancel);
         free(e);
 }
 
@@ -164,6 +171,15 @@ static void hosted_give_back(struct session_host *h, struct hosted *e)
         hosted_put(h, e);
 }
 
+static void close_fds(struct hosted *e)
+{
+        for (size_t i = 0; i < e->n_fds; i++)
+                close(e->fds[i]);
+        free(e->fds);
+        e->fds = NULL;
+        e->n_fds = 0;
+}
+
 /* Tear the session down and take it out of the registry; under its step
  * lock, which is released, with the caller's reference. */
 static void hosted_end(struct session_host *h, struct hosted *e)
@@ -176,6 +192,7 @@ static void hosted_end(struct session_host *h, struct hosted *e)
                 close(e->ws_lock);
         e->ws_lock = -1;
         corral_jail_config_release(&e->cfg);
+        close_fds(e);
         pthread_mutex_lock(&h->lock);
         bool was_ready = e->ready;
         e->ended = true;
@@ -275,10 +292,22 @@ int session_host_start(struct session_host *h, const char *id, struct session_sp
         }
         e->cfg = spec->cfg; /* ours now */
         corral_jail_config_init(&spec->cfg);
+        if (spec->n_fds > 0 && (e->fds = malloc(spec->n_fds * sizeof(int))) != NULL) {
+                for (size_t i = 0; i < spec->n_fds; i++) {
+                        if (spec->fds[i] >= 0)
+                                e->fds[e->n_fds++] = spec->fds[i];
+                        spec->fds[i] = -1;
+                }
+        }
         e->ws_lock = -1;
+        e->cancel = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         e->refs = 1; /* the caller's, until the end of this call */
         e->started = time(NULL);
         pthread_mutex_init(&e->step, NULL);
+        if (e->cancel < 0) {
+                corral_fail(ret_err, errno, "cannot start the session");
+                goto free;
+        }
         if (!session_id_valid(id)) {
                 corral_usage(ret_err, "a session ID is %d hex digits", SESSION_ID_LEN);
                 goto free;
@@ -346,6 +375,7 @@ int session_host_start(struct session_host *h, const char *id, struct session_sp
         return 0;
 free:
         corral_jail_config_release(&e->cfg);
+        close_fds(e);
         hosted_put(h, e);
         return -1;
 }
@@ -386,7 +416,7 @@ int session_host_exec(struct session_host *h, const char *id, const char *code, 
                 l.timeout_s = e->default_timeout;
         if (l.output_limit == 0)
                 l.output_limit = e->default_output;
-        l.cancel_fd = h->opt.cancel_fd;
+        l.cancel_fd = e->cancel;
         struct session_result res;
         int rc = session_exec(e->s, code, len, &l, cb, &res, ret_err);
         if (rc == 0) {
@@ -432,6 +462,32 @@ int session_host_archive(struct session_host *h, const char *id, const char *pat
         else
                 hosted_give_back(h, e);
         return 0;
+}
+
+static void poke(int fd)
+{
+        uint64_t one = 1;
+        ssize_t n = write(fd, &one, sizeof(one));
+        (void)n;
+}
+
+int session_host_stop_now(struct session_host *h, const char *id, corral_error **ret_err)
+{
+        pthread_mutex_lock(&h->lock);
+        for (struct hosted *e = h->sessions; e; e = e->next)
+                if (e->ready && strcmp(e->id, id) == 0)
+                        poke(e->cancel);
+        pthread_mutex_unlock(&h->lock);
+        return session_host_stop(h, id, ret_err);
+}
+
+void session_host_cancel_all(struct session_host *h)
+{
+        pthread_mutex_lock(&h->lock);
+        h->closing = true; /* and no new session */
+        for (struct hosted *e = h->sessions; e; e = e->next)
+                poke(e->cancel);
+        pthread_mutex_unlock(&h->lock);
 }
 
 int session_host_stop(struct session_host *h, const char *id, corral_error **ret_err)
@@ -491,10 +547,20 @@ json_t *session_host_status(struct session_host *h)
 {
         pthread_mutex_lock(&h->lock);
         int live = h->live;
-        bool warm = h->warm_held;
+        bool warm = h->warm_held || h->prestarted;
         pthread_mutex_unlock(&h->lock);
         return json_pack("{s:i,s:b,s:i,s:i}", "sessions", live, "warm", warm, "zygote_pid", (int)warm_zygote_pid(),
                          "pool", warm_pool_size());
+}
+
+void session_host_prewarm(struct session_host *h)
+{
+        pthread_mutex_lock(&h->lock);
+        bool start = !h->prestarted && !h->closing;
+        h->prestarted = true;
+        pthread_mutex_unlock(&h->lock);
+        if (start)
+                warm_prestart();
 }
 
 int session_host_count(struct session_host *h, double *ret_idle_since_ms, bool *ret_warm)
@@ -504,7 +570,7 @@ int session_host_count(struct session_host *h, double *ret_idle_since_ms, bool *
         if (ret_idle_since_ms)
                 *ret_idle_since_ms = h->idle_since_ms;
         if (ret_warm)
-                *ret_warm = h->warm_held;
+                *ret_warm = h->warm_held || h->prestarted;
         pthread_mutex_unlock(&h->lock);
         return live;
 }
@@ -570,6 +636,8 @@ void session_host_free(struct session_host *h)
         }
         if (h->warm_held)
                 warm_unref();
+        if (h->prestarted)
+                warm_prestart_end();
         pthread_mutex_destroy(&h->lock);
         free(h);
 }

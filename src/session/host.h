@@ -41,9 +41,6 @@
 struct session_host;
 
 struct session_host_options {
-        /* Readable: every running step is cancelled and no new one starts
-         * (the host is ending); -1 none. */
-        int cancel_fd;
         /* Called, without the host's lock, when a session has ended (stop,
          * expiry, the host's end) and everything of it is gone; NULL: none. */
         void (*on_session_end)(void *userdata, const char *id);
@@ -58,13 +55,18 @@ struct session_spec {
         const char *from;        /* an archive (absolute path) to restore into the workspace, or NULL */
         bool ws_existed;         /* cfg.workspace existed before (from: it is not removed on refusal) */
         const char *tmpdir;      /* where a temporary workspace is made when cfg.workspace is NULL */
+        /* Descriptors cfg's binds borrow (corral_jail_config_add_bind_fd):
+         * taken over by session_host_start() (each set to -1 in fds), even
+         * on failure, and closed when the session ends. */
+        int *fds;
+        size_t n_fds;
 };
 
 CORRAL_HIDDEN int session_host_new(const struct session_host_options *opt, struct session_host **ret,
                                    corral_error **ret_err);
-/* Stop every session (a running step is cancelled through cancel_fd only if
- * the caller made it readable; else it is waited for), drop the warm pool's
- * hold and free h.  No other call on h may be running or follow. */
+/* Stop every session (after its running step: session_host_cancel_all()
+ * first to end them at once), drop the warm pool's hold and free h.  No
+ * other call on h may be running or follow. */
 CORRAL_HIDDEN void session_host_free(struct session_host *h);
 
 /* Start session id (not in use) and wait until its interpreter is ready.
@@ -93,6 +95,11 @@ CORRAL_HIDDEN int session_host_archive(struct session_host *h, const char *id, c
 
 /* Stop a session (after its running step) and remove everything of it. */
 CORRAL_HIDDEN int session_host_stop(struct session_host *h, const char *id, corral_error **ret_err);
+/* The same, cancelling a running step first (status cancelled): its
+ * client is gone. */
+CORRAL_HIDDEN int session_host_stop_now(struct session_host *h, const char *id, corral_error **ret_err);
+/* Cancel every running step (the host is ending); the sessions stay. */
+CORRAL_HIDDEN void session_host_cancel_all(struct session_host *h);
 
 /* A session's {"id", "started", "workspace", "steps", "alive", "busy",
  * "expires_in_s", "expires_by", "from", "warm"}; NULL with err (usage) when
@@ -107,6 +114,9 @@ CORRAL_HIDDEN json_t *session_host_status(struct session_host *h);
  * a step ends after it); returns the CLOCK_MONOTONIC ms of the next expiry
  * (1e18: none). */
 CORRAL_HIDDEN double session_host_expire(struct session_host *h);
+/* Start the zygote now, on a thread of its own, and hold it until the host
+ * is freed: a warm start to come (corral run's first step) finds it ready. */
+CORRAL_HIDDEN void session_host_prewarm(struct session_host *h);
 /* Sessions being started or alive, and since when (CLOCK_MONOTONIC ms)
  * there have been none; whether the host holds the zygote. */
 CORRAL_HIDDEN int session_host_count(struct session_host *h, double *ret_idle_since_ms, bool *ret_warm);

@@ -1163,3 +1163,59 @@ json_t *session_result_to_json(const struct session_result *r)
         json_object_set_new(j, "figures", r->figures ? json_incref(r->figures) : json_array());
         return j;
 }
+
+/* The text of a JSON string member, copied, or NULL. */
+static char *dup_member(const json_t *o, const char *key, size_t *ret_len)
+{
+        const json_t *v = json_object_get(o, key);
+        if (!json_is_string(v))
+                return NULL;
+        if (ret_len)
+                *ret_len = json_string_length(v);
+        char *s = malloc(json_string_length(v) + 1);
+        if (s) {
+                memcpy(s, json_string_value(v), json_string_length(v));
+                s[json_string_length(v)] = '\0';
+        }
+        return s;
+}
+
+int session_result_from_json(const json_t *j, struct session_result *r)
+{
+        memset(r, 0, sizeof(*r));
+        const char *status = json_string_value(json_object_get(j, "status"));
+        if (!json_is_object(j) || status == NULL)
+                return -1;
+        for (int s = SESSION_STEP_OK; s <= SESSION_STEP_INTERRUPTED; s++)
+                if (strcmp(status, session_status_to_string((enum session_status)s)) == 0)
+                        r->status = (enum session_status)s;
+        const char *limit = json_string_value(json_object_get(j, "limit"));
+        for (int l = CORRAL_LIMIT_NONE; limit && l <= CORRAL_LIMIT_CANCELLED; l++) {
+                const char *name = corral_limit_to_string((enum corral_limit)l);
+                if (name && strcmp(limit, name) == 0)
+                        r->limit = (enum corral_limit)l;
+        }
+        r->state_lost = json_is_true(json_object_get(j, "state_lost"));
+        r->restarted = json_is_true(json_object_get(j, "restarted"));
+        r->step = (unsigned)json_integer_value(json_object_get(j, "step"));
+        r->exit_code = (int)json_integer_value(json_object_get(j, "exit_code"));
+        r->signal = r->exit_code > 128 && r->status == SESSION_STEP_LOST ? r->exit_code - 128 : 0;
+        r->reason = dup_member(j, "reason", NULL);
+        r->syscall_name = dup_member(j, "syscall", NULL);
+        r->jail_reason = dup_member(j, "jail_reason", NULL);
+        r->stdout_buf = dup_member(j, "stdout", &r->stdout_len);
+        r->stderr_buf = dup_member(j, "stderr", &r->stderr_len);
+        r->stdout_truncated = json_is_true(json_object_get(j, "stdout_truncated"));
+        r->stderr_truncated = json_is_true(json_object_get(j, "stderr_truncated"));
+        r->stdout_total = (uint64_t)json_integer_value(json_object_get(j, "stdout_bytes"));
+        r->stderr_total = (uint64_t)json_integer_value(json_object_get(j, "stderr_bytes"));
+        r->wall_ms = json_number_value(json_object_get(j, "wall_ms"));
+        r->exec_ms = json_number_value(json_object_get(j, "exec_ms"));
+        r->cpu_ms = json_number_value(json_object_get(j, "cpu_ms"));
+        r->peak_memory_bytes = (uint64_t)json_integer_value(json_object_get(j, "peak_memory_bytes"));
+        json_t *v = json_object_get(j, "value"), *e = json_object_get(j, "error"), *f = json_object_get(j, "figures");
+        r->value = json_is_object(v) ? json_deep_copy(v) : NULL;
+        r->error = json_is_object(e) ? json_deep_copy(e) : NULL;
+        r->figures = json_is_array(f) ? json_deep_copy(f) : json_array();
+        return 0;
+}

@@ -141,6 +141,9 @@ struct session_result {
 CORRAL_HIDDEN void session_result_release(struct session_result *r);
 /* The result as the JSON object of docs/sessions.md; NULL when out of memory. */
 CORRAL_HIDDEN json_t *session_result_to_json(const struct session_result *r);
+/* Back from that object (a session run by the session host, client.h):
+ * members of the wrong type are left out; -1 when j is not a result. */
+CORRAL_HIDDEN int session_result_from_json(const json_t *j, struct session_result *r);
 
 struct session;
 

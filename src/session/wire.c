@@ -33,17 +33,44 @@ static int send_all(int fd, const void *buf, size_t len)
         return 0;
 }
 
-int wire_write(int fd, json_t *obj)
+int wire_write_fds(int fd, json_t *obj, const int *fds, size_t nfds)
 {
+        if (nfds > WIRE_MAX_FDS)
+                return -1;
         cleanup_free char *body = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(15));
         if (body == NULL)
                 return -1;
         size_t n = strlen(body);
         unsigned char head[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
                                   (unsigned char)n };
-        if (send_all(fd, head, 4) < 0 || send_all(fd, body, n) < 0)
+        if (nfds == 0)
+                return send_all(fd, head, 4) < 0 || send_all(fd, body, n) < 0 ? -1 : 0;
+        /* The descriptors ride on the header's first byte. */
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
+                struct cmsghdr align;
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct iovec iov = { .iov_base = head, .iov_len = 4 };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                            .msg_controllen = CMSG_SPACE(sizeof(int) * nfds) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+        ssize_t k;
+        do
+                k = sendmsg(fd, &m, MSG_NOSIGNAL);
+        while (k < 0 && errno == EINTR);
+        if (k <= 0 || (k < 4 && send_all(fd, head + k, 4 - (size_t)k) < 0))
                 return -1;
-        return 0;
+        return send_all(fd, body, n) < 0 ? -1 : 0;
+}
+
+int wire_write(int fd, json_t *obj)
+{
+        return wire_write_fds(fd, obj, NULL, 0);
 }
 
 /* Read n bytes; timeout_ms < 0 waits forever.  -1 on EOF, error or timeout. */
@@ -69,22 +96,76 @@ static int read_full(int fd, void *buf, size_t n, int timeout_ms)
         return 0;
 }
 
+/* The header's first bytes with the descriptors sent on them (at most max;
+ * more, or a cut control message, is an error and none are kept). */
+static int read_head_fds(int fd, unsigned char *head, int timeout_ms, int *fds, size_t max, size_t *ret_n)
+{
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int r;
+        do
+                r = timeout_ms >= 0 ? poll(&p, 1, timeout_ms) : 1;
+        while (r < 0 && errno == EINTR);
+        if (r <= 0)
+                return -1;
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { .iov_base = head, .iov_len = 4 };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        ssize_t k;
+        do
+                k = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+        while (k < 0 && errno == EINTR);
+        size_t n = 0;
+        bool bad = k <= 0 || (m.msg_flags & MSG_CTRUNC);
+        for (struct cmsghdr *c = k > 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                        continue;
+                size_t got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                int *in = (int *)CMSG_DATA(c);
+                for (size_t i = 0; i < got; i++) {
+                        if (n < max && !bad)
+                                fds[n++] = in[i];
+                        else {
+                                close(in[i]);
+                                bad = true;
+                        }
+                }
+        }
+        if (bad || (k < 4 && read_full(fd, head + k, 4 - (size_t)k, timeout_ms) < 0)) {
+                for (size_t i = 0; i < n; i++)
+                        close(fds[i]);
+                return -1;
+        }
+        *ret_n = n;
+        return 0;
+}
+
 json_t *wire_read(int fd, int timeout_ms)
 {
+        return wire_read_fds(fd, timeout_ms, NULL, 0, NULL);
+}
+
+json_t *wire_read_fds(int fd, int timeout_ms, int *fds, size_t max, size_t *ret_n)
+{
         unsigned char head[4];
-        if (read_full(fd, head, 4, timeout_ms) < 0)
+        size_t nfds = 0;
+        if (ret_n)
+                *ret_n = 0;
+        if (read_head_fds(fd, head, timeout_ms, fds, max, &nfds) < 0)
                 return NULL;
         uint32_t n = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
-        if (n > CLIENT_FRAME_MAX)
-                return NULL;
-        cleanup_free char *body = malloc((size_t)n + 1);
-        if (body == NULL || read_full(fd, body, n, timeout_ms) < 0)
-                return NULL;
-        json_t *j = json_loadb(body, n, 0, NULL);
+        cleanup_free char *body = n <= CLIENT_FRAME_MAX ? malloc((size_t)n + 1) : NULL;
+        json_t *j = body && read_full(fd, body, n, timeout_ms) == 0 ? json_loadb(body, n, 0, NULL) : NULL;
         if (!json_is_object(j)) {
                 json_decref(j);
+                for (size_t i = 0; i < nfds; i++)
+                        close(fds[i]);
                 return NULL;
         }
+        if (ret_n)
+                *ret_n = nfds;
         return j;
 }
 

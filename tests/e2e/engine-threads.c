@@ -152,7 +152,7 @@ static bool one_round(int round, const char *records, int n_sessions, int steps,
 
         struct session_host *h = NULL;
         corral_error *err = NULL;
-        struct session_host_options hopt = { .cancel_fd = -1 };
+        struct session_host_options hopt = { 0 };
         if (session_host_new(&hopt, &h, &err) < 0) {
                 fprintf(stderr, "engine-threads: %s\n", err ? err->msg : "no host");
                 return false;

@@ -977,12 +977,20 @@ def test_run_session_is_warm_unless_cold(run, sales, tmp_path, kind):
     assert open(sales).read() == SALES  # EROFS above: the host file untouched
 
 
-def test_run_falls_back_to_a_cold_session_when_no_zygote_starts(run, sales, tmp_path):
+@pytest.mark.parametrize("where", ["session-host", "own"])
+def test_run_falls_back_to_a_cold_session_when_no_zygote_starts(run, sales, tmp_path, where):
+    """A zygote that cannot start: in the session host (a host of this
+    test's own, started with the bad zygote) or the run's own."""
     turns = [tool_call("run_python", code="import sys\nprint('pandas' in sys.modules)"),
              text("done") | {"expect": {"contains": ["False"]}}]
-    env = base_env(NO_COLOR="1", CORRAL_ZYGOTE=str(tmp_path / "no-such-zygote"))
+    rundir = tmp_path / "run"
+    rundir.mkdir(mode=0o700)
+    env = base_env(NO_COLOR="1", CORRAL_ZYGOTE=str(tmp_path / "no-such-zygote"), XDG_RUNTIME_DIR=str(rundir),
+                   CORRAL_SESSION_LINGER="0")
+    opts = ["--no-session-host"] if where == "own" else []
     with ScriptedServer(turns) as srv:
-        r = run(srv, "-i", sales, "--json", "probe", env=env, warm=True)
+        r = run(srv, "-i", sales, "--json", *opts, "probe", env=env, warm=True)
+    subprocess.run([CORRAL, "session", "shutdown"], env=env, capture_output=True, timeout=60)
     srv.assert_ok()
     assert r.rc == 0, r.err
     notices = [e["message"] for e in r.events() if e["type"] == "notice"]

@@ -222,8 +222,60 @@ TEST(timings_and_step)
         session_result_release(&r);
 }
 
+/* The object back into a result (corral run's session in the session host)
+ * and out again: nothing lost, nothing changed; a limit and a lost
+ * interpreter survive; something that is no result is refused. */
+TEST(json_round_trip)
+{
+        struct session_result r = { 0 };
+        r.status = SESSION_STEP_LOST;
+        r.state_lost = true;
+        r.step = 3;
+        r.exit_code = 137;
+        r.reason = strdup("the interpreter was killed");
+        r.limit = CORRAL_LIMIT_MEMORY;
+        r.syscall_name = strdup("ptrace");
+        r.jail_reason = strdup("memory limit of 256 MiB reached");
+        r.stdout_buf = strdup("out\n");
+        r.stdout_len = 4;
+        r.stdout_total = 4;
+        r.stderr_buf = strdup("e");
+        r.stderr_len = 1;
+        r.stderr_total = 9;
+        r.stderr_truncated = true;
+        r.wall_ms = 20;
+        r.exec_ms = 12.5;
+        r.cpu_ms = 3;
+        r.peak_memory_bytes = 1 << 20;
+        r.value = json_pack("{s:s,s:s}", "type", "int", "text", "42");
+        r.error = json_pack("{s:s,s:s,s:s}", "type", "E", "message", "m", "traceback", "tb");
+        r.figures = json_pack("[{s:s,s:i}]", "path", "/workspace/output/figures/step3-1.png", "width", 10);
+        json_t *a = session_result_to_json(&r);
+        struct session_result back;
+        CHECK(session_result_from_json(a, &back) == 0);
+        json_t *b = session_result_to_json(&back);
+        CHECK(a && b && json_equal(a, b));
+        CHECK(back.status == SESSION_STEP_LOST && back.limit == CORRAL_LIMIT_MEMORY && back.signal == 9);
+        CHECK_STR(back.syscall_name, "ptrace");
+        /* No limit at all: null, read back as none. */
+        back.limit = CORRAL_LIMIT_NONE;
+        json_t *c = session_result_to_json(&back);
+        struct session_result again;
+        CHECK(session_result_from_json(c, &again) == 0 && again.limit == CORRAL_LIMIT_NONE);
+        session_result_release(&again);
+        json_t *junk = json_pack("{s:i}", "status", 5);
+        CHECK(session_result_from_json(junk, &again) < 0);
+        json_decref(junk);
+        json_decref(a);
+        json_decref(b);
+        json_decref(c);
+        session_result_release(&back);
+        session_result_release(&r);
+}
+
 int main(void)
 {
+        RUN(json_round_trip);
         RUN(value_html_markdown_json_kept);
         RUN(value_rich_dropped_when_mistyped);
         RUN(value_rich_over_the_cap_dropped_whole);
