@@ -111,6 +111,12 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 rm -f "$log"
+# The session hosts the tests' runs left (each keeps its zygote a while).
+"$build/corral" session shutdown >/dev/null 2>&1
+if [ "$(id -u)" -eq 0 ] && [ -n "${tmp:-}" ]; then
+        runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="/home/$user" LANG=C.UTF-8 \
+                ASAN_OPTIONS="$ASAN_OPTIONS" "$tmp/bin/corral" session shutdown >/dev/null 2>&1
+fi
 reports=$(find "$sanlog" -type f | wc -l)
 if [ "$reports" -gt 0 ]; then
         note "sanitizer reports: $reports (each one a failure)"

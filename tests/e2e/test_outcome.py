@@ -4,15 +4,12 @@ same way give the same status, limit and reason (src/lib/outcome.c classifies
 both).  A session step that loses its interpreter reports its jail's reason as
 `jail_reason` (docs/sessions.md)."""
 import json
-import os
-import shutil
 import subprocess
-import tempfile
 
 import pytest
 
 from conftest import CORRAL
-from test_session import Sessions
+from test_session import sessions  # noqa: F401 (the fixture: warm and cold sessions in a private runtime dir)
 
 MEMORY = "256M"
 
@@ -36,16 +33,6 @@ def cold_exec(code):
 @pytest.fixture(scope="module")
 def backend():
     return cold_exec("pass")["limits_backend"]
-
-
-@pytest.fixture(params=["warm", "cold"])
-def sessions(request):
-    rundir = tempfile.mkdtemp(prefix="corral-test-run-")
-    os.chmod(rundir, 0o700)
-    s = Sessions(rundir, request.param)
-    yield s
-    s.stop_all()
-    shutil.rmtree(rundir, ignore_errors=True)
 
 
 @pytest.mark.parametrize("end", sorted(ENDS))
