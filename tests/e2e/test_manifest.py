@@ -348,8 +348,9 @@ def test_swapping_the_source_after_staging_redirects_nothing(user, tmp_path, nob
              text("ok") | {"expect": {"contains": ["the real data\nreal ref\na.txt\n"], "not_contains": ["EVIL"]}}]
     with ScriptedServer(turns) as srv:
         cmd = [CORRAL, "run", "--base-url", srv.base_url, "--model", "gpt-test", "-w", ws, "--manifest", man, "go"]
-        p = subprocess.Popen(cmd, cwd=base, env=base_env(os.path.join(base, "tmp"), HOME=base), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, preexec_fn=drop)
+        # No session host of nobody's lingers after the test.
+        env = base_env(os.path.join(base, "tmp"), HOME=base, CORRAL_SESSION_LINGER="0")
+        p = subprocess.Popen(cmd, cwd=base, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=drop)
         t0 = time.monotonic()
         while not os.path.exists(os.path.join(ws, "ref")) and time.monotonic() - t0 < 30:
             time.sleep(0.01)
