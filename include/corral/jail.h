@@ -116,6 +116,16 @@ int corral_jail_config_add_bind_fd(corral_jail_config *cfg, int src_fd, const ch
 int corral_jail_config_set_argv(corral_jail_config *cfg, char *const *argv, corral_error **ret_err);
 int corral_jail_config_set_script(corral_jail_config *cfg, const char *name, const char *text, size_t len,
                                   corral_error **ret_err);
+/* The program as code, as corral exec -c and a server's "run code" take it:
+ * lang "python" or "bash" runs its interpreter on the code, put at
+ * /run/corral/NAME, with args (NULL-terminated, may be NULL) after it.  The
+ * code must be text, UTF-8 without NUL bytes: a usage error naming it as
+ * `what` ("the code", a file's name) otherwise. */
+int corral_jail_config_set_code(corral_jail_config *cfg, const char *lang, const char *name, const char *code,
+                                size_t len, char *const *args, const char *what, corral_error **ret_err);
+/* The language of a program file by its name: "python" (.py), "bash"
+ * (.sh), else NULL. */
+const char *corral_lang_from_name(const char *name);
 /* "NAME=VALUE"; a later NAME replaces an earlier one. */
 int corral_jail_config_add_env(corral_jail_config *cfg, const char *assignment, corral_error **ret_err);
 /* "SRC[:DST]"; DST defaults to SRC. */

@@ -137,25 +137,6 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
         }
 }
 
-static const char *lang_from_name(const char *path)
-{
-        const char *dot = strrchr(path, '.');
-        if (dot && strcmp(dot, ".py") == 0)
-                return "python";
-        if (dot && strcmp(dot, ".sh") == 0)
-                return "bash";
-        return NULL;
-}
-
-static int check_text(const char *what, const char *text, size_t len, corral_error **err)
-{
-        if (memchr(text, '\0', len) != NULL)
-                return corral_usage(err, "%s contains a NUL byte; only text programs can be run this way", what);
-        if (!utf8_valid(text, len))
-                return corral_usage(err, "%s is not valid UTF-8", what);
-        return 0;
-}
-
 static int load_file(const char *path, char **ret, size_t *ret_len, corral_error **err)
 {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -197,24 +178,12 @@ static int set_program(corral_jail_config *cfg, struct exec_opts *o, int argc, c
                 if (argc > 0 && !o->dashdash)
                         return corral_usage(err, "-c takes no FILE; put arguments for the code after --");
                 const char *lang = o->lang ? o->lang : "python";
-                if (check_text("the code", o->code, strlen(o->code), err) < 0)
-                        return -1;
-                bool py = strcmp(lang, "python") == 0;
-                const char *name = py ? "main.py" : "main.sh";
-                if (corral_jail_config_set_script(cfg, name, o->code, strlen(o->code), err) < 0)
+                if (corral_jail_config_set_code(cfg, lang, strcmp(lang, "python") == 0 ? "main.py" : "main.sh",
+                                                o->code, strlen(o->code), argv, "the code", err) < 0)
                         return -1;
                 o->review_code = strdup(o->code);
                 o->review_lang = lang;
-                char **v = calloc((size_t)argc + 3, sizeof(char *));
-                if (v == NULL)
-                        return corral_fail(err, ENOMEM, "out of memory");
-                v[0] = (char *)(py ? "python3" : "bash");
-                v[1] = (char *)(py ? "/run/corral/main.py" : "/run/corral/main.sh");
-                for (int i = 0; i < argc; i++)
-                        v[i + 2] = argv[i];
-                int r = corral_jail_config_set_argv(cfg, v, err);
-                free(v);
-                return r;
+                return 0;
         }
         if (argc == 0)
                 return corral_usage(err, "nothing to run: give a FILE, -c CODE, or -- PROGRAM");
@@ -223,9 +192,8 @@ static int set_program(corral_jail_config *cfg, struct exec_opts *o, int argc, c
                         return corral_usage(err, "--review needs the code: give a FILE or -c CODE, not -- PROGRAM");
                 return corral_jail_config_set_argv(cfg, argv, err);
         }
-
         const char *path = argv[0];
-        const char *lang = o->lang ? o->lang : lang_from_name(path);
+        const char *lang = o->lang ? o->lang : corral_lang_from_name(path);
         struct stat st;
         if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
                 return corral_usage(err, "'%s' is a directory: give a .py or .sh file, -c CODE, or -- PROGRAM "
@@ -238,26 +206,12 @@ static int set_program(corral_jail_config *cfg, struct exec_opts *o, int argc, c
         size_t len = 0;
         if (load_file(path, &text, &len, err) < 0)
                 return -1;
-        if (check_text(path, text, len, err) < 0)
-                return -1;
         const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-        if (corral_jail_config_set_script(cfg, base, text, len, err) < 0)
+        if (corral_jail_config_set_code(cfg, lang, base, text, len, argv + 1, path, err) < 0)
                 return -1;
         o->review_code = strdup(text);
         o->review_lang = lang;
-        cleanup_free char *jail_path = NULL;
-        if (asprintf(&jail_path, "/run/corral/%s", base) < 0)
-                return corral_fail(err, ENOMEM, "out of memory");
-        char **v = calloc((size_t)argc + 2, sizeof(char *));
-        if (v == NULL)
-                return corral_fail(err, ENOMEM, "out of memory");
-        v[0] = (char *)(strcmp(lang, "python") == 0 ? "python3" : "bash");
-        v[1] = jail_path;
-        for (int i = 1; i < argc; i++)
-                v[i + 1] = argv[i];
-        int r = corral_jail_config_set_argv(cfg, v, err);
-        free(v);
-        return r;
+        return 0;
 }
 
 /* --review: 0 run, 1 rejected (the findings printed), -1 error. */

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jail-internal.h"
@@ -148,6 +150,46 @@ int corral_jail_config_set_script(corral_jail_config *cfg, const char *name, con
         cfg->script_len = len;
         cfg->script_name = n;
         return 0;
+}
+
+const char *corral_lang_from_name(const char *name)
+{
+        const char *dot = strrchr(name, '.');
+        if (dot && strcmp(dot, ".py") == 0)
+                return "python";
+        if (dot && strcmp(dot, ".sh") == 0)
+                return "bash";
+        return NULL;
+}
+
+int corral_jail_config_set_code(corral_jail_config *cfg, const char *lang, const char *name, const char *code,
+                                size_t len, char *const *args, const char *what, corral_error **ret_err)
+{
+        bool py = lang && strcmp(lang, "python") == 0;
+        if (!py && !(lang && strcmp(lang, "bash") == 0))
+                return corral_usage(ret_err, "unknown language '%s': python or bash", lang ? lang : "");
+        if (memchr(code, '\0', len) != NULL)
+                return corral_usage(ret_err, "%s contains a NUL byte; only text programs can be run this way", what);
+        if (!utf8_valid(code, len))
+                return corral_usage(ret_err, "%s is not valid UTF-8", what);
+        if (corral_jail_config_set_script(cfg, name, code, len, ret_err) < 0)
+                return -1;
+        size_t n = 0;
+        while (args && args[n])
+                n++;
+        cleanup_free char *at = NULL;
+        char **v = calloc(n + 3, sizeof(char *));
+        if (v == NULL || asprintf(&at, "/run/corral/%s", name) < 0) {
+                free(v);
+                return corral_fail(ret_err, ENOMEM, "out of memory");
+        }
+        v[0] = (char *)(py ? "python3" : "bash");
+        v[1] = at;
+        for (size_t i = 0; i < n; i++)
+                v[i + 2] = args[i];
+        int r = corral_jail_config_set_argv(cfg, v, ret_err);
+        free(v);
+        return r;
 }
 
 bool jail_env_name_valid(const char *s, size_t n)

@@ -473,6 +473,43 @@ TEST(release)
         CHECK(cfg.binds == NULL && cfg.n_binds == 0);
 }
 
+/* Code as a server or `corral exec -c` gives it: the interpreter on
+ * /run/corral/NAME, the arguments after; text only. */
+TEST(set_code)
+{
+        corral_jail_config cfg;
+        corral_jail_config_init(&cfg);
+        corral_error *err = NULL;
+        char *args[] = { "a", "b c", NULL };
+        CHECK(corral_jail_config_set_code(&cfg, "python", "main.py", "print(1)", 8, args, "the code", &err) == 0);
+        CHECK(cfg.argv && cfg.argv[0] && strcmp(cfg.argv[0], "python3") == 0);
+        CHECK_STR(cfg.argv[1], "/run/corral/main.py");
+        CHECK_STR(cfg.argv[2], "a");
+        CHECK_STR(cfg.argv[3], "b c");
+        CHECK(cfg.argv[4] == NULL);
+        CHECK_STR(cfg.script_name, "main.py");
+        CHECK(cfg.script_len == 8 && memcmp(cfg.script, "print(1)", 8) == 0);
+        CHECK(corral_jail_config_set_code(&cfg, "bash", "s.sh", "echo hi", 7, NULL, "s.sh", &err) == 0);
+        CHECK_STR(cfg.argv[0], "bash");
+        CHECK_STR(cfg.argv[1], "/run/corral/s.sh");
+        CHECK(cfg.argv[2] == NULL);
+        CHECK(corral_jail_config_set_code(&cfg, "python", "x.py", "a\0b", 3, NULL, "the code", &err) < 0);
+        CHECK(err && err->kind == CORRAL_ERR_USAGE && strstr(err->msg, "the code contains a NUL byte"));
+        corral_error_clear(&err);
+        CHECK(corral_jail_config_set_code(&cfg, "python", "x.py", "\xff", 1, NULL, "'x.py'", &err) < 0);
+        CHECK(err && strstr(err->msg, "'x.py' is not valid UTF-8"));
+        corral_error_clear(&err);
+        CHECK(corral_jail_config_set_code(&cfg, "ruby", "x.rb", "1", 1, NULL, "the code", &err) < 0);
+        CHECK(err && strstr(err->msg, "unknown language 'ruby'"));
+        corral_error_clear(&err);
+        /* A failure leaves the last good program. */
+        CHECK_STR(cfg.argv[1], "/run/corral/s.sh");
+        CHECK_STR(corral_lang_from_name("dir/a.py"), "python");
+        CHECK_STR(corral_lang_from_name("b.sh"), "bash");
+        CHECK(corral_lang_from_name("c.txt") == NULL && corral_lang_from_name("py") == NULL);
+        corral_jail_config_release(&cfg);
+}
+
 int main(void)
 {
         RUN(defaults);
@@ -480,6 +517,7 @@ int main(void)
         RUN(add_env);
         RUN(add_bind);
         RUN(set_script);
+        RUN(set_code);
         RUN(validate);
         RUN(release);
         return DONE();
