@@ -521,8 +521,12 @@ static void report_ready(int fd, const corral_error *err, bool busy)
         int n = busy  ? snprintf(buf, sizeof(buf), "busy")
                 : err ? snprintf(buf, sizeof(buf), "error %d %s", err->kind, err->msg)
                       : snprintf(buf, sizeof(buf), "ok %d", (int)getpid());
+        /* A pipe: the client that started us may be gone (killed). */
+        struct sigpipe_guard g;
+        sigpipe_block(&g);
         if (n > 0)
                 write_all(fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+        sigpipe_unblock(&g);
         close(fd);
 }
 
