@@ -523,7 +523,9 @@ static int host_session_exec(struct toolbox *tb, const char *code, const struct 
         json_t *res = NULL;
         corral_error *err = NULL;
         int rc = session_client_exec(tb->host_session, code, &x, &res, &err);
-        if (rc == 1 || (rc == 0 && session_result_from_json(res, r) < 0)) {
+        if (rc == 0 && session_result_from_json(res, r) < 0)
+                rc = corral_fail(&err, 0, "the session host answered the step with no result");
+        if (rc == 1) {
                 /* Cancelled before it began: nothing ran. */
                 memset(r, 0, sizeof(*r));
                 r->status = SESSION_STEP_CANCELLED;
