@@ -500,10 +500,30 @@ static int review_set_up(struct run *r, corral_error **err)
         return 0;
 }
 
+/* A task any front end may pass: words, in UTF-8, small enough to go
+ * with every model turn. */
+static int check_task(const char *task, corral_error **ret_err)
+{
+        size_t len = strlen(task);
+        if (task[strspn(task, " \t\r\n")] == '\0')
+                return corral_usage(ret_err, "the task is empty");
+        if (len > AGENT_TASK_MAX)
+                return corral_usage_field(ret_err, "inputs",
+                                          "the task is %zu bytes, more than the %u KiB a task may be (it is sent "
+                                          "with every model turn): put the text in a file, stage it as an input, "
+                                          "and name it in the task",
+                                          len, AGENT_TASK_MAX >> 10);
+        if (!utf8_valid(task, len))
+                return corral_usage(ret_err, "the task is not valid UTF-8");
+        return 0;
+}
+
 int run_open(const struct run_config *cfg, struct run **ret, corral_error **ret_err)
 {
         if (cfg->task == NULL || cfg->jail == NULL)
                 return corral_usage(ret_err, "a run needs a task and a jail configuration");
+        if (check_task(cfg->task, ret_err) < 0)
+                return -1;
         struct run *r = calloc(1, sizeof(*r));
         if (r == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot start the run");

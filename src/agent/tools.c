@@ -490,13 +490,12 @@ static int host_session_start(struct toolbox *tb, const corral_jail_config *jc, 
                 corral_error_free(err);
                 return -1;
         }
-        json_t *reply = session_client_start(tb->host_session, &cs, NULL, NULL, &tb->host_hold, &err);
-        const char *t = json_string_value(json_object_get(reply, "t"));
-        if (t == NULL || strcmp(t, "started") != 0 || tb->host_hold < 0) {
-                const char *why = err ? err->msg : json_string_value(json_object_get(reply, "message"));
+        bool refused;
+        json_t *reply = session_client_start(tb->host_session, &cs, NULL, NULL, &tb->host_hold, &refused, &err);
+        if (reply == NULL || tb->host_hold < 0) {
                 cleanup_free char *note = NULL;
                 if (asprintf(&note, "the session host could not start the session (%s): one of this run's own",
-                             why ? why : "no answer") >= 0)
+                             err ? err->msg : "no answer") >= 0)
                         on_jail_notice(tb, note);
                 if (tb->host_hold >= 0)
                         close(tb->host_hold);

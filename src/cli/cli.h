@@ -72,6 +72,15 @@ int jail_options_parse(int argc, char **argv, const char *shortopts, const struc
                        corral_jail_config *cfg, int (*apply)(int c, const char *arg, void *userdata, corral_error **err),
                        void *userdata, corral_error **err);
 
+/* The code in the regular file path ("-": standard input), at most 16 MiB,
+ * NUL-terminated (its length in *ret_len, optional); NULL with a usage
+ * error that names the file. */
+char *cli_read_code(const char *path, size_t *ret_len, corral_error **err);
+
+/* j (NULL: null) as one line, or indented in its key order, and a newline
+ * on f; -1 when it cannot be formatted (out of memory). */
+int cli_print_json(FILE *f, const json_t *j, bool indent);
+
 /* SIGINT, SIGTERM and SIGHUP write to an eventfd (returned) that jails and
  * model requests watch as their cancel fd; SIGPIPE is ignored.
  * cli_cancel_signal() is the signal that arrived, or 0. */

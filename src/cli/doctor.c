@@ -93,10 +93,7 @@ int cmd_doctor(int argc, char **argv)
         }
         bool can_run = json_is_true(json_object_get(report, "can_run"));
         if (json) {
-                char *text = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
-                if (text)
-                        puts(text);
-                free(text);
+                cli_print_json(stdout, report, true);
         } else {
                 const json_t *host = json_object_get(report, "host");
                 printf("corral doctor: %s %s, running as uid %d\n\n", str(host, "system"), str(host, "release"),

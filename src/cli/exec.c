@@ -7,7 +7,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,40 +136,6 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
         }
 }
 
-static int load_file(const char *path, char **ret, size_t *ret_len, corral_error **err)
-{
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return corral_make_error(err, CORRAL_ERR_USAGE, errno, "cannot open '%s'", path);
-        struct stat st;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                close(fd);
-                return corral_usage(err, "'%s' is not a regular file", path);
-        }
-        if (st.st_size > (16 << 20)) {
-                close(fd);
-                return corral_usage(err, "'%s' is larger than 16 MiB", path);
-        }
-        size_t len = (size_t)st.st_size;
-        char *buf = malloc(len + 1);
-        size_t got = 0;
-        while (buf && got < len) {
-                ssize_t n = read(fd, buf + got, len - got);
-                if (n <= 0)
-                        break;
-                got += (size_t)n;
-        }
-        close(fd);
-        if (buf == NULL || got != len) {
-                free(buf);
-                return corral_make_error(err, CORRAL_ERR_USAGE, EIO, "cannot read '%s'", path);
-        }
-        buf[len] = '\0';
-        *ret = buf;
-        *ret_len = len;
-        return 0;
-}
-
 /* Turn FILE / -c CODE / -- PROGRAM into the jail's argv and program text. */
 static int set_program(corral_jail_config *cfg, struct exec_opts *o, int argc, char **argv, corral_error **err)
 {
@@ -202,9 +167,9 @@ static int set_program(corral_jail_config *cfg, struct exec_opts *o, int argc, c
         if (lang == NULL)
                 return corral_usage(err, "'%s': unknown file type; use a .py or .sh file, --lang, or -- PROGRAM",
                                     path);
-        cleanup_free char *text = NULL;
         size_t len = 0;
-        if (load_file(path, &text, &len, err) < 0)
+        cleanup_free char *text = cli_read_code(path, &len, err);
+        if (text == NULL)
                 return -1;
         const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
         if (corral_jail_config_set_code(cfg, lang, base, text, len, argv + 1, path, err) < 0)
@@ -278,9 +243,8 @@ int cmd_exec(int argc, char **argv)
         corral_error *err = NULL;
         struct exec_opts o = { .cfg = &cfg };
         cleanup_free struct option *longopts = NULL;
+        cleanup_free char *json = NULL;
         int status = EXIT_CORRAL;
-        cleanup_close int ws_fd = -1;
-        struct ws_snapshot *before = NULL;
         longopts = cli_merge_options(exec_options);
         if (longopts == NULL) {
                 corral_fail(&err, ENOMEM, "cannot parse options");
@@ -326,36 +290,13 @@ int cmd_exec(int argc, char **argv)
         corral_jail_io io = { .stdin_fd = STDIN_FILENO, .capture = o.json, .userdata = &cfg, .cancel_fd = cancel_fd,
                               .on_output = o.json ? NULL : on_output, .on_truncate = o.json ? NULL : on_truncate,
                               .on_notice = on_notice };
-        if (o.json && cfg.workspace) {
-                /* The run's own checks first: never walk '/' to refuse it. */
-                if (corral_jail_config_validate(&cfg, &err) < 0)
-                        goto fail;
-                ws_fd = open(cfg.workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (ws_fd < 0) {
-                        corral_make_error(&err, CORRAL_ERR_USAGE, errno, "cannot open the workspace '%s'",
-                                          cfg.workspace);
-                        goto fail;
-                }
-                if (ws_snapshot_dir(ws_fd, WS_SNAPSHOT_ALL, &before, &err) < 0) {
-                        corral_error_prefix(&err, "cannot snapshot the workspace '%s'", cfg.workspace);
-                        goto fail;
-                }
-        }
         corral_jail_result res;
-        if (corral_jail_run(&cfg, &io, &res, &err) < 0)
+        if ((o.json ? artifact_jail_run(&cfg, &io, &res, &json, &err) : corral_jail_run(&cfg, &io, &res, &err)) < 0)
                 goto fail;
         cli_output_end(&out_streams[0]);
         cli_output_end(&out_streams[1]);
-        if (o.json) {
-                char *j = artifact_result_to_json(&res, ws_fd, before, &err);
-                if (j == NULL) {
-                        corral_jail_result_release(&res);
-                        if (err == NULL)
-                                corral_fail(&err, ENOMEM, "cannot format the JSON result");
-                        goto fail;
-                }
-                puts(j);
-                free(j);
+        if (json) {
+                puts(json);
         } else if (res.limit == CORRAL_LIMIT_CANCELLED) {
                 cli_error("exec", "interrupted by %s; the jail was stopped", cli_signal_name(cli_cancel_signal()));
         } else if (res.status != CORRAL_STATUS_OK && res.status != CORRAL_STATUS_ERROR) {
@@ -382,7 +323,6 @@ fail:
         }
 out:
         free(o.review_code);
-        ws_snapshot_free(before);
         corral_error_free(err);
         corral_jail_config_release(&cfg);
         return status;

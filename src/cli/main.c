@@ -1,10 +1,16 @@
 /* main.c: the corral command: dispatch to one subcommand. */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "../lib/util.h"
 
 #include "../lib/termsafe.h"
 #include "cli.h"
@@ -47,6 +53,56 @@ void cli_error(const char *cmd, const char *fmt, ...)
         va_start(ap, fmt);
         print_message(cmd, fmt, ap, "");
         va_end(ap);
+}
+
+char *cli_read_code(const char *path, size_t *ret_len, corral_error **err)
+{
+        enum { MAX = 16 << 20 };
+        bool std_in = strcmp(path, "-") == 0;
+        cleanup_close int fd = std_in ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0) {
+                corral_make_error(err, CORRAL_ERR_USAGE, errno, "cannot open '%s'", path);
+                return NULL;
+        }
+        if (!std_in && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+                corral_usage(err, "'%s' is not a regular file", path);
+                return NULL;
+        }
+        cleanup_free char *buf = malloc(MAX + 1);
+        size_t got = 0;
+        ssize_t n = 1;
+        while (buf && got <= MAX && n > 0) {
+                n = read(fd, buf + got, MAX + 1 - got);
+                if (n < 0 && errno == EINTR)
+                        n = 1;
+                else if (n > 0)
+                        got += (size_t)n;
+        }
+        if (buf == NULL || n < 0) {
+                corral_make_error(err, CORRAL_ERR_USAGE, buf ? errno : ENOMEM, "cannot read '%s'", path);
+                return NULL;
+        }
+        if (got > MAX) {
+                corral_usage(err, "'%s' is larger than 16 MiB", path);
+                return NULL;
+        }
+        buf[got] = '\0';
+        if (ret_len)
+                *ret_len = got;
+        return TAKE_PTR(buf);
+}
+
+int cli_print_json(FILE *f, const json_t *j, bool indent)
+{
+        size_t flags = JSON_ENCODE_ANY | JSON_REAL_PRECISION(15) | (indent ? JSON_INDENT(2) | JSON_PRESERVE_ORDER
+                                                                           : JSON_COMPACT);
+        char *text = json_dumps(j ? j : json_null(), flags);
+        if (text == NULL)
+                return -1;
+        fprintf(f, "%s\n", text);
+        free(text);
+        return 0;
 }
 
 int cli_usage_error(const char *cmd, int status, const char *fmt, ...)

@@ -14,7 +14,6 @@
 #include "../review/review.h"
 #include "cli.h"
 
-#define REVIEW_MAX_FILE (16u << 20)
 
 static void usage(FILE *f)
 {
@@ -86,14 +85,10 @@ int cmd_review(int argc, char **argv)
                 corral_error_free(err);
                 return EXIT_USAGE_SUBCOMMAND;
         }
-        errno = 0;
-        char *code = strcmp(file, "-") == 0 ? read_whole_file_at(AT_FDCWD, "/dev/stdin", REVIEW_MAX_FILE)
-                                            : read_whole_file_at(AT_FDCWD, file, REVIEW_MAX_FILE);
+        char *code = cli_read_code(file, NULL, &err);
         if (code == NULL) {
-                if (errno == EFBIG)
-                        cli_error("review", "'%s' is larger than 16 MiB", file);
-                else
-                        cli_error("review", "cannot read '%s': %s", file, strerror(errno ? errno : EIO));
+                cli_error_obj("review", err);
+                corral_error_free(err);
                 review_policy_free(policy);
                 return EXIT_USAGE_SUBCOMMAND;
         }
@@ -108,10 +103,7 @@ int cmd_review(int argc, char **argv)
         }
         if (json) {
                 json_t *j = review_result_to_json(&res);
-                char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
-                if (s)
-                        printf("%s\n", s);
-                free(s);
+                cli_print_json(stdout, j, false);
                 json_decref(j);
         } else {
                 char *text = review_result_text(&res);

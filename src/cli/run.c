@@ -452,15 +452,12 @@ static int parse_command_line(struct run_opts *o, int argc, char **argv, const c
         const char *task = argv[optind];
         if (strcmp(task, "-") == 0)
                 task = o->task_buf = read_task_stdin();
-        if (task == NULL || task[strspn(task, " \t\r\n")] == '\0')
-                return corral_usage(err, "the task is empty");
-        if (!utf8_valid(task, strlen(task)) && strlen(task) <= AGENT_TASK_MAX)
-                return corral_usage(err, "the task is not valid UTF-8");
-        if (strlen(task) > AGENT_TASK_MAX)
-                return corral_usage(err, "the task is %s%zu bytes, more than the %u KiB a task may be (it is sent "
-                                         "with every model turn): put the text in a file, stage it with -i FILE, and "
-                                         "name it in the task",
-                                    o->task_buf ? "over " : "", strlen(task), AGENT_TASK_MAX >> 10);
+        if (task == NULL)
+                return corral_fail(err, errno, "cannot read the task from standard input");
+        if (o->task_buf && strlen(task) > AGENT_TASK_MAX) /* the rest was not read */
+                return corral_usage(err, "the task on standard input is over the %u KiB a task may be: put the "
+                                         "text in a file, stage it with -i FILE, and name it in the task",
+                                    AGENT_TASK_MAX >> 10);
         if (o->c.archive_inputs && o->c.archive == NULL)
                 return corral_usage(err, "--archive-inputs needs --archive FILE");
         if (o->json)
@@ -484,12 +481,8 @@ static int print_result(struct run_opts *o, struct run *r, json_t *j)
                 cleanup_free char *shown = reason ? redact_text(reason, secrets) : NULL;
                 if (j && shown)
                         json_object_set_new(j, "reason", json_string(shown));
-                char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
-                if (text)
-                        puts(text);
-                else
+                if (cli_print_json(stdout, j, true) < 0)
                         cli_error("run", "cannot format the JSON result");
-                free(text);
         } else if (res->status == AGENT_ANSWERED && res->answer) {
                 cleanup_free char *a = redact_text(res->answer, secrets);
                 /* Never passed off as this run's when it is not. */

@@ -123,10 +123,7 @@ int cmd_runs(int argc, char **argv)
                 return dir ? EXIT_CORRAL : EXIT_USAGE_SUBCOMMAND;
         }
         if (json) {
-                char *text = rows ? json_dumps(rows, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
-                if (text)
-                        puts(text);
-                free(text);
+                cli_print_json(stdout, rows, true);
         } else if (json_array_size(rows) == 0) {
                 printf("no runs recorded in '%s'\n", dir);
         } else {

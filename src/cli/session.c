@@ -11,22 +11,12 @@
  * workspace removed before `stop` is answered.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <corral/jail.h>
@@ -134,32 +124,10 @@ enum {
         EXIT_ARCHIVE_BUSY = 1,   /* archive: a step still ran after --wait */
 };
 
-/* The supervisor runs in "/" and starts interpreters again after a loss:
- * host paths given relative to the caller's directory are made absolute
- * now (a missing one is left for the jail to report). */
-static void make_absolute(char **path)
-{
-        if (*path == NULL || (*path)[0] == '/')
-                return;
-        char *abs = realpath(*path, NULL);
-        if (abs) {
-                free(*path);
-                *path = abs;
-        }
-}
-
-static void absolute_paths(corral_jail_config *cfg)
-{
-        make_absolute(&cfg->rootfs);
-        for (size_t i = 0; i < cfg->n_binds; i++)
-                make_absolute(&cfg->binds[i].src);
-}
-
 struct start_opts {
         corral_jail_config *cfg;
         struct session_options sopt;
         bool json;
-        const char *ws_arg;      /* -w DIR as given */
         const char *from;        /* --from FILE */
         int temperature;         /* OPT_WARM, OPT_COLD or 0: warm where the options allow */
 };
@@ -170,9 +138,10 @@ static int start_apply(int c, const char *arg, void *userdata, corral_error **er
         double *target = NULL;
         switch (c) {
         case 'w':
-                /* Resolved once all options are known: --from may make it. */
-                o->ws_arg = arg;
-                return 0;
+                /* The session client resolves it: --from may make it. */
+                free(o->cfg->workspace);
+                o->cfg->workspace = strdup(arg);
+                return o->cfg->workspace ? 0 : corral_fail(err, ENOMEM, "-w");
         case OPT_FROM:
                 o->from = arg;
                 return 0;
@@ -201,54 +170,6 @@ static int start_apply(int c, const char *arg, void *userdata, corral_error **er
                 return corral_error_prefix(err, "%s", c == OPT_IDLE ? "--idle-timeout" : c == OPT_LIFETIME
                                                                                             ? "--lifetime"
                                                                                             : "--grace");
-        return 0;
-}
-
-/* path made absolute against the current directory (it need not exist):
- * the supervisor runs in "/". */
-static char *absolute(const char *path)
-{
-        if (path[0] == '/')
-                return strdup(path);
-        cleanup_free char *cwd = getcwd(NULL, 0);
-        char *out = NULL;
-        if (cwd == NULL || asprintf(&out, "%s/%s", cwd, path) < 0)
-                return NULL;
-        return out;
-}
-
-/* -w DIR: it must exist, except with --from, where it must be new or empty
- * (the archive is extracted into it). */
-static int resolve_workspace(struct start_opts *o, bool *ret_existed, corral_error **err)
-{
-        const char *arg = o->ws_arg;
-        if (arg == NULL)
-                return 0;
-        struct stat st;
-        *ret_existed = lstat(arg, &st) == 0;
-        if (o->from && !*ret_existed && errno == ENOENT) {
-                o->cfg->workspace = absolute(arg);
-                if (o->cfg->workspace == NULL)
-                        return corral_fail(err, errno, "workspace '%s'", arg);
-                return 0;
-        }
-        o->cfg->workspace = realpath(arg, NULL);
-        if (o->cfg->workspace == NULL)
-                return corral_make_error(err, CORRAL_ERR_USAGE, errno, "workspace '%s'", arg);
-        if (o->from) {
-                DIR *dp = S_ISDIR(st.st_mode) ? opendir(o->cfg->workspace) : NULL;
-                struct dirent *de;
-                bool empty = dp != NULL;
-                while (dp && (de = readdir(dp)) != NULL)
-                        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-                                empty = false;
-                if (dp)
-                        closedir(dp);
-                if (!empty)
-                        return corral_usage(err, "cannot resume into '%s': --from needs a new or empty workspace "
-                                                 "directory",
-                                            arg);
-        }
         return 0;
 }
 
@@ -312,14 +233,6 @@ static int cmd_start(int argc, char **argv)
         }
         if (corral_jail_config_validate(&cfg, &err) < 0)
                 goto usage;
-        bool ws_existed = false;
-        if (resolve_workspace(&o, &ws_existed, &err) < 0)
-                goto usage;
-        if (o.from && (from_abs = absolute(o.from)) == NULL) {
-                corral_fail(&err, errno, "cannot resolve '%s'", o.from);
-                goto fail;
-        }
-        absolute_paths(&cfg);
         /* Warm unless asked otherwise or the options need a cold session
          * (--rootfs, --bind, --net host, a system directory
          * as the workspace); an explicit --warm that cannot
@@ -331,64 +244,45 @@ static int cmd_start(int argc, char **argv)
         char id[SESSION_ID_LEN + 1];
         if (session_id_make(id, &err) < 0)
                 goto fail;
-        /* The daemon runs the session (src/session/daemon.c), every path
-         * absolute. */
+        /* The daemon runs the session (src/session/daemon.c). */
         const char *tmp = getenv("TMPDIR");
         struct session_client_start req = { .cfg = &cfg, .opt = &o.sopt, .warm_asked = o.temperature == OPT_WARM,
-                                            .from = from_abs, .ws_existed = ws_existed,
-                                            .tmpdir = tmp && tmp[0] == '/' ? tmp : "/tmp" };
+                                            .from = o.from, .tmpdir = tmp && tmp[0] == '/' ? tmp : "/tmp" };
         /* The first warm start of a daemon imports the data libraries (a
          * second or two): on a terminal, say so. */
+        bool refused;
         json_t *reply = session_client_start(id, &req, !o.json && isatty(STDERR_FILENO) ? note_slow_start : NULL,
-                                             NULL, NULL, &err);
-        if (reply == NULL)
-                goto fail;
-        const char *t = json_string_value(json_object_get(reply, "t"));
-        if (t && strcmp(t, "started") == 0) {
-                const char *workspace = json_string_value(json_object_get(reply, "workspace"));
-                int hpid = (int)json_integer_value(json_object_get(reply, "pid"));
-                const char *notice = json_string_value(json_object_get(reply, "notice"));
-                bool warm = json_is_true(json_object_get(reply, "warm"));
-                if (notice)
-                        cli_error("session", "%s", notice);
-                /* No step has run yet: .corral/session.json is the archive's. */
-                json_t *from = from_abs && workspace ? session_origin(from_abs, workspace) : NULL;
-                if (from && !o.json)
-                        note_resumed(from);
-                if (o.json) {
-                        const char *sock = json_string_value(json_object_get(reply, "socket"));
-                        json_t *j = json_pack("{s:s,s:i,s:s?,s:s?,s:o?,s:b}", "id", id, "pid", hpid, "socket", sock,
-                                              "workspace", workspace, "from", from ? json_incref(from) : json_null(),
-                                              "warm", warm);
-                        char *js = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
-                        if (js)
-                                puts(js);
-                        free(js);
-                        json_decref(j);
-                } else {
-                        puts(id);
-                }
-                json_decref(from);
-                json_decref(reply);
-                status = EXIT_OK;
-                goto out;
-        }
-        const char *msg = json_string_value(json_object_get(reply, "message"));
-        int kind = (int)json_integer_value(json_object_get(reply, "kind"));
-        bool refused = json_is_true(json_object_get(reply, "refused"));
-        if (msg)
-                corral_make_error(&err, kind, 0, "%s", msg);
-        else
-                corral_fail(&err, 0, "the session host ended before the session was ready");
-        json_decref(reply);
-        if (msg && refused) {
+                                             NULL, NULL, &refused, &err);
+        if (reply == NULL && refused) {
                 /* As `corral workspace extract`: 1, or 125 without libarchive. */
                 cli_error_obj("session", err);
-                status = kind == CORRAL_ERR_UNSUPPORTED ? EXIT_CORRAL : EXIT_START_REFUSED;
+                status = err && err->kind == CORRAL_ERR_UNSUPPORTED ? EXIT_CORRAL : EXIT_START_REFUSED;
                 goto out;
         }
-        if (msg && kind == CORRAL_ERR_USAGE)
+        if (reply == NULL && err && err->kind == CORRAL_ERR_USAGE)
                 goto usage;
+        if (reply == NULL)
+                goto fail;
+        const char *notice = json_string_value(json_object_get(reply, "notice"));
+        if (notice)
+                cli_error("session", "%s", notice);
+        /* Where it came from: the host read the archive's .corral/session.json. */
+        json_t *from = json_object_get(reply, "from");
+        if (json_is_object(from) && !o.json)
+                note_resumed(from);
+        if (o.json) {
+                json_t *j = json_pack("{s:s,s:O?,s:O?,s:O?,s:O?,s:O?}", "id", id, "pid",
+                                      json_object_get(reply, "pid"), "socket", json_object_get(reply, "socket"),
+                                      "workspace", json_object_get(reply, "workspace"), "from",
+                                      json_is_object(from) ? from : NULL, "warm", json_object_get(reply, "warm"));
+                cli_print_json(stdout, j, false);
+                json_decref(j);
+        } else {
+                puts(id);
+        }
+        json_decref(reply);
+        status = EXIT_OK;
+        goto out;
 fail:
         cli_error_obj("session", err);
         status = EXIT_CORRAL;
@@ -403,19 +297,6 @@ out:
 }
 
 /* ---- the clients ---- */
-
-static char *load_code(const char *path, corral_error **err)
-{
-        cleanup_free char *text = read_whole_file_at(AT_FDCWD, path, 16u << 20);
-        if (text == NULL) {
-                if (errno == EFBIG)
-                        corral_usage(err, "'%s' is larger than 16 MiB", path);
-                else
-                        corral_make_error(err, CORRAL_ERR_USAGE, errno, "cannot read '%s'", path);
-                return NULL;
-        }
-        return TAKE_PTR(text);
-}
 
 static void print_result(json_t *r)
 {
@@ -547,7 +428,7 @@ static int cmd_exec_step(int argc, char **argv)
                 corral_usage(&err, "nothing to run: give -c CODE or one FILE");
                 goto usage;
         }
-        code = code_arg ? strdup(code_arg) : load_code(argv[optind], &err);
+        code = code_arg ? strdup(code_arg) : cli_read_code(argv[optind], NULL, &err);
         if (code == NULL)
                 goto usage;
         if (!utf8_valid(code, strlen(code))) {
@@ -578,10 +459,7 @@ static int cmd_exec_step(int argc, char **argv)
                 goto fail;
         }
         if (json) {
-                char *js = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(15));
-                if (js)
-                        puts(js);
-                free(js);
+                cli_print_json(stdout, r, false);
         } else {
                 print_result(r);
         }
@@ -605,10 +483,7 @@ out:
 static void print_archived(const char *id, json_t *report, bool json)
 {
         if (json) {
-                char *text = json_dumps(report, JSON_COMPACT | JSON_REAL_PRECISION(15));
-                if (text)
-                        puts(text);
-                free(text);
+                cli_print_json(stdout, report, false);
                 return;
         }
         const char *path = json_string_value(json_object_get(report, "path"));
@@ -652,13 +527,8 @@ static void note_archive_waits(void *userdata)
 static int archive_request(const char *id, const char *file, bool stop, double wait_s, bool json)
 {
         corral_error *err = NULL;
-        cleanup_free char *path = absolute(file);
-        if (path == NULL) {
-                cli_error("session", "cannot resolve '%s': %s", file, strerror(errno));
-                return EXIT_CORRAL;
-        }
         json_t *report = NULL;
-        int rc = session_client_archive(id, path, stop, wait_s, note_archive_waits, (void *)id, &report, &err);
+        int rc = session_client_archive(id, file, stop, wait_s, note_archive_waits, (void *)id, &report, &err);
         if (rc == 0) {
                 print_archived(id, report, json);
                 json_decref(report);
@@ -783,10 +653,7 @@ static int cmd_list(int argc, char **argv)
                 return EXIT_CORRAL;
         }
         if (json) {
-                char *s = json_dumps(all, JSON_COMPACT | JSON_REAL_PRECISION(15));
-                if (s)
-                        puts(s);
-                free(s);
+                cli_print_json(stdout, all, false);
         } else {
                 size_t i;
                 json_t *e;
@@ -822,10 +689,7 @@ static int cmd_status(int argc, char **argv)
                 return EXIT_CORRAL;
         }
         if (json) {
-                char *js = json_dumps(info ? info : json_null(), JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
-                if (js)
-                        puts(js);
-                free(js);
+                cli_print_json(stdout, info, false);
         } else if (info == NULL) {
                 puts("no session host is running");
         } else {

@@ -234,10 +234,7 @@ int cmd_workspace(int argc, char **argv)
                 bool ok = json_is_true(json_object_get(out, "ok"));
                 if (json) {
                         json_object_set_new(out, "archive", json_string(file));
-                        char *text = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
-                        if (text)
-                                puts(text);
-                        free(text);
+                        cli_print_json(stdout, out, true);
                 } else {
                         print_list(out);
                 }

@@ -6,6 +6,7 @@
  * the client's (an API key, its memory), and reports on the ready pipe.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -192,14 +194,90 @@ static bool answer_error(json_t *r, corral_error **ret_err)
         return true;
 }
 
-/* cfg as the start request's profile, its descriptor binds taken out into
- * fds and "fd_binds" (a profile names paths, and these are bound by fd). */
+/* path made absolute against our directory, for the daemon runs in "/";
+ * nothing resolved (a symbolic link stays one for the daemon to judge). */
+static char *joined(const char *path)
+{
+        char *out = NULL;
+        if (path[0] == '/')
+                return strdup(path);
+        cleanup_free char *cwd = getcwd(NULL, 0);
+        if (cwd == NULL || asprintf(&out, "%s/%s", cwd, path) < 0)
+                return NULL;
+        return out;
+}
+
+static bool dir_empty(const char *path)
+{
+        DIR *dp = opendir(path);
+        if (dp == NULL)
+                return false;
+        bool empty = true;
+        struct dirent *de;
+        while (empty && (de = readdir(dp)) != NULL)
+                empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+        closedir(dp);
+        return empty;
+}
+
+/* The copy's host paths absolute.  The workspace must exist, except when
+ * resuming, where it must be new or empty (the archive is extracted into
+ * it): *ret_existed says which. */
+static int absolute_paths(corral_jail_config *copy, bool resuming, bool *ret_existed, corral_error **ret_err)
+{
+        char **paths[1 + copy->n_binds];
+        size_t n = 0;
+        paths[n++] = &copy->rootfs;
+        for (size_t i = 0; i < copy->n_binds; i++)
+                paths[n++] = &copy->binds[i].src;
+        /* A missing one is left as it is, for the jail to report. */
+        for (size_t i = 0; i < n; i++) {
+                char *abs = *paths[i] && (*paths[i])[0] != '/' ? realpath(*paths[i], NULL) : NULL;
+                if (abs) {
+                        free(*paths[i]);
+                        *paths[i] = abs;
+                }
+        }
+        *ret_existed = false;
+        if (copy->workspace == NULL)
+                return 0;
+        struct stat st;
+        const char *given = copy->workspace;
+        cleanup_free char *ws = NULL;
+        *ret_existed = lstat(given, &st) == 0;
+        if (!*ret_existed && !(resuming && errno == ENOENT))
+                return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "workspace '%s'", given);
+        if ((ws = *ret_existed ? realpath(given, NULL) : joined(given)) == NULL)
+                return corral_make_error(ret_err, *ret_existed ? CORRAL_ERR_USAGE : CORRAL_ERR_INTERNAL, errno,
+                                         "workspace '%s'", given);
+        if (resuming && *ret_existed && !(S_ISDIR(st.st_mode) && dir_empty(ws)))
+                return corral_usage(ret_err, "cannot resume into '%s': resuming from an archive needs a new or "
+                                             "empty workspace directory", given);
+        free(copy->workspace);
+        copy->workspace = TAKE_PTR(ws);
+        return 0;
+}
+
+/* cfg as the start request's profile, its host paths absolute and its
+ * descriptor binds taken out into fds and "fd_binds" (a profile names
+ * paths, and these are bound by fd). */
 static json_t *start_request(const char *id, const struct session_client_start *s, int *fds, size_t *ret_n,
                              corral_error **ret_err)
 {
         corral_jail_config copy;
+        bool ws_existed;
         if (corral_jail_config_copy(&copy, s->cfg, ret_err) < 0)
                 return NULL;
+        cleanup_free char *from = s->from ? joined(s->from) : NULL;
+        if (s->from && from == NULL) {
+                corral_fail(ret_err, errno, "cannot resolve '%s'", s->from);
+                corral_jail_config_release(&copy);
+                return NULL;
+        }
+        if (absolute_paths(&copy, s->from != NULL, &ws_existed, ret_err) < 0) {
+                corral_jail_config_release(&copy);
+                return NULL;
+        }
         json_t *fd_binds = json_array();
         size_t n = 0, kept = 0;
         for (size_t i = 0; i < copy.n_binds; i++) {
@@ -226,7 +304,7 @@ static json_t *start_request(const char *id, const struct session_client_start *
                                           (json_int_t)s->cfg->uid_base, "uid_count", (json_int_t)s->cfg->uid_count,
                                           "idle_timeout", s->opt->idle_timeout_s, "lifetime", s->opt->lifetime_s,
                                           "grace", s->opt->grace_s, "warm", s->opt->warm, "warm_asked",
-                                          s->warm_asked, "from", s->from, "ws_existed", s->ws_existed, "tmpdir",
+                                          s->warm_asked, "from", from, "ws_existed", ws_existed, "tmpdir",
                                           s->tmpdir ? s->tmpdir : "/tmp", "fd_binds", fd_binds, "hold", s->hold)
                               : NULL;
         if (req == NULL) {
@@ -240,10 +318,11 @@ static json_t *start_request(const char *id, const struct session_client_start *
 }
 
 json_t *session_client_start(const char *id, const struct session_client_start *s, void (*on_slow)(void *userdata),
-                             void *userdata, int *ret_hold, corral_error **ret_err)
+                             void *userdata, int *ret_hold, bool *ret_refused, corral_error **ret_err)
 {
         if (ret_hold)
                 *ret_hold = -1;
+        *ret_refused = false;
         int fds[WIRE_MAX_FDS];
         size_t nfds = 0;
         json_t *req = start_request(id, s, fds, &nfds, ret_err);
@@ -271,9 +350,15 @@ json_t *session_client_start(const char *id, const struct session_client_start *
                         close(fd);
         }
         json_decref(req);
-        if (reply == NULL)
+        const char *t = json_string_value(json_object_get(reply, "t"));
+        if (t && strcmp(t, "started") == 0)
+                return reply;
+        if (answer_error(reply, ret_err))
+                *ret_refused = json_is_true(json_object_get(reply, "refused"));
+        else
                 corral_fail(ret_err, 0, "the session host ended before the session was ready");
-        return reply;
+        json_decref(reply);
+        return NULL;
 }
 
 int session_client_prewarm(corral_error **ret_err)
@@ -386,7 +471,8 @@ int session_client_archive(const char *id, const char *path, bool stop, double w
                 return -1;
         int rc = -1;
         json_t *r = NULL;
-        json_t *req = json_pack("{s:s,s:s,s:b}", "op", "archive", "path", path, "stop", stop);
+        cleanup_free char *abs = joined(path);
+        json_t *req = abs ? json_pack("{s:s,s:s,s:b}", "op", "archive", "path", abs, "stop", stop) : NULL;
         if (req == NULL || wire_write(fd, req) < 0) {
                 corral_fail(ret_err, errno, "cannot send the request to session '%s'", id);
                 goto out;
@@ -460,27 +546,40 @@ int session_client_stop(const char *id, corral_error **ret_err)
         return rc;
 }
 
+/* op to the running daemon: its answer, or NULL with err (usage: none
+ * runs).  A daemon killed or ending hangs up without an answer while its
+ * last threads exit: asked once more, the question finds no daemon (or
+ * the next one). */
+static json_t *ask_host(const char *op, corral_error **ret_err)
+{
+        for (int attempt = 0; attempt < 2; attempt++) {
+                int fd = session_client_connect_host(false, ret_err);
+                if (fd < 0)
+                        return NULL;
+                json_t *r = ask(fd, json_pack("{s:s}", "op", op), 10000);
+                close(fd);
+                if (r)
+                        return r;
+        }
+        corral_fail(ret_err, 0, "the session host did not answer the %s request", op);
+        return NULL;
+}
+
 json_t *session_client_list(corral_error **ret_err)
 {
         corral_error *err = NULL;
-        int fd = session_client_connect_host(false, &err);
-        if (fd < 0) {
-                if (err && err->kind == CORRAL_ERR_USAGE) {
-                        corral_error_free(err); /* none runs: no sessions */
-                        return json_array();
-                }
-                if (ret_err)
-                        *ret_err = err;
-                else
-                        corral_error_free(err);
-                return NULL;
+        json_t *r = ask_host("list", &err);
+        if (r == NULL && err && err->kind == CORRAL_ERR_USAGE) {
+                corral_error_free(err); /* none runs: no sessions */
+                return json_array();
         }
-        json_t *r = ask(fd, json_pack("{s:s}", "op", "list"), 10000);
-        close(fd);
         json_t *all = json_object_get(r, "sessions");
         if (!json_is_array(all)) {
-                if (!answer_error(r, ret_err))
+                if (r == NULL && ret_err)
+                        *ret_err = TAKE_PTR(err);
+                else if (!answer_error(r, ret_err))
                         corral_fail(ret_err, 0, "the session host did not answer the list request");
+                corral_error_free(err);
                 json_decref(r);
                 return NULL;
         }
@@ -492,19 +591,12 @@ json_t *session_client_list(corral_error **ret_err)
 json_t *session_client_status(corral_error **ret_err)
 {
         corral_error *err = NULL;
-        int fd = session_client_connect_host(false, &err);
-        if (fd < 0) {
-                if (err && err->kind != CORRAL_ERR_USAGE && ret_err)
-                        *ret_err = TAKE_PTR(err);
-                corral_error_free(err);
-                return NULL;
-        }
-        json_t *r = ask(fd, json_pack("{s:s}", "op", "info"), 10000);
-        close(fd);
+        json_t *r = ask_host("info", &err);
         if (r)
                 json_object_del(r, "t");
-        else
-                corral_fail(ret_err, 0, "the session host did not answer");
+        else if (err && err->kind != CORRAL_ERR_USAGE && ret_err)
+                *ret_err = TAKE_PTR(err);
+        corral_error_free(err);
         return r;
 }
 

@@ -22,13 +22,14 @@
  * when none answers.  -1 with err (usage: none runs, without spawn). */
 CORRAL_HIDDEN int session_client_connect_host(bool spawn, corral_error **ret_err);
 
-/* What a session is started from; paths absolute (the daemon runs in /). */
+/* What a session is started from.  Host paths may be relative to the
+ * caller's directory: the request carries them absolute (the daemon runs
+ * in /). */
 struct session_client_start {
-        const corral_jail_config *cfg;
+        const corral_jail_config *cfg; /* a workspace must exist, or with from be new or empty */
         const struct session_options *opt; /* limits and warm; from is the field below */
         bool warm_asked;         /* no cold session instead of a warm one */
         const char *from;        /* an archive to resume from, or NULL */
-        bool ws_existed;         /* cfg->workspace existed before (with from) */
         const char *tmpdir;      /* where a temporary workspace goes */
         /* The session lives only while the start's connection is open
          * (*ret_hold: close it, or the process's end, stops the session). */
@@ -38,13 +39,14 @@ struct session_client_start {
 /* Start session id, starting a daemon when none runs.  cfg's binds by
  * descriptor (corral_jail_config_add_bind_fd) go as descriptors.  on_slow
  * (optional) is called once when no answer came within 0.7 s (the first
- * warm start imports the data libraries).  The answer: {"t": "started",
- * "workspace", "warm", "notice", "pid"} or {"t": "error", "kind", "message",
- * "refused"}; NULL with err when none came.  With s->hold, *ret_hold is the
- * connection that holds the session (else -1). */
+ * warm start imports the data libraries).  The answer {"t": "started",
+ * "workspace", "socket", "warm", "notice", "pid"}, or NULL with err (the
+ * daemon's kind and message; *ret_refused when it was the archive of from
+ * that was refused).  With s->hold, *ret_hold is the connection that holds
+ * the session (else -1). */
 CORRAL_HIDDEN json_t *session_client_start(const char *id, const struct session_client_start *s,
                                            void (*on_slow)(void *userdata), void *userdata, int *ret_hold,
-                                           corral_error **ret_err);
+                                           bool *ret_refused, corral_error **ret_err);
 /* Have the daemon (started when none runs) start its zygote now, so that a
  * warm start to come finds it ready. */
 CORRAL_HIDDEN int session_client_prewarm(corral_error **ret_err);
@@ -76,7 +78,7 @@ struct session_client_exec {
 CORRAL_HIDDEN int session_client_exec(const char *id, const char *code, const struct session_client_exec *x,
                                       json_t **ret_result, corral_error **ret_err);
 
-/* Archive session id's workspace to path (absolute) between steps; with
+/* Archive session id's workspace to path (relative to our directory) between steps; with
  * stop the session ends once it is written.  A step running past wait_s
  * (> 0) leaves everything as it was: 1.  on_waiting (optional) once when a
  * step is running.  0 with the report, -1 with err (usage: an unknown

@@ -1444,3 +1444,34 @@ char *artifact_result_to_json(const corral_jail_result *res, int ws_fd, struct w
         json_decref(o);
         return text;
 }
+
+int artifact_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret_res,
+                      char **ret_json, corral_error **ret_err)
+{
+        *ret_json = NULL;
+        cleanup_close int ws_fd = -1;
+        struct ws_snapshot *before = NULL;
+        if (cfg->workspace) {
+                /* The run's own checks first: never walk '/' to refuse it. */
+                if (corral_jail_config_validate(cfg, ret_err) < 0)
+                        return -1;
+                ws_fd = open(cfg->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (ws_fd < 0)
+                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot open the workspace '%s'",
+                                                 cfg->workspace);
+                if (ws_snapshot_dir(ws_fd, WS_SNAPSHOT_ALL, &before, ret_err) < 0)
+                        return corral_error_prefix(ret_err, "cannot snapshot the workspace '%s'", cfg->workspace);
+        }
+        int rc = corral_jail_run(cfg, io, ret_res, ret_err);
+        if (rc == 0) {
+                *ret_json = artifact_result_to_json(ret_res, ws_fd, before, ret_err);
+                if (*ret_json == NULL) {
+                        corral_jail_result_release(ret_res);
+                        if (ret_err && *ret_err == NULL)
+                                corral_fail(ret_err, ENOMEM, "cannot format the JSON result");
+                        rc = -1;
+                }
+        }
+        ws_snapshot_free(before);
+        return rc;
+}

@@ -131,6 +131,12 @@ CORRAL_HIDDEN bool ws_snapshot_incremental(const struct ws_snapshot *s);
  * plain result.  malloc'd, or NULL (ret_err set when it is not ENOMEM). */
 CORRAL_HIDDEN char *artifact_result_to_json(const corral_jail_result *res, int ws_fd, struct ws_snapshot *before,
                                             corral_error **ret_err);
+/* corral_jail_run() with its result as artifact_result_to_json() gives it
+ * (*ret_json, malloc'd), the artifacts those of cfg->workspace when it has
+ * one: what `corral exec --json` prints.  -1 with err, nothing in
+ * *ret_res then. */
+CORRAL_HIDDEN int artifact_jail_run(const corral_jail_config *cfg, const corral_jail_io *io,
+                                    corral_jail_result *ret_res, char **ret_json, corral_error **ret_err);
 /* Tests: watch at most n directories per snapshot (0: the default, 8,192;
  * a tree with more is walked whole every time). */
 CORRAL_HIDDEN void ws_snapshot_max_watches(size_t n);

@@ -1047,11 +1047,11 @@ def test_huge_tasks(run, tmp_path):
     header, and one that fills the model's context alone is warned about."""
     with ScriptedServer([]) as srv:
         r = run(srv, "x" * (70 << 10))
-        assert r.rc == 2 and "more than the 64 KiB a task may be" in r.err and "-i FILE" in r.err, r.err
+        assert r.rc == 2 and "more than the 64 KiB a task may be" in r.err and "(--input)" in r.err, r.err
         proc = subprocess.run([CORRAL, "run", "--base-url", srv.base_url, "--model", "m", "-"],
                               input=b"y" * (26 << 20), capture_output=True, timeout=60, cwd=tmp_path,
                               env=base_env(XDG_STATE_HOME=str(tmp_path / "state")))
-        assert proc.returncode == 2 and b"the task is over 65537 bytes" in proc.stderr, proc.stderr
+        assert proc.returncode == 2 and b"the task on standard input is over the 64 KiB" in proc.stderr, proc.stderr
         assert len(proc.stderr) < 1000
     assert srv.requests == []
     task = ("line of the task\n" * 2000)[: 30 << 10]
