@@ -230,11 +230,17 @@ void jail_enter(const struct jail_plan *p)
 
         /* Become the jail user first: files created in the new root must be
          * owned by a mapped id, and root's supplementary groups (host gid 0)
-         * must not come along. */
-        if (p->drop_groups && setgroups(0, NULL) < 0)
+         * must not come along.  Raw system calls, not libc's: in a process
+         * it believes threaded (our copy of a server's), glibc applies an id
+         * change to every thread under a lock another thread of the parent
+         * may have held at clone time, and the child would wait on it
+         * forever (seen: one `corral serve` sandbox start in ten hung until
+         * its 30 s timeout).  The child has one thread: the raw call is the
+         * whole change. */
+        if (p->drop_groups && syscall(SYS_setgroups, 0, NULL) < 0)
                 fail(STEP_IDS);
-        if (setresgid(p->gid_inside, p->gid_inside, p->gid_inside) < 0 ||
-            setresuid(p->uid_inside, p->uid_inside, p->uid_inside) < 0)
+        if (syscall(SYS_setresgid, p->gid_inside, p->gid_inside, p->gid_inside) < 0 ||
+            syscall(SYS_setresuid, p->uid_inside, p->uid_inside, p->uid_inside) < 0)
                 fail(STEP_IDS);
         /* The id change clears the parent-death signal; set it again, then
          * make sure the supervisor did not die in between. */
