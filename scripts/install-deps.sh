@@ -4,7 +4,7 @@
 # retries); otherwise lists what is missing and how to install it.
 set -eu
 
-build="meson ninja-build pkg-config gcc libc6-dev libseccomp-dev libjansson-dev libcurl4-openssl-dev libarchive-dev nettle-dev libcmark-dev"
+build="meson ninja-build pkg-config gcc libc6-dev libseccomp-dev libjansson-dev libcurl4-openssl-dev libarchive-dev nettle-dev libcmark-dev libmicrohttpd-dev libwslay-dev"
 # The review's parser; its grammars come from the npm registry (scripts/fetch-grammars.sh).
 build="$build libtree-sitter-dev"
 # corral-zygote (warm sessions) embeds Debian's Python: python3-embed.pc.
@@ -13,6 +13,8 @@ build="$build libpython3-dev"
 runtime="python3 python3-numpy python3-pandas python3-matplotlib python3-scipy"
 # python3-openpyxl: pandas writes the .xlsx that tests/e2e/test_artifacts.py types.
 test="python3-pytest python3-nbformat python3-openpyxl procps util-linux passwd"
+# A real WebSocket client for corral serve (tests/e2e/test_serve.py).
+test="$test python3-websocket"
 # CPython's own regression suite, run bare and in the jail (tests/compat/, docs/compatibility.md).
 test="$test libpython3.11-testsuite"
 # clang's parser over every source (tests/clang-syntax.sh).

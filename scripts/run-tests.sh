@@ -52,7 +52,7 @@ tsan=${TSAN_BUILD:-build-tsan}
 if [ ! -f "$tsan/build.ninja" ]; then
         meson setup "$tsan" -Db_sanitize=thread -Db_lundef=false --buildtype=debug >/dev/null || exit 1
 fi
-ninja -C "$tsan" tests/engine-threads corral-init corral-zygote || exit 1
+ninja -C "$tsan" tests/engine-threads corral corral-init corral-zygote || exit 1
 export CORRAL_ENGINE_THREADS_TSAN=$root/$tsan/tests/engine-threads
 
 # Sanitizer reports go to files, and any file fails the run: a background
@@ -74,6 +74,14 @@ for suite in unit fuzz stress model-server e2e attack review compat; do
         grep -qE '^not ok [0-9]+ ' "$log" && grep -E '^not ok [0-9]+ ' "$log"
         count "$rc"
 done
+
+# The server is the most threaded front end: its end-to-end tests once more
+# over a ThreadSanitizer build (any report fails, as above).
+note "tests/e2e/test_serve.py over the ThreadSanitizer build"
+CORRAL="$root/$tsan/corral" CORRAL_INIT="$root/$tsan/corral-init" CORRAL_SOURCE_ROOT="$root" \
+        CORRAL_ZYGOTE="$root/$tsan/corral-zygote" XDG_STATE_HOME="$root/$build/tests/test-state" \
+        python3 -m pytest -q -p no:cacheprovider "$root/tests/e2e/test_serve.py" 2>&1 | tee "$log"
+count "${PIPESTATUS[0]}"
 
 if [ "$(id -u)" -eq 0 ]; then
         user=corraltest

@@ -31,6 +31,7 @@ static const struct {
         { "session", cmd_session, "start, use and stop persistent Python sessions" },
         { "workspace", cmd_workspace, "list or extract a workspace archive (tar)" },
         { "review", cmd_review, "check code against the safety review's policy, without running it" },
+        { "serve", cmd_serve, "serve sandboxes over HTTP (docs/api.md)" },
         { "doctor", cmd_doctor, "show which isolation and limit mechanisms this host offers" },
 };
 

@@ -16,8 +16,7 @@
 
 #include "workspace-internal.h"
 
-int workspace_read_file(struct workspace *ws, const char *path, size_t max_bytes, char **ret_data, size_t *ret_len,
-                        bool *ret_truncated, corral_error **ret_err)
+int workspace_open_file(struct workspace *ws, const char *path, struct stat *ret_st, corral_error **ret_err)
 {
         cleanup_free char *rel = NULL;
         if (ws_path_normalize(path, false, &rel, ret_err) < 0)
@@ -38,18 +37,28 @@ int workspace_read_file(struct workspace *ws, const char *path, size_t max_bytes
                 }
                 return ws_resolve_error(ret_err, base_fd, "read", path, sub, e);
         }
-        struct stat st;
-        if (fstat(fd, &st) < 0)
+        struct stat *st = ret_st;
+        if (fstat(fd, st) < 0)
                 return corral_fail(ret_err, errno, "cannot stat '%s'", path);
-        if (!S_ISREG(st.st_mode))
+        if (!S_ISREG(st->st_mode))
                 return corral_usage(ret_err, "cannot read '%s': it is %s, not a regular file", path,
-                                    ws_type_phrase(st.st_mode));
+                                    ws_type_phrase(st->st_mode));
         /* A bound input is the user's own file, out of any jail's reach. */
-        if (st.st_nlink > 1 && !bound)
+        if (st->st_nlink > 1 && !bound)
                 return corral_usage(ret_err,
                                     "cannot read '%s': it has %ju hard links, and corral reads only files with one "
                                     "(another link could be a file from outside the workspace)",
-                                    path, (uintmax_t)st.st_nlink);
+                                    path, (uintmax_t)st->st_nlink);
+        return TAKE_FD(fd);
+}
+
+int workspace_read_file(struct workspace *ws, const char *path, size_t max_bytes, char **ret_data, size_t *ret_len,
+                        bool *ret_truncated, corral_error **ret_err)
+{
+        struct stat st;
+        cleanup_close int fd = workspace_open_file(ws, path, &st, ret_err);
+        if (fd < 0)
+                return -1;
         /* Read one byte past max_bytes to tell a file of exactly max_bytes
          * from a longer one; the file may also have grown since fstat. */
         size_t want = max_bytes < SIZE_MAX ? max_bytes + 1 : max_bytes;
@@ -172,54 +181,154 @@ static int open_parent(struct workspace *ws, const char *rel, const char *path, 
         }
 }
 
-int workspace_write_file(struct workspace *ws, const char *path, const char *data, size_t len, corral_error **ret_err)
+/* path's directory, under write's rules: open beneath the root, not
+ * input/ nor a read-only input (unless the workspace is attached);
+ * *ret_base the last component (in *ret_rel). */
+static int writable_parent(struct workspace *ws, const char *path, const char *verb, char **ret_rel,
+                           const char **ret_base, corral_error **ret_err)
 {
         cleanup_free char *rel = NULL;
         if (ws_path_normalize(path, false, &rel, ret_err) < 0)
                 return -1;
-        if (strncmp(rel, "input", 5) == 0 && (rel[5] == '/' || rel[5] == '\0'))
+        if (rel[0] == '\0' || strcmp(rel, ".") == 0)
+                return corral_usage(ret_err, "cannot %s '%s': it is the workspace itself", verb, path);
+        if (!ws->open_inputs && strncmp(rel, "input", 5) == 0 && (rel[5] == '/' || rel[5] == '\0'))
                 return corral_usage(ret_err,
-                                    "cannot write '%s': input/ is read-only (write under output/ or elsewhere in "
+                                    "cannot %s '%s': input/ is read-only (write under output/ or elsewhere in "
                                     "the workspace)",
-                                    path);
+                                    verb, path);
         const struct ws_staged *ro = workspace_staged_at(ws, rel, true);
         if (ro)
                 return corral_usage(ret_err,
-                                    "cannot write '%s': '%s' is a read-only input (write under output/ or elsewhere "
+                                    "cannot %s '%s': '%s' is a read-only input (write under output/ or elsewhere "
                                     "in the workspace)",
-                                    path, ro->dest);
+                                    verb, path, ro->dest);
         char *slash = strrchr(rel, '/');
-        const char *base = slash ? slash + 1 : rel;
+        *ret_base = slash ? slash + 1 : rel;
         if (slash)
                 *slash = '\0';
-        cleanup_close int dirfd = open_parent(ws, slash ? rel : "", path, ret_err);
+        int dirfd = open_parent(ws, slash ? rel : "", path, ret_err);
         if (dirfd < 0)
                 return -1;
-        const char *into = under_input(ws, dirfd);
-        if (into)
-                return corral_usage(ret_err, "cannot write '%s': it leads into %s/, which is read-only", path, into);
+        const char *into = ws->open_inputs ? NULL : under_input(ws, dirfd);
+        if (into) {
+                close(dirfd);
+                return corral_usage(ret_err, "cannot %s '%s': it leads into %s/, which is read-only", verb, path,
+                                    into);
+        }
+        *ret_rel = TAKE_PTR(rel);
+        return dirfd;
+}
+
+_Static_assert(sizeof(((struct ws_upload *)0)->tmp) >= WS_TEMP_NAME_MAX, "ws_upload.tmp holds a temporary name");
+
+int workspace_upload_begin(struct workspace *ws, const char *path, struct ws_upload *up, corral_error **ret_err)
+{
+        memset(up, 0, sizeof(*up));
+        up->dirfd = up->fd = -1;
+        cleanup_free char *rel = NULL;
+        const char *base;
+        int dirfd = writable_parent(ws, path, "write", &rel, &base, ret_err);
+        if (dirfd < 0)
+                return -1;
+        up->dirfd = dirfd;
+        up->base = strdup(base);
+        up->path = strdup(path);
+        if (up->base == NULL || up->path == NULL) {
+                workspace_upload_abort(up);
+                return corral_fail(ret_err, ENOMEM, "cannot write '%s'", path);
+        }
         /* The final component is never followed: a symlink or anything but
          * a regular file there is refused, a regular file replaced. */
         struct stat st;
-        mode_t mode = 0644;
+        up->mode = 0644;
         if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-                if (!S_ISREG(st.st_mode))
+                if (!S_ISREG(st.st_mode)) {
+                        workspace_upload_abort(up);
                         return corral_usage(ret_err, "cannot write '%s': it is %s, not a regular file", path,
                                             ws_type_phrase(st.st_mode));
-                mode = st.st_mode & 0777; /* keep a replaced file's permissions (an executable stays one) */
+                }
+                up->mode = st.st_mode & 0777; /* keep a replaced file's permissions (an executable stays one) */
         }
-        char tmp[WS_TEMP_NAME_MAX];
-        cleanup_close int fd = ws_temp_create(dirfd, base, 0600, tmp);
-        if (fd < 0)
-                return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot write '%s'", path);
-        int r = write_all(fd, data, len);
-        if (r == 0 && (fchmod(fd, mode) < 0 || close(TAKE_FD(fd)) < 0 || renameat(dirfd, tmp, dirfd, base) < 0))
-                r = -1;
-        if (r < 0) {
+        up->fd = ws_temp_create(dirfd, base, 0600, up->tmp);
+        if (up->fd < 0) {
                 int e = errno;
-                (void)unlinkat(dirfd, tmp, 0);
+                workspace_upload_abort(up);
                 return corral_make_error(ret_err, CORRAL_ERR_USAGE, e, "cannot write '%s'", path);
         }
+        return 0;
+}
+
+int workspace_upload_write(struct ws_upload *up, const char *data, size_t len, corral_error **ret_err)
+{
+        if (up->fd < 0 || write_all(up->fd, data, len) < 0) {
+                int e = up->fd < 0 ? EBADF : errno;
+                corral_make_error(ret_err, CORRAL_ERR_USAGE, e, "cannot write '%s'", up->path ? up->path : "?");
+                workspace_upload_abort(up);
+                return -1;
+        }
+        up->written += len;
+        return 0;
+}
+
+int workspace_upload_commit(struct ws_upload *up, corral_error **ret_err)
+{
+        if (up->fd < 0)
+                return corral_fail(ret_err, EBADF, "cannot write '%s'", up->path ? up->path : "?");
+        int fd = TAKE_FD(up->fd);
+        if (fchmod(fd, up->mode) < 0 || close(fd) < 0 || renameat(up->dirfd, up->tmp, up->dirfd, up->base) < 0) {
+                int e = errno;
+                corral_make_error(ret_err, CORRAL_ERR_USAGE, e, "cannot write '%s'", up->path);
+                workspace_upload_abort(up);
+                return -1;
+        }
+        up->tmp[0] = '\0'; /* renamed: nothing to remove */
+        workspace_upload_abort(up);
+        return 0;
+}
+
+void workspace_upload_abort(struct ws_upload *up)
+{
+        if (up->fd >= 0)
+                close(TAKE_FD(up->fd));
+        if (up->dirfd >= 0 && up->tmp[0])
+                (void)unlinkat(up->dirfd, up->tmp, 0);
+        if (up->dirfd >= 0)
+                close(TAKE_FD(up->dirfd));
+        up->tmp[0] = '\0';
+        free(TAKE_PTR(up->base));
+        free(TAKE_PTR(up->path));
+}
+
+int workspace_write_file(struct workspace *ws, const char *path, const char *data, size_t len, corral_error **ret_err)
+{
+        struct ws_upload up;
+        if (workspace_upload_begin(ws, path, &up, ret_err) < 0 || workspace_upload_write(&up, data, len, ret_err) < 0)
+                return -1;
+        return workspace_upload_commit(&up, ret_err);
+}
+
+int workspace_remove_file(struct workspace *ws, const char *path, corral_error **ret_err)
+{
+        cleanup_free char *rel = NULL;
+        const char *base;
+        cleanup_close int dirfd = writable_parent(ws, path, "remove", &rel, &base, ret_err);
+        if (dirfd < 0)
+                return -1;
+        struct stat st;
+        if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return corral_make_error(ret_err, errno == ENOENT ? CORRAL_ERR_NOT_FOUND : CORRAL_ERR_USAGE, errno,
+                                         "cannot remove '%s'", path);
+        if (S_ISDIR(st.st_mode)) {
+                /* Opened without following a link swapped in since: its
+                 * contents go, never through a symlink. */
+                cleanup_close int fd = openat(dirfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 || ws_remove_contents(fd) < 0 || unlinkat(dirfd, base, AT_REMOVEDIR) < 0)
+                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot remove '%s'", path);
+                return 0;
+        }
+        if (unlinkat(dirfd, base, 0) < 0)
+                return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot remove '%s'", path);
         return 0;
 }
 

@@ -318,7 +318,9 @@ int ws_resolve_error(corral_error **ret_err, int root_fd, const char *verb, cons
         if (errnum == ENOTDIR)
                 return corral_make_error(ret_err, CORRAL_ERR_USAGE, 0,
                                          "cannot %s '%s': a component of the path is not a directory", verb, shown);
-        int kind = errnum == ENOMEM || errnum == EIO || errnum == EMFILE ? CORRAL_ERR_INTERNAL : CORRAL_ERR_USAGE;
+        int kind = errnum == ENOMEM || errnum == EIO || errnum == EMFILE ? CORRAL_ERR_INTERNAL
+                   : errnum == ENOENT                                    ? CORRAL_ERR_NOT_FOUND
+                                                                         : CORRAL_ERR_USAGE;
         return corral_make_error(ret_err, kind, errnum, "cannot %s '%s'", verb, shown);
 }
 

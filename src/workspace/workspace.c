@@ -139,6 +139,23 @@ int workspace_open(const char *dir, struct workspace **ret, corral_error **ret_e
         return 0;
 }
 
+int workspace_attach(const char *dir, struct workspace **ret, corral_error **ret_err)
+{
+        struct workspace *ws = calloc(1, sizeof(*ws));
+        if (ws == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot allocate a workspace");
+        ws->open_inputs = true;
+        ws->root = strdup(dir);
+        ws->root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (ws->root == NULL || ws->root_fd < 0) {
+                int e = ws->root ? errno : ENOMEM;
+                workspace_close(ws, false);
+                return corral_fail(ret_err, e, "cannot open the workspace '%s'", dir);
+        }
+        *ret = ws;
+        return 0;
+}
+
 void workspace_close(struct workspace *ws, bool remove)
 {
         if (ws == NULL)

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -52,12 +53,18 @@ struct workspace {
         size_t n_staged;
         char *store;     /* private directory for read-only copies (outside the
                           * workspace, never in a jail), or NULL */
+        bool open_inputs; /* workspace_attach(): input/ is a directory like any other */
 };
 
 /* dir NULL: create a fresh private directory (0700) with
  * workspace_make_temporary() under $TMPDIR (or /tmp).  Otherwise use the
  * existing directory dir.  Either way input/ and output/ exist afterwards. */
 CORRAL_HIDDEN int workspace_open(const char *dir, struct workspace **ret, corral_error **ret_err);
+
+/* An existing directory as it is (a sandbox's, whose files a server's
+ * caller reads and writes): nothing is made in it, and input/ is not
+ * read-only.  Close without remove. */
+CORRAL_HIDDEN int workspace_attach(const char *dir, struct workspace **ret, corral_error **ret_err);
 
 /* Temporary workspaces: "corral-ws-XXXXXX" (mode 0700) under tmpdir (NULL:
  * $TMPDIR, else /tmp), held with an flock on *ret_lock (an O_DIRECTORY fd
@@ -238,6 +245,10 @@ CORRAL_HIDDEN json_t *workspace_diff(const struct ws_snapshot *before, const str
  * (ret_len and ret_truncated may be NULL). */
 CORRAL_HIDDEN int workspace_read_file(struct workspace *ws, const char *path, size_t max_bytes, char **ret_data,
                                       size_t *ret_len, bool *ret_truncated, corral_error **ret_err);
+/* The regular file at path opened for reading (O_NONBLOCK), under read's
+ * rules; its stat in *ret_st.  fd, or -1 with err. */
+CORRAL_HIDDEN int workspace_open_file(struct workspace *ws, const char *path, struct stat *ret_st,
+                                      corral_error **ret_err);
 /* Write (create or replace) via a temporary name and rename; parents are
  * created; input/ is read-only.  Errors for anything but regular targets.
  * A new file is 0644, a replaced one keeps its permission bits; the last
@@ -245,6 +256,26 @@ CORRAL_HIDDEN int workspace_read_file(struct workspace *ws, const char *path, si
  * into input/ through a symlink is refused too. */
 CORRAL_HIDDEN int workspace_write_file(struct workspace *ws, const char *path, const char *data, size_t len,
                                        corral_error **ret_err);
+/* The same in parts, for content that arrives in pieces (an upload):
+ * begin, write as often as needed, then commit (the rename) or abort
+ * (nothing left).  Each part fails with err and aborts by itself. */
+struct ws_upload {
+        int dirfd;
+        int fd;
+        char *base;
+        char *path;
+        mode_t mode;
+        uint64_t written;
+        char tmp[256];
+};
+CORRAL_HIDDEN int workspace_upload_begin(struct workspace *ws, const char *path, struct ws_upload *up,
+                                         corral_error **ret_err);
+CORRAL_HIDDEN int workspace_upload_write(struct ws_upload *up, const char *data, size_t len, corral_error **ret_err);
+CORRAL_HIDDEN int workspace_upload_commit(struct ws_upload *up, corral_error **ret_err);
+CORRAL_HIDDEN void workspace_upload_abort(struct ws_upload *up);
+/* Remove the file, symlink (not followed) or directory tree at path, under
+ * write's rules; the workspace itself cannot be removed. */
+CORRAL_HIDDEN int workspace_remove_file(struct workspace *ws, const char *path, corral_error **ret_err);
 /* [{"path","type","size"}] beneath path ("" or "." for all), depth-first,
  * sorted, at most max_entries (then the last element is {"truncated":true}).
  * path may be a file (then only its entry).  Symlinks are listed, never

@@ -36,6 +36,7 @@ def help_options(*cmd):
     (("review",), ["corral review"]),
     (("workspace",), ["corral workspace"]),
     (("doctor",), ["corral doctor"]),
+    (("serve",), ["corral serve", "corral exec"]),
 ])
 def test_help_and_readme_name_the_same_options(cmd, sections):
     helped = help_options(*cmd)
@@ -47,7 +48,7 @@ def test_help_and_readme_name_the_same_options(cmd, sections):
     # what the section names exists in some command's --help (a section may
     # point at another command's options: "corral run --review-policy")
     every = set()
-    for c in ("run", "exec", "session", "review", "workspace", "trace", "runs"):
+    for c in ("run", "exec", "session", "review", "workspace", "trace", "runs", "serve"):
         every |= help_options(c)
     stale = sorted(set(OPT.findall(readme_section(sections[0]))) - ALIASES - every)
     assert not stale, f"the README's `{sections[0]}` names options no --help has: {stale}"

@@ -1,0 +1,179 @@
+/* serve.c: `corral serve`, sandboxes over HTTP (src/server/, docs/api.md).
+ * Options and printing; the server is the library's. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../server/server.h"
+#include "cli.h"
+
+static const char help_text[] =
+        "usage: corral serve [--listen ADDR:PORT | --socket PATH] [--tokens FILE] [--allow-host NAME]...\n"
+        "                    [--max-sandboxes N] [--max-per-token N] [--max-steps-per-token N]\n"
+        "                    [--data DIR] [--grace S] [JAIL LIMITS]\n"
+        "\n"
+        "Serve sandboxes over HTTP (docs/api.md): create one, run Python in it with its output\n"
+        "streamed, read and write its files, delete it.  Every request but /healthz and /readyz\n"
+        "needs a token; each token sees only its own sandboxes.\n"
+        "\n"
+        "  --listen ADDR:PORT      where to listen (default 127.0.0.1:8745; port 0 picks one); an\n"
+        "                          address beyond loopback needs --tokens\n"
+        "  --socket PATH           a unix socket instead (its directory must be yours, mode 0700)\n"
+        "  --tokens FILE           the tokens: one \"TOKEN [NAME]\" a line, 16 to 256 printable\n"
+        "                          characters, the file readable by you only; without it a token\n"
+        "                          is made, written to DIR/token (0600) and printed as a URL\n"
+        "  --allow-host NAME       a Host name to answer besides localhost, 127.0.0.1, [::1] and\n"
+        "                          the listen address (a proxy's name; '*': any)\n"
+        "      --max-sandboxes N   sandboxes at once, all tokens together (default 64)\n"
+        "      --max-per-token N   sandboxes at once per token (default 16)\n"
+        "      --max-steps-per-token N  steps running at once per token (default 8)\n"
+        "      --data DIR          where the made token goes (default $XDG_STATE_HOME/corral/serve)\n"
+        "      --grace S           on SIGTERM or Ctrl-C, let running steps end for S seconds\n"
+        "                          before cancelling them (default 10)\n"
+        "  -t, -m, --pids, --disk, --cpus, --cpu-time, --nofile, --output-limit, --net none|down,\n"
+        "  --profile, --require-cgroups, --uid-range: as for corral exec, each sandbox's defaults\n"
+        "                          and the most a request may ask for\n"
+        "  -h, --help              show this help\n"
+        "\n"
+        "It prints the URL it serves (with the token to log in, when it made one) on stdout,\n"
+        "then runs until SIGTERM or Ctrl-C, which stop it gracefully; nothing is left behind.\n"
+        "Exit status: 0 stopped; 2 usage error; 125 it could not start.\n";
+
+enum {
+        OPT_LISTEN = 300,
+        OPT_SOCKET,
+        OPT_TOKENS,
+        OPT_ALLOW_HOST,
+        OPT_MAX_SANDBOXES,
+        OPT_MAX_PER_TOKEN,
+        OPT_MAX_STEPS,
+        OPT_DATA,
+        OPT_GRACE,
+};
+
+static const struct option serve_options[] = {
+        { "listen", required_argument, NULL, OPT_LISTEN },
+        { "socket", required_argument, NULL, OPT_SOCKET },
+        { "tokens", required_argument, NULL, OPT_TOKENS },
+        { "allow-host", required_argument, NULL, OPT_ALLOW_HOST },
+        { "max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES },
+        { "max-per-token", required_argument, NULL, OPT_MAX_PER_TOKEN },
+        { "max-steps-per-token", required_argument, NULL, OPT_MAX_STEPS },
+        { "data", required_argument, NULL, OPT_DATA },
+        { "grace", required_argument, NULL, OPT_GRACE },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+};
+
+struct serve_opts {
+        struct server_config c;
+        const char *hosts[33];
+        size_t n_hosts;
+        double grace_s;
+};
+
+static int count(const char *arg, const char *opt, unsigned *ret, corral_error **err)
+{
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(arg, &end, 10);
+        if (*arg == '\0' || *end || errno || v == 0 || v > 100000)
+                return corral_usage(err, "%s: expected a number from 1 to 100000, not '%s'", opt, arg);
+        *ret = (unsigned)v;
+        return 0;
+}
+
+static int apply(int c, const char *arg, void *userdata, corral_error **err)
+{
+        struct serve_opts *o = userdata;
+        switch (c) {
+        case OPT_LISTEN:
+                o->c.listen = arg;
+                return 0;
+        case OPT_SOCKET:
+                o->c.socket_path = arg;
+                return 0;
+        case OPT_TOKENS:
+                o->c.tokens_file = arg;
+                return 0;
+        case OPT_ALLOW_HOST:
+                if (o->n_hosts + 1 >= ARRAY_SIZE(o->hosts))
+                        return corral_usage(err, "--allow-host: at most %zu names", ARRAY_SIZE(o->hosts) - 1);
+                o->hosts[o->n_hosts++] = arg;
+                return 0;
+        case OPT_MAX_SANDBOXES:
+                return count(arg, "--max-sandboxes", &o->c.max_sandboxes, err);
+        case OPT_MAX_PER_TOKEN:
+                return count(arg, "--max-per-token", &o->c.max_sandboxes_per_token, err);
+        case OPT_MAX_STEPS:
+                return count(arg, "--max-steps-per-token", &o->c.max_execs_per_token, err);
+        case OPT_DATA:
+                o->c.data_dir = arg;
+                return 0;
+        case OPT_GRACE:
+                return corral_parse_seconds(arg, &o->grace_s, err) < 0 ? corral_error_prefix(err, "--grace") : 0;
+        default:
+                return 0;
+        }
+}
+
+int cmd_serve(int argc, char **argv)
+{
+        struct serve_opts o = { .grace_s = 10 };
+        server_config_init(&o.c);
+        corral_jail_config limits;
+        corral_jail_config_init(&limits);
+        corral_error *err = NULL;
+        struct server *srv = NULL;
+        int status = EXIT_USAGE_SUBCOMMAND;
+        cleanup_free struct option *longopts = cli_merge_options(serve_options);
+        if (longopts == NULL) {
+                corral_fail(&err, ENOMEM, "cannot parse options");
+                goto out;
+        }
+        int r = jail_options_parse(argc, argv, "+t:m:e:h", longopts, "serve", &limits, apply, &o, &err);
+        if (r > 0) {
+                fputs(help_text, stdout);
+                status = EXIT_OK;
+                goto out;
+        }
+        if (r == 0 && optind < argc)
+                corral_usage(&err, "serve takes no arguments ('%s')", argv[optind]);
+        else if (r == 0 && (limits.rootfs || limits.n_binds || limits.workspace))
+                corral_usage(&err, "a sandbox's files are its own: --rootfs, --bind, --ro-bind and -w do not apply");
+        else if (r == 0 && limits.net == CORRAL_NET_HOST)
+                corral_usage(&err, "--net host would give every caller the host's network: use none or down");
+        if (err)
+                goto out;
+        o.hosts[o.n_hosts] = NULL;
+        o.c.allowed_hosts = o.hosts;
+        o.c.limits = &limits;
+        int cancel_fd = cli_catch_signals();
+        if (server_start(&o.c, &srv, &err) < 0) {
+                status = err && err->kind == CORRAL_ERR_USAGE ? EXIT_USAGE_SUBCOMMAND : EXIT_CORRAL;
+                goto out;
+        }
+        /* The URL on stdout (a script reads it); how to stop on stderr. */
+        printf("%s\n", server_url(srv));
+        fflush(stdout);
+        if (server_token_file(srv))
+                fprintf(stderr, "corral serve: the token is in %s\n", server_token_file(srv));
+        fprintf(stderr, "corral serve: serving; Ctrl-C or SIGTERM stops it\n");
+        struct pollfd p = { .fd = cancel_fd, .events = POLLIN };
+        while (poll(&p, 1, -1) < 0 && errno == EINTR)
+                ;
+        fprintf(stderr, "corral serve: stopping (running steps have %g s to end)\n", o.grace_s);
+        server_shutdown(srv, o.grace_s);
+        status = EXIT_OK;
+out:
+        if (err)
+                cli_error_obj("serve", err);
+        corral_error_free(err);
+        server_free(srv);
+        corral_jail_config_release(&limits);
+        return status;
+}

@@ -1,0 +1,538 @@
+/* routes.c: the API's answers (docs/api.md): sandboxes, steps (whole or
+ * streamed as NDJSON or server-sent events), interrupts and files.
+ * server.c has already checked the Host, the Origin, the token and the
+ * body's size. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "server-internal.h"
+
+#define PREFIX "/v1/sandboxes"
+
+/* "/v1/sandboxes/ID/REST": ID into id, *ret_rest the part after it ("" or
+ * "/exec", "/files/a/b"); false when path is not one. */
+static bool split_path(const char *path, char id[SESSION_ID_LEN + 1], const char **ret_rest)
+{
+        if (strncmp(path, PREFIX "/", sizeof(PREFIX)) != 0)
+                return false;
+        const char *p = path + sizeof(PREFIX);
+        size_t n = strcspn(p, "/");
+        if (n != SESSION_ID_LEN)
+                return false;
+        memcpy(id, p, n);
+        id[n] = '\0';
+        *ret_rest = p + n;
+        return session_id_valid(id);
+}
+
+static json_t *parse_body(struct request *rq, corral_error **ret_err)
+{
+        if (rq->len == 0)
+                return json_object();
+        json_error_t je;
+        json_t *j = json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES, &je);
+        if (j == NULL)
+                corral_usage(ret_err, "the body is not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
+        return j;
+}
+
+static enum MHD_Result answer_status(struct request *rq, unsigned status, const char *id)
+{
+        if (status == 403) {
+                count_rejected(rq->s, "not_yours");
+                return reply_error(rq, 403, "forbidden", "sandbox '%s' belongs to another token", id);
+        }
+        return reply_error(rq, 404, "not_found", "no sandbox '%s' (it may have ended: see GET /v1/sandboxes)", id);
+}
+
+/* ---- steps ---- */
+
+int step_parse(json_t *body, struct step_request *sr, corral_error **ret_err)
+{
+        memset(sr, 0, sizeof(*sr));
+        sr->lim.cancel_fd = -1;
+        const char *key;
+        json_t *v;
+        json_object_foreach(body, key, v) {
+                static const char *const known[] = { "code", "language", "timeout", "output_limit", "figure_png" };
+                bool ok = false;
+                for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+                        ok |= strcmp(key, known[i]) == 0;
+                if (!ok)
+                        return corral_usage_field(ret_err, "body",
+                                                  "'%s' is not a field of a step (code, language, timeout, "
+                                                  "output_limit, figure_png)",
+                                                  key);
+        }
+        json_t *code = json_object_get(body, "code");
+        const char *lang = json_string_value(json_object_get(body, "language"));
+        if (!json_is_string(code))
+                return corral_usage_field(ret_err, "code", "code must be a string");
+        if (json_object_get(body, "language") && (lang == NULL || strcmp(lang, "python") != 0))
+                return corral_usage_field(ret_err, "language",
+                                          "language must be \"python\" (shell commands in a sandbox are not served "
+                                          "yet: run them from Python with subprocess)");
+        json_t *t = json_object_get(body, "timeout");
+        if (t && (!json_is_number(t) || !(json_number_value(t) > 0) || json_number_value(t) > 86400))
+                return corral_usage_field(ret_err, "timeout", "timeout must be a number of seconds above 0");
+        json_t *o = json_object_get(body, "output_limit");
+        if (o && (!json_is_integer(o) || json_integer_value(o) <= 0))
+                return corral_usage_field(ret_err, "output_limit", "output_limit must be a number of bytes above 0");
+        json_t *f = json_object_get(body, "figure_png");
+        if (f && !json_is_boolean(f))
+                return corral_usage_field(ret_err, "figure_png", "figure_png must be true or false");
+        sr->len = json_string_length(code);
+        sr->code = strndup(json_string_value(code), sr->len);
+        if (sr->code == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot take the code");
+        sr->lim.timeout_s = t ? json_number_value(t) : 0;
+        sr->lim.output_limit = o ? (uint64_t)json_integer_value(o) : 0;
+        sr->lim.figure_png = json_is_true(f);
+        return 0;
+}
+
+static void step_output(void *userdata, int stream, const char *data, size_t len)
+{
+        struct step_ctx *c = userdata;
+        if (c->out)
+                c->out(c->ud, stream, data, len);
+}
+
+/* The interrupt route wrote to the sandbox's eventfd: drain it and
+ * interrupt (KeyboardInterrupt, the state kept). */
+static bool step_interrupt(void *userdata)
+{
+        struct step_ctx *c = userdata;
+        uint64_t n;
+        return read(c->sb->interrupt_fd, &n, sizeof(n)) == (ssize_t)sizeof(n);
+}
+
+static void count_step(struct server *s, json_t *result, double started_ms)
+{
+        const char *status = json_string_value(json_object_get(result, "status"));
+        metrics_add(s->metrics, "corral_executions_total", status ? status : "failed", 1);
+        metrics_observe(s->metrics, "corral_execution_seconds", "python", (monotonic_ms() - started_ms) / 1000);
+}
+
+int step_run(struct server *s, struct sandbox *sb, struct step_request *sr, struct step_ctx *ctx,
+                    json_t **ret_result, corral_error **ret_err)
+{
+        uint64_t stale;
+        while (read(sb->interrupt_fd, &stale, sizeof(stale)) == (ssize_t)sizeof(stale))
+                ; /* an interrupt meant for an earlier step */
+        ctx->sb = sb;
+        struct session_callbacks cb = { .on_output = step_output, .userdata = ctx, .interrupt_fd = sb->interrupt_fd,
+                                        .on_interrupt_fd = step_interrupt };
+        double t0 = monotonic_ms();
+        pthread_mutex_lock(&s->lock);
+        sb->stepping = true;
+        pthread_mutex_unlock(&s->lock);
+        *ret_result = NULL;
+        int rc = session_host_exec(s->host, sb->id, sr->code, sr->len, &sr->lim, &cb, NULL, ret_result, ret_err);
+        pthread_mutex_lock(&s->lock);
+        sb->stepping = false;
+        pthread_mutex_unlock(&s->lock);
+        if (rc == 0) {
+                json_object_del(*ret_result, "session");
+                /* Figures by their place in the sandbox, not the host's. */
+                size_t i;
+                json_t *f;
+                json_array_foreach(json_object_get(*ret_result, "figures"), i, f)
+                        json_object_del(f, "host_path");
+                count_step(s, *ret_result, t0);
+        } else {
+                metrics_add(s->metrics, "corral_executions_total", "failed", 1);
+        }
+        return rc;
+}
+
+/* ---- a streamed step ----
+ *
+ * The step runs on a thread of its own and appends events to a buffer;
+ * libmicrohttpd's connection thread takes them out as the response's body.
+ * The buffer is bounded by the step's own output limits.  A client that
+ * hangs up (the response freed early) interrupts the step. */
+
+struct stream {
+        struct server *s;
+        struct sandbox *sb;
+        struct step_request sr;
+        struct step_ctx ctx;
+        bool sse;
+        pthread_mutex_t lock;
+        pthread_cond_t more;
+        char *buf;
+        size_t len, off;
+        bool done;
+        pthread_t thread;
+};
+
+static void stream_event(struct stream *st, const char *type, json_t *payload)
+{
+        char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+        json_decref(payload);
+        if (text == NULL)
+                return;
+        char *line = NULL;
+        int n = st->sse ? asprintf(&line, "event: %s\ndata: %s\n\n", type, text) : asprintf(&line, "%s\n", text);
+        free(text);
+        if (n < 0)
+                return;
+        pthread_mutex_lock(&st->lock);
+        char *b = realloc(st->buf, st->len + (size_t)n);
+        if (b) {
+                memcpy(b + st->len, line, (size_t)n);
+                st->buf = b;
+                st->len += (size_t)n;
+                pthread_cond_signal(&st->more);
+        }
+        pthread_mutex_unlock(&st->lock);
+        free(line);
+}
+
+static void stream_output(void *ud, int stream, const char *data, size_t len)
+{
+        struct stream *st = ud;
+        size_t clean_len;
+        cleanup_free char *clean = utf8_sanitize(data, len, &clean_len);
+        const char *type = stream == 2 ? "stderr" : "stdout";
+        if (clean)
+                stream_event(st, type, json_pack("{s:s,s:s%}", "type", type, "data", clean, clean_len));
+}
+
+static void *stream_run(void *arg)
+{
+        struct stream *st = arg;
+        json_t *result = NULL;
+        corral_error *err = NULL;
+        if (step_run(st->s, st->sb, &st->sr, &st->ctx, &result, &err) == 0) {
+                size_t i;
+                json_t *f;
+                json_array_foreach(json_object_get(result, "figures"), i, f)
+                        stream_event(st, "figure", json_pack("{s:s,s:O}", "type", "figure", "figure", f));
+                stream_event(st, "result", json_pack("{s:s,s:o}", "type", "result", "result", result));
+        } else {
+                int kind = err ? err->kind : CORRAL_ERR_INTERNAL;
+                stream_event(st, "error", json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "kind",
+                                                    corral_error_kind_to_string(kind), "message",
+                                                    err ? err->msg : "the step failed"));
+                corral_error_free(err);
+        }
+        step_end(st->s, st->sb);
+        pthread_mutex_lock(&st->lock);
+        st->done = true;
+        pthread_cond_signal(&st->more);
+        pthread_mutex_unlock(&st->lock);
+        return NULL;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+        (void)pos;
+        struct stream *st = cls;
+        pthread_mutex_lock(&st->lock);
+        while (st->off == st->len && !st->done)
+                pthread_cond_wait(&st->more, &st->lock);
+        ssize_t n;
+        if (st->off == st->len) {
+                n = MHD_CONTENT_READER_END_OF_STREAM;
+        } else {
+                size_t take = st->len - st->off < max ? st->len - st->off : max;
+                memcpy(out, st->buf + st->off, take);
+                st->off += take;
+                if (st->off == st->len)
+                        st->off = st->len = 0;
+                n = (ssize_t)take;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return n;
+}
+
+static void stream_free(void *cls)
+{
+        struct stream *st = cls;
+        /* A client gone before the end: the step is interrupted, as by
+         * POST .../interrupt (the state kept; killed after the grace). */
+        pthread_mutex_lock(&st->lock);
+        bool done = st->done;
+        pthread_mutex_unlock(&st->lock);
+        uint64_t one = 1;
+        if (!done && write(st->sb->interrupt_fd, &one, sizeof(one)) < 0) {
+                /* an eventfd's counter does not overflow from this */
+        }
+        pthread_join(st->thread, NULL);
+        pthread_mutex_lock(&st->s->lock);
+        st->s->streams--;
+        pthread_cond_broadcast(&st->s->changed);
+        pthread_mutex_unlock(&st->s->lock);
+        sandbox_put(st->s, st->sb);
+        free(st->sr.code);
+        free(st->buf);
+        pthread_mutex_destroy(&st->lock);
+        pthread_cond_destroy(&st->more);
+        free(st);
+}
+
+/* Start the step on its own thread and answer with its events.  The
+ * stream takes sr's code and the reference on sb, even on failure. */
+static enum MHD_Result exec_streamed(struct request *rq, struct sandbox *sb, struct step_request *sr, bool sse)
+{
+        struct stream *st = calloc(1, sizeof(*st));
+        if (st == NULL) {
+                step_end(rq->s, sb);
+                free(sr->code);
+                sandbox_put(rq->s, sb);
+                return MHD_NO;
+        }
+        st->s = rq->s;
+        st->sb = sb;
+        st->sr = *sr;
+        st->sse = sse;
+        st->ctx.out = stream_output;
+        st->ctx.ud = st;
+        pthread_mutex_init(&st->lock, NULL);
+        pthread_cond_init(&st->more, NULL);
+        if (pthread_create(&st->thread, NULL, stream_run, st) != 0) {
+                st->done = true;
+                step_end(rq->s, sb);
+                st->thread = pthread_self();
+                sandbox_put(st->s, st->sb);
+                free(st->sr.code);
+                free(st);
+                return MHD_NO;
+        }
+        pthread_mutex_lock(&rq->s->lock);
+        rq->s->streams++;
+        pthread_mutex_unlock(&rq->s->lock);
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 << 10, stream_read, st,
+                                                                   stream_free);
+        if (r == NULL) {
+                stream_free(st);
+                return MHD_NO;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, sse ? "text/event-stream" : "application/x-ndjson");
+        return reply(rq, MHD_HTTP_OK, r);
+}
+
+static enum MHD_Result route_exec(struct request *rq, struct sandbox *sb)
+{
+        struct server *s = rq->s;
+        corral_error *err = NULL;
+        json_t *body = parse_body(rq, &err);
+        struct step_request sr;
+        if (body == NULL || step_parse(body, &sr, &err) < 0) {
+                json_decref(body);
+                enum MHD_Result r = reply_corral_error(rq, err);
+                corral_error_free(err);
+                sandbox_put(s, sb);
+                return r;
+        }
+        json_decref(body);
+        if (!step_begin(s, sb)) {
+                free(sr.code);
+                sandbox_put(s, sb);
+                count_rejected(s, "steps");
+                return reply_error(rq, MHD_HTTP_TOO_MANY_REQUESTS, "limit",
+                                   "this token runs its most steps at once (%u): wait for one to end",
+                                   s->cfg.max_execs_per_token);
+        }
+        const char *accept = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+        bool ndjson = accept && strstr(accept, "application/x-ndjson");
+        bool sse = accept && strstr(accept, "text/event-stream");
+        if (ndjson || sse)
+                return exec_streamed(rq, sb, &sr, sse && !ndjson);
+        struct step_ctx ctx = { 0 };
+        json_t *result = NULL;
+        int rc = step_run(s, sb, &sr, &ctx, &result, &err);
+        step_end(s, sb);
+        free(sr.code);
+        sandbox_put(s, sb);
+        if (rc < 0) {
+                enum MHD_Result r = reply_corral_error(rq, err);
+                corral_error_free(err);
+                return r;
+        }
+        return reply_json(rq, MHD_HTTP_OK, result);
+}
+
+static enum MHD_Result route_interrupt(struct request *rq, struct sandbox *sb)
+{
+        struct server *s = rq->s;
+        pthread_mutex_lock(&s->lock);
+        bool running = sb->stepping;
+        pthread_mutex_unlock(&s->lock);
+        uint64_t one = 1;
+        bool sent = running && write(sb->interrupt_fd, &one, sizeof(one)) == (ssize_t)sizeof(one);
+        sandbox_put(s, sb);
+        if (!sent)
+                return reply_error(rq, MHD_HTTP_CONFLICT, "busy", "no step is running in this sandbox");
+        return reply_json(rq, MHD_HTTP_ACCEPTED, json_pack("{s:b}", "interrupted", 1));
+}
+
+/* ---- files ---- */
+
+static enum MHD_Result route_files(struct request *rq, const char *method, struct sandbox *sb, const char *rel)
+{
+        struct server *s = rq->s;
+        struct workspace *ws = NULL;
+        corral_error *err = NULL;
+        enum MHD_Result ret;
+        if (strcmp(method, "PUT") == 0) {
+                if (rq->upload_status == MHD_HTTP_CONTENT_TOO_LARGE) {
+                        count_rejected(s, "too_large");
+                        ret = reply_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "limit",
+                                          "the file is larger than the %ju bytes this sandbox takes",
+                                          (uintmax_t)sb->max_upload);
+                } else if (rq->upload_status || !rq->uploading) {
+                        ret = rq->upload_err ? reply_corral_error(rq, rq->upload_err)
+                                             : reply_error(rq, MHD_HTTP_BAD_REQUEST, "usage", "PUT needs a file's path");
+                } else if (rq->uploading = false, workspace_upload_commit(&rq->up, &err) < 0) {
+                        goto fail;
+                } else {
+                        ret = reply_json(rq, MHD_HTTP_CREATED, json_pack("{s:s,s:I}", "path", rel, "size",
+                                                                         (json_int_t)rq->up.written));
+                }
+                sandbox_put(s, sb);
+                return ret;
+        }
+        if (workspace_attach(sb->workspace, &ws, &err) < 0)
+                goto fail;
+        if (strcmp(method, "GET") == 0 && rel[0] == '\0') {
+                const char *path = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "path");
+                const char *depth = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "depth");
+                json_t *list = NULL;
+                if (workspace_list_files(ws, path ? path : "", depth ? (unsigned)strtoul(depth, NULL, 10) : 0, 0,
+                                         &list, &err) < 0)
+                        goto fail;
+                ret = reply_json(rq, MHD_HTTP_OK, json_pack("{s:o}", "files", list));
+        } else if (strcmp(method, "GET") == 0) {
+                struct stat st;
+                int fd = workspace_open_file(ws, rel, &st, &err);
+                if (fd < 0)
+                        goto fail;
+                /* Read by libmicrohttpd: blocking reads from now on. */
+                fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+                struct MHD_Response *r = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+                if (r == NULL) {
+                        close(fd);
+                        ret = MHD_NO;
+                } else {
+                        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+                        ret = reply(rq, MHD_HTTP_OK, r);
+                }
+        } else if (strcmp(method, "DELETE") == 0 && rel[0]) {
+                if (workspace_remove_file(ws, rel, &err) < 0)
+                        goto fail;
+                ret = reply_json(rq, MHD_HTTP_OK, json_pack("{s:s}", "removed", rel));
+        } else {
+                ret = reply_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "usage",
+                                  "files take GET (a file, or the listing without a path), PUT and DELETE");
+        }
+        workspace_close(ws, false);
+        sandbox_put(s, sb);
+        return ret;
+fail:
+        ret = reply_corral_error(rq, err);
+        corral_error_free(err);
+        workspace_close(ws, false);
+        sandbox_put(s, sb);
+        return ret;
+}
+
+int route_upload_begin(struct request *rq, const char *method, const char *path)
+{
+        char id[SESSION_ID_LEN + 1];
+        const char *rest;
+        if (strcmp(method, "PUT") != 0 || !split_path(path, id, &rest) || strncmp(rest, "/files/", 7) != 0)
+                return 0;
+        unsigned status;
+        rq->upload_sb = sandbox_get(rq->s, rq->who, id, &status);
+        if (rq->upload_sb == NULL) {
+                answer_status(rq, status, id);
+                return -1;
+        }
+        struct workspace *ws = NULL;
+        if (workspace_attach(rq->upload_sb->workspace, &ws, &rq->upload_err) < 0 ||
+            workspace_upload_begin(ws, rest + 7, &rq->up, &rq->upload_err) < 0)
+                rq->upload_status = 400;
+        else
+                rq->uploading = true;
+        workspace_close(ws, false); /* the upload holds its own directory fd */
+        return 1;
+}
+
+/* ---- the table ---- */
+
+enum MHD_Result route_api(struct request *rq, const char *method, const char *path)
+{
+        struct server *s = rq->s;
+        corral_error *err = NULL;
+        if (strcmp(path, PREFIX) == 0) {
+                if (strcmp(method, "GET") == 0)
+                        return reply_json(rq, MHD_HTTP_OK, json_pack("{s:o}", "sandboxes", sandbox_list(s, rq->who)));
+                if (strcmp(method, "POST") != 0)
+                        return reply_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "usage", "%s takes GET and POST", PREFIX);
+                json_t *body = parse_body(rq, &err);
+                json_t *made = NULL;
+                if (body == NULL || sandbox_create(s, rq->who, body, &made, &err) < 0) {
+                        json_decref(body);
+                        bool full = err && err->field && strcmp(err->field, "max_sandboxes") == 0;
+                        if (err && err->kind == CORRAL_ERR_LIMIT)
+                                count_rejected(s, full ? "capacity" : "sandboxes");
+                        enum MHD_Result r = full ? reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "limit", "%s",
+                                                               err->msg)
+                                                 : reply_corral_error(rq, err);
+                        corral_error_free(err);
+                        return r;
+                }
+                json_decref(body);
+                return reply_json(rq, MHD_HTTP_CREATED, made);
+        }
+        char id[SESSION_ID_LEN + 1];
+        const char *rest;
+        if (!split_path(path, id, &rest)) {
+                if (strncmp(path, PREFIX "/", sizeof(PREFIX)) == 0)
+                        return reply_error(rq, MHD_HTTP_NOT_FOUND, "not_found",
+                                           "no sandbox there: an id is %d lowercase hex digits", SESSION_ID_LEN);
+                return reply_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no such route: %s (see docs/api.md)", path);
+        }
+        /* A PUT's upload holds the sandbox since its first call. */
+        struct sandbox *sb = rq->upload_sb ? TAKE_PTR(rq->upload_sb) : NULL;
+        unsigned status = 404;
+        if (sb == NULL && (sb = sandbox_get(s, rq->who, id, &status)) == NULL)
+                return answer_status(rq, status, id);
+        if (rest[0] == '\0') {
+                if (strcmp(method, "GET") == 0) {
+                        json_t *d = sandbox_describe(s, sb);
+                        sandbox_put(s, sb);
+                        return reply_json(rq, MHD_HTTP_OK, d);
+                }
+                if (strcmp(method, "DELETE") == 0) {
+                        int rc = sandbox_delete(s, sb, &err);
+                        sandbox_put(s, sb);
+                        if (rc < 0) {
+                                enum MHD_Result r = reply_corral_error(rq, err);
+                                corral_error_free(err);
+                                return r;
+                        }
+                        return reply_json(rq, MHD_HTTP_OK, json_pack("{s:s}", "deleted", id));
+                }
+        } else if (strcmp(rest, "/exec") == 0 && strcmp(method, "POST") == 0) {
+                return route_exec(rq, sb);
+        } else if (strcmp(rest, "/interrupt") == 0 && strcmp(method, "POST") == 0) {
+                return route_interrupt(rq, sb);
+        } else if (strcmp(rest, "/ws") == 0 && strcmp(method, "GET") == 0) {
+                return websocket_open(rq, sb);
+        } else if (strcmp(rest, "/files") == 0 || strncmp(rest, "/files/", 7) == 0) {
+                return route_files(rq, method, sb, rest[6] ? rest + 7 : "");
+        }
+        sandbox_put(s, sb);
+        return reply_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "usage", "%s %s is not a route (see docs/api.md)", method,
+                           path);
+}

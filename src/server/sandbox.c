@@ -1,0 +1,377 @@
+/* sandbox.c: the sandboxes of a server and whose they are (docs/api.md,
+ * "Sandboxes").  A sandbox is a session of the server's own session host
+ * (session/host.h), named by the host's id; the server adds its owner,
+ * the caller's metadata and the caps: in all, per token, and each limit no
+ * higher than the server's own (`corral serve --profile`). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../session/warm.h"
+#include "server-internal.h"
+
+/* The host calls this when a session has ended on its own (idle timeout,
+ * lifetime): its sandbox leaves the registry. */
+static void on_session_end(void *userdata, const char *id)
+{
+        struct server *s = userdata;
+        struct sandbox *gone = NULL;
+        pthread_mutex_lock(&s->lock);
+        for (struct sandbox **p = &s->sandboxes; *p; p = &(*p)->next) {
+                if (strcmp((*p)->id, id) == 0) {
+                        gone = *p;
+                        *p = gone->next;
+                        s->n_sandboxes--;
+                        s->sandboxes_of[gone->owner]--;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (gone)
+                sandbox_put(s, gone);
+}
+
+int sandboxes_init(struct server *s, corral_error **ret_err)
+{
+        size_t n = auth_count(s->auth);
+        s->sandboxes_of = calloc(n, sizeof(unsigned));
+        s->steps_of = calloc(n, sizeof(unsigned));
+        if (s->sandboxes_of == NULL || s->steps_of == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot start the server");
+        struct session_host_options ho = { .on_session_end = on_session_end, .userdata = s };
+        return session_host_new(&ho, &s->host, ret_err);
+}
+
+static void sandbox_free(struct sandbox *sb)
+{
+        json_decref(sb->metadata);
+        json_decref(sb->limits);
+        free(sb->workspace);
+        if (sb->interrupt_fd >= 0)
+                close(sb->interrupt_fd);
+        free(sb);
+}
+
+void sandbox_put(struct server *s, struct sandbox *sb)
+{
+        if (sb == NULL)
+                return;
+        pthread_mutex_lock(&s->lock);
+        bool last = --sb->refs == 0;
+        pthread_mutex_unlock(&s->lock);
+        if (last)
+                sandbox_free(sb);
+}
+
+void sandboxes_end(struct server *s)
+{
+        if (s->host) {
+                /* Every session stopped; on_session_end() empties the list. */
+                session_host_free(s->host);
+                s->host = NULL;
+        }
+        pthread_mutex_lock(&s->lock);
+        struct sandbox *left = TAKE_PTR(s->sandboxes);
+        pthread_mutex_unlock(&s->lock);
+        while (left) {
+                struct sandbox *next = left->next;
+                sandbox_put(s, left);
+                left = next;
+        }
+        free(TAKE_PTR(s->sandboxes_of));
+        free(TAKE_PTR(s->steps_of));
+}
+
+/* ---- creating one ---- */
+
+/* The keys of a sandbox's "limits" a caller may set: a profile's
+ * (docs/profile.md) without its host paths (rootfs, workspace, binds). */
+static const char *const limit_keys[] = { "timeout", "cpu_time", "memory", "disk", "output_limit",
+                                          "pids", "nofile", "cpus", "net", "env" };
+
+/* lim over the server's own limits: each no higher. */
+static int check_ceiling(const corral_jail_config *max, const corral_jail_config *c, corral_error **ret_err)
+{
+#define ABOVE(field, name, fmt, cast)                                                                                  \
+        if (max->field > 0 && (c->field > max->field || c->field == 0))                                                \
+                return corral_usage_field(ret_err, "limits", "limits." name " may be at most " fmt " on this server", \
+                                          (cast)max->field);
+        ABOVE(timeout_s, "timeout", "%g s", double)
+        ABOVE(cpu_time_s, "cpu_time", "%g s", double)
+        ABOVE(memory_bytes, "memory", "%ju bytes", uintmax_t)
+        ABOVE(disk_bytes, "disk", "%ju bytes", uintmax_t)
+        ABOVE(output_limit, "output_limit", "%ju bytes", uintmax_t)
+        ABOVE(pids, "pids", "%ju", uintmax_t)
+        ABOVE(nofile, "nofile", "%ju", uintmax_t)
+        ABOVE(cpus, "cpus", "%g", double)
+#undef ABOVE
+        if (c->net == CORRAL_NET_HOST && max->net != CORRAL_NET_HOST)
+                return corral_usage_field(ret_err, "limits", "limits.net may be none or down on this server");
+        return 0;
+}
+
+/* The body's "limits" onto cfg (the server's copy). */
+static int apply_limits(struct server *s, corral_jail_config *cfg, json_t *limits, corral_error **ret_err)
+{
+        if (limits == NULL)
+                return 0;
+        if (!json_is_object(limits))
+                return corral_usage_field(ret_err, "limits", "limits must be an object");
+        const char *key;
+        json_t *v;
+        json_object_foreach(limits, key, v) {
+                bool known = false;
+                for (size_t i = 0; i < ARRAY_SIZE(limit_keys); i++)
+                        known |= strcmp(key, limit_keys[i]) == 0;
+                if (!known)
+                        return corral_usage_field(ret_err, "limits",
+                                                  "limits.%s is not a limit a sandbox may set (timeout, cpu_time, "
+                                                  "memory, disk, output_limit, pids, nofile, cpus, net, env)",
+                                                  key);
+        }
+        cleanup_free char *text = json_dumps(limits, JSON_COMPACT);
+        if (text == NULL || corral_jail_config_load_profile_text(cfg, text, strlen(text), "limits", ret_err) < 0)
+                return text ? corral_error_set_field(ret_err, "limits")
+                            : corral_fail(ret_err, ENOMEM, "cannot read the limits");
+        return check_ceiling(&s->limits, cfg, ret_err);
+}
+
+static int get_seconds(json_t *body, const char *key, double def, double max, double *ret, corral_error **ret_err)
+{
+        json_t *v = json_object_get(body, key);
+        *ret = def;
+        if (v == NULL)
+                return 0;
+        if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > max)
+                return corral_usage_field(ret_err, key, "%s must be a number of seconds above 0 and at most %g", key,
+                                          max);
+        *ret = json_number_value(v);
+        return 0;
+}
+
+/* Room for one more of who's: 0, or -1 with the status to answer. */
+static int reserve(struct server *s, int who, corral_error **ret_err)
+{
+        int rc = 0;
+        pthread_mutex_lock(&s->lock);
+        if (s->n_sandboxes >= s->cfg.max_sandboxes)
+                rc = corral_make_error(ret_err, CORRAL_ERR_LIMIT, 0,
+                                       "the server holds its most sandboxes (%u): try again later",
+                                       s->cfg.max_sandboxes),
+                corral_error_set_field(ret_err, "max_sandboxes"); /* the server's, not the caller's: 503 */
+        else if (s->sandboxes_of[who] >= s->cfg.max_sandboxes_per_token)
+                rc = corral_make_error(ret_err, CORRAL_ERR_LIMIT, 0,
+                                       "this token holds its most sandboxes (%u): delete one first",
+                                       s->cfg.max_sandboxes_per_token);
+        if (rc == 0) {
+                s->n_sandboxes++;
+                s->sandboxes_of[who]++;
+        }
+        pthread_mutex_unlock(&s->lock);
+        return rc;
+}
+
+static void unreserve(struct server *s, int who)
+{
+        pthread_mutex_lock(&s->lock);
+        s->n_sandboxes--;
+        s->sandboxes_of[who]--;
+        pthread_mutex_unlock(&s->lock);
+}
+
+int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral_error **ret_err)
+{
+        *ret = NULL;
+        if (body && !json_is_object(body))
+                return corral_usage(ret_err, "the body must be a JSON object");
+        const char *key;
+        json_t *v;
+        json_object_foreach(body, key, v) {
+                static const char *const known[] = { "limits", "warm", "idle_timeout", "lifetime", "metadata" };
+                bool ok = false;
+                for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+                        ok |= strcmp(key, known[i]) == 0;
+                if (!ok)
+                        return corral_usage_field(ret_err, "body",
+                                                  "'%s' is not a field of a sandbox (limits, warm, idle_timeout, "
+                                                  "lifetime, metadata)",
+                                                  key);
+        }
+        json_t *warm = json_object_get(body, "warm");
+        json_t *meta = json_object_get(body, "metadata");
+        if (warm && !json_is_boolean(warm))
+                return corral_usage_field(ret_err, "warm", "warm must be true or false");
+        cleanup_free char *meta_text = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
+        if (meta && (!json_is_object(meta) || meta_text == NULL || strlen(meta_text) > 4096))
+                return corral_usage_field(ret_err, "metadata", "metadata must be an object of at most 4 KiB of JSON");
+
+        struct session_spec spec = { 0 };
+        session_options_init(&spec.opt);
+        if (corral_jail_config_copy(&spec.cfg, &s->limits, ret_err) < 0)
+                return -1;
+        char *placeholder[] = { "python3", NULL };
+        double max_life = s->cfg.max_lifetime_s > 0 ? s->cfg.max_lifetime_s : 86400;
+        if (apply_limits(s, &spec.cfg, json_object_get(body, "limits"), ret_err) < 0 ||
+            corral_jail_config_set_argv(&spec.cfg, placeholder, ret_err) < 0 ||
+            get_seconds(body, "idle_timeout", spec.opt.idle_timeout_s, max_life, &spec.opt.idle_timeout_s,
+                        ret_err) < 0 ||
+            get_seconds(body, "lifetime", fmin(spec.opt.lifetime_s, max_life), max_life, &spec.opt.lifetime_s,
+                        ret_err) < 0 ||
+            corral_jail_config_validate(&spec.cfg, ret_err) < 0) {
+                corral_jail_config_release(&spec.cfg);
+                return -1;
+        }
+        spec.warm_asked = json_is_true(warm);
+        spec.opt.warm = !json_is_false(warm) && warm_supported(&spec.cfg, NULL) == 0;
+        const char *tmp = getenv("TMPDIR");
+        spec.tmpdir = tmp && tmp[0] == '/' ? tmp : "/tmp";
+        cleanup_free char *profile = corral_jail_config_to_profile_json(&spec.cfg);
+        json_t *granted = profile ? json_loads(profile, 0, NULL) : NULL;
+
+        struct sandbox *sb = calloc(1, sizeof(*sb));
+        if (sb == NULL || granted == NULL) {
+                free(sb);
+                json_decref(granted);
+                corral_jail_config_release(&spec.cfg);
+                return corral_fail(ret_err, ENOMEM, "cannot make a sandbox");
+        }
+        sb->interrupt_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        sb->owner = who;
+        sb->metadata = meta ? json_incref(meta) : json_object();
+        sb->limits = granted;
+        json_object_del(granted, "workspace"); /* a host path */
+        sb->max_upload = spec.cfg.disk_bytes && spec.cfg.disk_bytes < s->cfg.max_upload ? spec.cfg.disk_bytes
+                                                                                          : s->cfg.max_upload;
+        sb->created = (double)time(NULL);
+        sb->refs = 1;
+        if (sb->interrupt_fd < 0 || session_id_make(sb->id, ret_err) < 0) {
+                if (sb->interrupt_fd < 0)
+                        corral_fail(ret_err, errno, "cannot make a sandbox");
+                sandbox_free(sb);
+                corral_jail_config_release(&spec.cfg);
+                return -1;
+        }
+        if (reserve(s, who, ret_err) < 0) {
+                sandbox_free(sb);
+                corral_jail_config_release(&spec.cfg);
+                return -1;
+        }
+        double t0 = monotonic_ms();
+        json_t *started = NULL;
+        bool refused = false;
+        if (session_host_start(s->host, sb->id, &spec, &started, &refused, ret_err) < 0) {
+                unreserve(s, who);
+                sandbox_free(sb);
+                return -1;
+        }
+        bool is_warm = json_is_true(json_object_get(started, "warm"));
+        metrics_observe(s->metrics, "corral_sandbox_start_seconds", is_warm ? "warm" : "cold",
+                        (monotonic_ms() - t0) / 1000);
+        sb->workspace = strdup(json_string_value(json_object_get(started, "workspace")) ?: "");
+        const char *notice = json_string_value(json_object_get(started, "notice"));
+        if (notice)
+                json_object_set_new(sb->metadata, "corral_notice", json_string(notice));
+        json_decref(started);
+        pthread_mutex_lock(&s->lock);
+        sb->next = s->sandboxes;
+        s->sandboxes = sb;
+        sb->refs++;
+        pthread_mutex_unlock(&s->lock);
+        *ret = sandbox_describe(s, sb);
+        sandbox_put(s, sb);
+        return 0;
+}
+
+/* ---- the rest of its life ---- */
+
+struct sandbox *sandbox_get(struct server *s, int who, const char *id, unsigned *ret_status)
+{
+        struct sandbox *found = NULL;
+        pthread_mutex_lock(&s->lock);
+        for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
+                if (strcmp(sb->id, id) == 0)
+                        found = sb;
+        if (found && found->owner == who)
+                found->refs++;
+        pthread_mutex_unlock(&s->lock);
+        if (found == NULL || found->owner != who) {
+                *ret_status = found ? 403 : 404;
+                return NULL;
+        }
+        return found;
+}
+
+json_t *sandbox_describe(struct server *s, struct sandbox *sb)
+{
+        json_t *info = session_host_info(s->host, sb->id, NULL);
+        char created[32];
+        time_t t = (time_t)sb->created;
+        struct tm tm;
+        strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+        json_t *d = json_pack("{s:s,s:s,s:O,s:O}", "id", sb->id, "created_at", created, "metadata", sb->metadata,
+                              "limits", sb->limits);
+        if (d == NULL)
+                return NULL;
+        static const char *const copied[] = { "steps", "alive", "busy", "expires_in_s", "expires_by", "warm" };
+        for (size_t i = 0; info && i < ARRAY_SIZE(copied); i++) {
+                json_t *v = json_object_get(info, copied[i]);
+                if (v)
+                        json_object_set(d, copied[i], v);
+        }
+        json_decref(info);
+        return d;
+}
+
+json_t *sandbox_list(struct server *s, int who)
+{
+        json_t *all = json_array();
+        struct sandbox *mine[256];
+        size_t n = 0;
+        pthread_mutex_lock(&s->lock);
+        for (struct sandbox *sb = s->sandboxes; sb && n < ARRAY_SIZE(mine); sb = sb->next)
+                if (sb->owner == who) {
+                        sb->refs++;
+                        mine[n++] = sb;
+                }
+        pthread_mutex_unlock(&s->lock);
+        /* Oldest first, as the list was built newest first. */
+        for (size_t i = n; i-- > 0;) {
+                json_array_append_new(all, sandbox_describe(s, mine[i]));
+                sandbox_put(s, mine[i]);
+        }
+        return all;
+}
+
+int sandbox_delete(struct server *s, struct sandbox *sb, corral_error **ret_err)
+{
+        /* Deleting is killing: a running step is cancelled, not waited for. */
+        return session_host_stop_now(s->host, sb->id, ret_err);
+}
+
+bool step_begin(struct server *s, struct sandbox *sb)
+{
+        bool ok;
+        pthread_mutex_lock(&s->lock);
+        ok = s->steps_of[sb->owner] < s->cfg.max_execs_per_token;
+        if (ok) {
+                s->steps_of[sb->owner]++;
+                s->steps++;
+        }
+        pthread_mutex_unlock(&s->lock);
+        return ok;
+}
+
+void step_end(struct server *s, struct sandbox *sb)
+{
+        pthread_mutex_lock(&s->lock);
+        s->steps_of[sb->owner]--;
+        s->steps--;
+        pthread_cond_broadcast(&s->changed);
+        pthread_mutex_unlock(&s->lock);
+}

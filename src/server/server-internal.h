@@ -1,0 +1,137 @@
+/* server-internal.h: what server.c (HTTP and the gate), sandbox.c (the
+ * sandboxes each token owns) and routes.c (the API's answers) share.
+ * Internal to src/server/. */
+#ifndef CORRAL_SERVER_INTERNAL_H
+#define CORRAL_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "../session/host.h"
+#include "../workspace/workspace.h"
+#include "auth.h"
+#include "metrics.h"
+#include "server.h"
+
+struct sandbox {
+        struct sandbox *next;
+        char id[SESSION_ID_LEN + 1];
+        int owner;               /* the principal (auth.h) */
+        json_t *metadata;        /* the caller's, at most 4 KiB of JSON */
+        json_t *limits;          /* as asked and granted, for GET */
+        char *workspace;         /* the host directory (never shown to a caller) */
+        uint64_t max_upload;     /* a PUT's cap: the server's and the sandbox's disk */
+        double created;          /* CLOCK_REALTIME s */
+        int interrupt_fd;        /* eventfd: POST .../interrupt */
+        bool stepping;           /* a step of ours runs */
+        unsigned refs;           /* the registry's and each request's; under the server's lock */
+};
+
+struct server {
+        struct server_config cfg;
+        corral_jail_config limits;
+        struct auth *auth;
+        const char *token;       /* the made one, or NULL */
+        char *token_file;
+        char *url;
+        char **hosts;            /* Host names accepted (lowercase, no port) */
+        bool unix_socket;
+        char *socket_path, *socket_dir;
+        int listen_fd;
+        struct MHD_Daemon *mhd;
+        struct session_host *host;
+        struct metrics *metrics;
+
+        pthread_mutex_t lock;    /* the fields below */
+        pthread_cond_t changed;  /* steps ended */
+        struct sandbox *sandboxes;
+        unsigned n_sandboxes;
+        unsigned *sandboxes_of; /* per principal */
+        unsigned *steps_of;     /* per principal */
+        unsigned steps;
+        unsigned streams;        /* streamed answers not yet sent whole, WebSockets open */
+        atomic_bool draining;    /* no new step: steps end within the grace */
+        atomic_bool stopping;    /* steps cancelled: WebSockets close */
+        int stop_fd;             /* eventfd, readable once stopping */
+};
+
+/* One request: the connection's state from its headers to the answer. */
+struct request {
+        struct server *s;
+        struct MHD_Connection *conn;
+        int who;                 /* principal, -1 before the gate */
+        char *body;              /* a JSON body (NUL-terminated) */
+        size_t len, cap;
+        bool too_large;
+        struct ws_upload up;     /* a PUT of a file */
+        bool uploading;
+        struct sandbox *upload_sb;
+        int upload_status;       /* an upload's early error (0: none) */
+        corral_error *upload_err;
+        double started_ms;
+};
+
+/* ---- answers (server.c) ---- */
+enum MHD_Result reply_json(struct request *rq, unsigned status, json_t *body);     /* takes body */
+enum MHD_Result reply_error(struct request *rq, unsigned status, const char *kind, const char *fmt, ...)
+        CORRAL_PRINTF(4, 5);
+/* err's kind as its HTTP status (corral_error_kind_http_status). */
+enum MHD_Result reply_corral_error(struct request *rq, const corral_error *err);
+/* Sets the common headers on r and queues it. */
+enum MHD_Result reply(struct request *rq, unsigned status, struct MHD_Response *r);
+void count_rejected(struct server *s, const char *reason);
+
+/* ---- sandboxes (sandbox.c) ---- */
+int sandboxes_init(struct server *s, corral_error **ret_err);
+/* Stop every sandbox (cancelling steps first) and free the registry. */
+void sandboxes_end(struct server *s);
+/* A sandbox from a POST's body; its description (201). */
+int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral_error **ret_err);
+/* id when who owns it, with a reference (sandbox_put()); NULL with the
+ * HTTP status to answer in *ret_status (404, or 403 for another's). */
+struct sandbox *sandbox_get(struct server *s, int who, const char *id, unsigned *ret_status);
+void sandbox_put(struct server *s, struct sandbox *sb);
+json_t *sandbox_describe(struct server *s, struct sandbox *sb);
+json_t *sandbox_list(struct server *s, int who);
+int sandbox_delete(struct server *s, struct sandbox *sb, corral_error **ret_err);
+/* A step may start for who: false when the token's limit is reached
+ * (then answer 429).  step_end() when it has ended. */
+bool step_begin(struct server *s, struct sandbox *sb);
+void step_end(struct server *s, struct sandbox *sb);
+
+/* ---- steps (routes.c) ---- */
+struct step_request {
+        char *code;
+        size_t len;
+        struct session_step_limits lim;
+};
+/* A step's fields from a request ({"code", "language", "timeout",
+ * "output_limit", "figure_png"}): sr->code is malloc'd. */
+int step_parse(json_t *body, struct step_request *sr, corral_error **ret_err);
+/* Where a step's output goes while it runs (out may be NULL). */
+struct step_ctx {
+        struct sandbox *sb;
+        void (*out)(void *ud, int stream, const char *data, size_t len);
+        void *ud;
+};
+/* Run the step on this thread (step_begin() done; the sandbox's
+ * interrupt interrupts it).  0 with *ret_result (host paths taken out),
+ * -1 with err. */
+int step_run(struct server *s, struct sandbox *sb, struct step_request *sr, struct step_ctx *ctx,
+             json_t **ret_result, corral_error **ret_err);
+
+/* ---- the API (routes.c) ---- */
+enum MHD_Result route_api(struct request *rq, const char *method, const char *path);
+/* A PUT of a file: set up at the request's first call (1: uploading, 0:
+ * not an upload, -1 answered an error early). */
+int route_upload_begin(struct request *rq, const char *method, const char *path);
+
+/* ---- WebSocket (websocket.c) ---- */
+/* GET /v1/sandboxes/{id}/ws: the upgrade, or an error answer.  Takes the
+ * reference on sb. */
+enum MHD_Result websocket_open(struct request *rq, struct sandbox *sb);
+
+#endif

@@ -1,0 +1,670 @@
+"""corral serve: sandboxes over HTTP (docs/api.md), driven by a real HTTP
+client (Python's http.client) against the real server: the gate (tokens,
+Host, Origin, sizes), every route and its errors, streamed steps, files,
+caps, and a shutdown that leaves nothing."""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import CORRAL
+
+LIVE = []
+
+
+def descendants(pid):
+    """Every live process whose parent chain reaches pid."""
+    parents = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if fields[0] != "Z":
+                parents[int(d)] = int(fields[1])
+        except OSError:
+            pass
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        for c, pp in parents.items():
+            if pp == p and c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=60):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.unix_path)
+
+
+class Server:
+    """A `corral serve` of its own: its data directory, TMPDIR and port."""
+
+    def __init__(self, tmp_path, *args, tokens=None, socket_path=None):
+        self.tmp = tmp_path / "tmp"
+        self.tmp.mkdir(exist_ok=True)
+        self.data = tmp_path / "data"
+        cmd = [CORRAL, "serve", "--data", str(self.data)]
+        if socket_path:
+            cmd += ["--socket", str(socket_path)]
+        else:
+            cmd += ["--listen", "127.0.0.1:0"]
+        if tokens:
+            f = tmp_path / "tokens"
+            f.write_text("".join(f"{t} {n}\n" for n, t in tokens.items()))
+            f.chmod(0o600)
+            cmd += ["--tokens", str(f)]
+        env = dict(os.environ, TMPDIR=str(self.tmp))
+        self.proc = subprocess.Popen(cmd + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                     text=True)
+        LIVE.append(self)
+        self.url = self.proc.stdout.readline().strip()
+        assert self.url, self.proc.stderr.read()
+        self.socket_path = socket_path
+        if socket_path:
+            assert self.url == f"unix:{socket_path}"
+        else:
+            assert self.url.startswith("http://127.0.0.1:"), self.url
+            self.port = int(self.url.split(":")[2].split("/")[0])
+        self.token = (self.data / "token").read_text().strip() if not tokens else next(iter(tokens.values()))
+
+    def conn(self, timeout=60):
+        if self.socket_path:
+            return UnixHTTPConnection(str(self.socket_path), timeout=timeout)
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, token=True, headers=None, timeout=60):
+        """(status, headers, body bytes); body: dict -> JSON, bytes as they are."""
+        h = dict(headers or {})
+        if token:
+            h["Authorization"] = f"Bearer {self.token if token is True else token}"
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+            h.setdefault("Content-Type", "application/json")
+        c = self.conn(timeout)
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, r.headers, data
+
+    def json(self, method, path, body=None, **kw):
+        status, _, data = self.request(method, path, body, **kw)
+        return status, json.loads(data) if data else None
+
+    def create(self, body=None, **kw):
+        status, j = self.json("POST", "/v1/sandboxes", body or {}, **kw)
+        assert status == 201, j
+        return j["id"]
+
+    def exec(self, sid, code, **kw):
+        status, j = self.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": code}, **kw)
+        assert status == 200, j
+        return j
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        kids = descendants(self.proc.pid)
+        self.proc.send_signal(sig)
+        rc = self.proc.wait(timeout)
+        LIVE.remove(self)
+        deadline = time.time() + 10
+        while time.time() < deadline and any(os.path.exists(f"/proc/{p}") and p in descendants(1) for p in kids):
+            time.sleep(0.05)
+        return rc, kids
+
+
+@pytest.fixture
+def serve(tmp_path):
+    made = []
+
+    def start(*args, sub=None, **kw):
+        d = tmp_path / (sub or f"s{len(made)}")
+        d.mkdir(exist_ok=True)
+        s = Server(d, *args, **kw)
+        made.append(s)
+        return s
+    yield start
+    for s in made:
+        if s in LIVE:
+            s.stop(signal.SIGKILL)
+
+
+def alive(pids):
+    out = set()
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    out.add(p)
+        except OSError:
+            pass
+    return out
+
+
+def test_a_token_is_made_and_needed(serve):
+    s = serve()
+    tok = s.data / "token"
+    assert oct(tok.stat().st_mode & 0o777) == "0o600"
+    assert s.url.endswith(f"/?token={s.token}") and len(s.token) == 64
+    for path in ("/healthz", "/readyz"):
+        status, j = s.json("GET", path, token=False)
+        assert status == 200 and j["status"] in ("ok", "ready")
+    status, h, body = s.request("GET", "/v1/sandboxes", token=False)
+    assert status == 401 and h["WWW-Authenticate"].startswith("Bearer")
+    assert json.loads(body)["error"]["kind"] == "unauthorized"
+    assert s.request("GET", "/v1/sandboxes", token="x" * 64)[0] == 401
+    assert s.request("GET", "/v1/sandboxes", token=s.token[:-1])[0] == 401
+    assert s.request("GET", "/v1/sandboxes", token=s.token + "0")[0] == 401
+    assert s.json("GET", "/v1/sandboxes") == (200, {"sandboxes": []})
+    assert s.stop()[0] == 0
+
+
+def test_the_login_url_sets_a_strict_cookie(serve):
+    s = serve()
+    status, h, _ = s.request("GET", f"/?token={s.token}", token=False)
+    assert status == 303 and h["Location"] == "/"
+    cookie = h["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and cookie.startswith(f"corral_token={s.token}")
+    status, j = s.json("GET", "/v1/sandboxes", token=False, headers={"Cookie": f"corral_token={s.token}"})
+    assert status == 200 and j == {"sandboxes": []}
+    assert s.request("GET", "/?token=" + "a" * 64, token=False)[0] == 401
+    assert s.request("GET", "/", token=False, headers={"Cookie": "corral_token=" + "b" * 64})[0] == 401
+
+
+def test_host_and_origin_are_checked(serve):
+    s = serve("--allow-host", "proxy.example")
+    here = f"127.0.0.1:{s.port}"
+    # DNS rebinding: a page of evil.example whose name now resolves to us.
+    status, j = s.json("GET", "/v1/sandboxes", headers={"Host": "evil.example"})
+    assert status == 403 and j["error"]["kind"] == "forbidden", j
+    assert s.request("GET", "/healthz", token=False, headers={"Host": "evil.example:80"})[0] == 403
+    for ok in (f"localhost:{s.port}", here, "proxy.example", "PROXY.example:443"):
+        assert s.request("GET", "/v1/sandboxes", headers={"Host": ok})[0] == 200, ok
+    # A cross-site request from a browser page carries its Origin.
+    for bad in ("http://evil.example", "null", f"http://{here}.evil.example", f"ftp://{here}"):
+        status, j = s.json("POST", "/v1/sandboxes", {}, headers={"Origin": bad})
+        assert status == 403 and "Origin" in j["error"]["message"], (bad, j)
+    assert s.json("GET", "/v1/sandboxes", headers={"Origin": f"http://{here}"})[0] == 200
+    status, j = s.json("GET", "/metrics", headers={"Origin": "http://evil.example"})
+    assert status == 403
+
+
+def test_tokens_file(serve, tmp_path):
+    f = tmp_path / "open-tokens"
+    f.write_text("a" * 32 + "\n")
+    f.chmod(0o644)
+    r = subprocess.run([CORRAL, "serve", "--listen", "127.0.0.1:0", "--tokens", str(f)], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 2 and "chmod 600" in r.stderr and "--tokens" in r.stderr, r.stderr
+    f.chmod(0o600)
+    f.write_text("short\n")
+    r = subprocess.run([CORRAL, "serve", "--listen", "127.0.0.1:0", "--tokens", str(f)], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 2 and "line 1" in r.stderr, r.stderr
+    r = subprocess.run([CORRAL, "serve", "--listen", "0.0.0.0:0"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "needs a tokens file" in r.stderr, r.stderr
+
+    alice, bob = "A" * 40, "B" * 40
+    s = serve(tokens={"alice": alice, "bob": bob})
+    a = s.create(token=alice)
+    assert [x["id"] for x in s.json("GET", "/v1/sandboxes", token=alice)[1]["sandboxes"]] == [a]
+    assert s.json("GET", "/v1/sandboxes", token=bob)[1] == {"sandboxes": []}
+    for method, path, body in (("GET", "", None), ("POST", "/exec", {"code": "1"}), ("GET", "/files", None),
+                               ("PUT", "/files/x", b"x"), ("POST", "/interrupt", None), ("DELETE", "", None)):
+        status, j = s.json(method, f"/v1/sandboxes/{a}{path}", body, token=bob)
+        assert status == 403 and j["error"]["kind"] == "forbidden", (method, path, j)
+    assert s.exec(a, "6 * 7", token=alice)["value"]["text"] == "42"
+    assert s.stop()[0] == 0
+
+
+def test_a_sandbox_from_create_to_delete(serve):
+    s = serve()
+    status, made = s.json("POST", "/v1/sandboxes", {"limits": {"memory": "256M", "pids": 64, "timeout": 5},
+                                                     "metadata": {"owner": "test"}, "idle_timeout": 120})
+    assert status == 201, made
+    sid = made["id"]
+    assert made["metadata"] == {"owner": "test"} and made["warm"] is True and made["steps"] == 0
+    assert made["limits"]["memory"] == 256 << 20 and made["limits"]["pids"] == 64 and made["limits"]["timeout"] == 5
+    assert "workspace" not in made and "workspace" not in made["limits"], "a host path reached the caller"
+    assert 110 < made["expires_in_s"] <= 120
+    r = s.exec(sid, "import pandas as pd\ndf = pd.DataFrame({'x': [1, 2, 3]})\nprint('rows', len(df))\ndf.x.sum()")
+    assert r["status"] == "ok" and r["stdout"] == "rows 3\n" and r["value"]["text"] == "6", r
+    r = s.exec(sid, "df.x.max()")
+    assert r["value"]["text"] == "3", "the state did not persist"
+    r = s.exec(sid, "1/0")
+    assert r["status"] == "error" and r["error"]["name"] == "ZeroDivisionError" and r["exit_code"] == 1
+    r = s.exec(sid, "import time; time.sleep(30)")
+    assert r["status"] == "timeout", r
+    status, info = s.json("GET", f"/v1/sandboxes/{sid}")
+    assert status == 200 and info["steps"] == 4 and info["busy"] is False
+    assert s.json("DELETE", f"/v1/sandboxes/{sid}") == (200, {"deleted": sid})
+    status, j = s.json("GET", f"/v1/sandboxes/{sid}")
+    assert status == 404 and j["error"]["kind"] == "not_found"
+    assert s.json("GET", "/v1/sandboxes")[1] == {"sandboxes": []}
+
+
+def test_bad_requests_are_told_why(serve):
+    s = serve()
+    sid = s.create()
+    cases = [
+        ("POST", "/v1/sandboxes", b"{not json", 400, "not JSON"),
+        ("POST", "/v1/sandboxes", {"limit": {}}, 400, "'limit' is not a field"),
+        ("POST", "/v1/sandboxes", {"limits": {"memory": "100G"}}, 400, "at most"),
+        ("POST", "/v1/sandboxes", {"limits": {"pids": 100000}}, 400, "limits.pids may be at most"),
+        ("POST", "/v1/sandboxes", {"limits": {"net": "host"}}, 400, "none or down"),
+        ("POST", "/v1/sandboxes", {"limits": {"workspace": "/etc"}}, 400, "not a limit a sandbox may set"),
+        ("POST", "/v1/sandboxes", {"limits": {"rootfs": "/"}}, 400, "not a limit a sandbox may set"),
+        ("POST", "/v1/sandboxes", {"lifetime": -1}, 400, "lifetime must be"),
+        ("POST", "/v1/sandboxes", {"metadata": {"x": "y" * 5000}}, 400, "4 KiB"),
+        ("POST", "/v1/sandboxes", [], 400, "JSON object"),
+        ("PATCH", "/v1/sandboxes", {}, 405, "GET and POST"),
+        ("GET", "/v2/things", None, 404, "no such route"),
+        ("GET", "/v1/sandboxes/XYZ", None, 404, "12 lowercase hex"),
+        ("GET", "/v1/sandboxes/000000000000", None, 404, "no sandbox"),
+        ("POST", f"/v1/sandboxes/{sid}/exec", {"code": 1}, 400, "code must be a string"),
+        ("POST", f"/v1/sandboxes/{sid}/exec", {"code": "1", "language": "ruby"}, 400, "language"),
+        ("POST", f"/v1/sandboxes/{sid}/exec", {"code": "1", "timeout": "soon"}, 400, "timeout"),
+        ("POST", f"/v1/sandboxes/{sid}/exec", {"cmd": "1"}, 400, "'cmd' is not a field"),
+        ("POST", f"/v1/sandboxes/{sid}/interrupt", None, 409, "no step is running"),
+        ("POST", f"/v1/sandboxes/{sid}/reboot", None, 405, "not a route"),
+    ]
+    for method, path, body, want, words in cases:
+        status, j = s.json(method, path, body)
+        assert status == want and words in j["error"]["message"], (method, path, body, status, j)
+    # A request that was refused left nothing half made.
+    assert [x["id"] for x in s.json("GET", "/v1/sandboxes")[1]["sandboxes"]] == [sid]
+
+
+def raw_request(s, head, body=b"", chunks=None):
+    """(status line, the rest) of a request sent by hand: with Expect:
+    100-continue the body goes only after a 100; chunks: sent chunked."""
+    sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+    sock.sendall(head.encode() + f"Host: 127.0.0.1\r\nAuthorization: Bearer {s.token}\r\n\r\n".encode())
+    got = b""
+    try:
+        if chunks is not None:
+            for c in chunks:
+                sock.sendall(b"%x\r\n%s\r\n" % (len(c), c))
+            sock.sendall(b"0\r\n\r\n")
+        while b"\r\n\r\n" not in got:
+            part = sock.recv(65536)
+            if not part:
+                break
+            got += part
+        if got.startswith(b"HTTP/1.1 100") and body:
+            sock.sendall(body)
+            got = got.split(b"\r\n\r\n", 1)[1]
+            while b"\r\n\r\n" not in got:
+                part = sock.recv(65536)
+                if not part:
+                    break
+                got += part
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    sock.close()
+    return got.split(b"\r\n", 1)[0].decode(), got
+
+
+def test_sizes_and_caps(serve):
+    s = serve("--max-per-token", "2", "--max-steps-per-token", "1", "--max-sandboxes", "2")
+    line, got = raw_request(s, "POST /v1/sandboxes HTTP/1.1\r\nExpect: 100-continue\r\n"
+                               f"Content-Length: {2 << 20}\r\n", b"{" + b" " * ((2 << 20) - 2) + b"}")
+    assert line.startswith("HTTP/1.1 413 ") and b"more than" in got, got
+    a = s.create({"limits": {"disk": "1M"}})
+    line, got = raw_request(s, f"PUT /v1/sandboxes/{a}/files/big.bin HTTP/1.1\r\nExpect: 100-continue\r\n"
+                               f"Content-Length: {2 << 20}\r\n", b"x" * (2 << 20))
+    assert line.startswith("HTTP/1.1 413"), got
+    # Without a length the cap is found mid-way: the connection is cut, nothing is kept.
+    line, got = raw_request(s, f"PUT /v1/sandboxes/{a}/files/big.bin HTTP/1.1\r\n"
+                               "Transfer-Encoding: chunked\r\n", chunks=[b"y" * 65536] * 32)
+    assert not line.startswith("HTTP/1.1 2"), got
+    status, j = s.json("GET", f"/v1/sandboxes/{a}/files")
+    assert not [f for f in j["files"] if "big" in f["path"]], f"a refused upload left a file: {j}"
+    s.create()
+    status, h, body = s.request("POST", "/v1/sandboxes", {})
+    assert status in (429, 503) and h["Retry-After"] == "1", body
+    # One step at a time for this token: a second one while the first runs.
+    c = s.conn()
+    c.request("POST", f"/v1/sandboxes/{a}/exec", body=json.dumps({"code": "import time; time.sleep(3)"}),
+              headers={"Authorization": f"Bearer {s.token}", "Accept": "application/x-ndjson"})
+    r = c.getresponse()
+    time.sleep(0.5)
+    status, h, body = s.request("POST", f"/v1/sandboxes/{a}/exec", {"code": "1"})
+    assert status == 429 and h["Retry-After"] == "1" and b"most steps" in body, body
+    r.read()
+    c.close()
+    metrics = s.request("GET", "/metrics")[2].decode()
+    assert 'corral_rejected_requests_total{reason="too_large"} 3' in metrics, metrics
+    assert 'corral_rejected_requests_total{reason="steps"} 1' in metrics
+
+
+def test_the_server_wide_cap_answers_503(serve):
+    s = serve("--max-sandboxes", "1", tokens={"a": "a" * 20, "b": "b" * 20})
+    s.create(token="a" * 20)
+    status, h, body = s.request("POST", "/v1/sandboxes", {}, token="b" * 20)
+    assert status == 503 and h["Retry-After"] == "1" and b"most sandboxes" in body, body
+
+
+def read_events(resp, sse):
+    """The events of a streamed step, with when each arrived."""
+    out, buf = [], b""
+    while True:
+        chunk = resp.read1(65536) if hasattr(resp, "read1") else resp.read(1)
+        if not chunk:
+            break
+        buf += chunk
+        sep = b"\n\n" if sse else b"\n"
+        while sep in buf:
+            item, buf = buf.split(sep, 1)
+            if sse:
+                lines = dict(line.split(": ", 1) for line in item.decode().split("\n"))
+                ev = json.loads(lines["data"])
+                assert ev["type"] == lines["event"]
+            else:
+                ev = json.loads(item)
+            out.append((time.monotonic(), ev))
+    return out
+
+
+@pytest.mark.parametrize("accept", ["application/x-ndjson", "text/event-stream"])
+def test_a_step_streams_its_output(serve, accept):
+    s = serve()
+    sid = s.create()
+    c = s.conn()
+    t0 = time.monotonic()
+    code = ("import sys, time\nfor i in range(4):\n    print('out', i, flush=True)\n    time.sleep(0.3)\n"
+            "print('err', file=sys.stderr, flush=True)\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\n"
+            "plt.show()\n'done'")
+    c.request("POST", f"/v1/sandboxes/{sid}/exec", body=json.dumps({"code": code}),
+              headers={"Authorization": f"Bearer {s.token}", "Accept": accept})
+    r = c.getresponse()
+    assert r.status == 200 and r.headers["Content-Type"] == accept
+    events = read_events(r, accept == "text/event-stream")
+    c.close()
+    kinds = [e["type"] for _, e in events]
+    assert kinds[-1] == "result" and "figure" in kinds and "stderr" in kinds, kinds
+    out = "".join(e["data"] for _, e in events if e["type"] == "stdout")
+    assert out == "out 0\nout 1\nout 2\nout 3\n"
+    first = next(t for t, e in events if e["type"] == "stdout")
+    last = events[-1][0]
+    assert first - t0 < 0.9 and last - first > 0.8, "the output was not streamed as it came"
+    result = events[-1][1]["result"]
+    assert result["status"] == "ok" and result["value"]["text"] == "'done'"
+    fig = next(e["figure"] for _, e in events if e["type"] == "figure")
+    assert fig["path"].endswith(".png") and "host_path" not in fig
+    # The figure is a file of the sandbox.
+    status, h, png = s.request("GET", f"/v1/sandboxes/{sid}/files/{fig['path'].removeprefix('/workspace/')}")
+    assert status == 200 and png.startswith(b"\x89PNG")
+
+
+def test_an_interrupt_keeps_the_state(serve):
+    s = serve()
+    sid = s.create()
+    s.exec(sid, "kept = 7")
+    c = s.conn()
+    c.request("POST", f"/v1/sandboxes/{sid}/exec", body=json.dumps({"code": "import time\nwhile True: time.sleep(0.1)"}),
+              headers={"Authorization": f"Bearer {s.token}", "Accept": "application/x-ndjson"})
+    r = c.getresponse()
+    time.sleep(0.5)
+    status, j = s.json("POST", f"/v1/sandboxes/{sid}/interrupt")
+    assert status == 202, j
+    events = read_events(r, False)
+    c.close()
+    result = events[-1][1]["result"]
+    assert result["status"] == "interrupted" and result["state_lost"] is False, result
+    assert s.exec(sid, "kept")["value"]["text"] == "7"
+
+
+def test_a_client_gone_mid_stream_cancels_its_step(serve):
+    s = serve()
+    sid = s.create()
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    body = json.dumps({"code": "import time\nwhile True:\n    print('x', flush=True); time.sleep(0.05)",
+                       "timeout": 600}).encode()
+    sock.sendall(b"POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                 b"Accept: application/x-ndjson\r\nContent-Length: %d\r\n\r\n%s"
+                 % (sid.encode(), s.token.encode(), len(body), body))
+    assert b"200 OK" in sock.recv(4096)
+    sock.close()
+    t0 = time.monotonic()
+    while s.json("GET", f"/v1/sandboxes/{sid}")[1]["busy"] and time.monotonic() - t0 < 20:
+        time.sleep(0.1)
+    assert time.monotonic() - t0 < 20, "the step of a client that hung up ran on"
+    assert s.exec(sid, "2 + 2")["value"]["text"] == "4"
+
+
+def test_files(serve):
+    s = serve()
+    sid = s.create()
+    base = f"/v1/sandboxes/{sid}/files"
+    status, _, body = s.request("PUT", f"{base}/data/in/sales.csv", b"a,b\n1,2\n")
+    assert status == 201 and json.loads(body) == {"path": "data/in/sales.csv", "size": 8}
+    r = s.exec(sid, "import pandas as pd\nd = pd.read_csv('/workspace/data/in/sales.csv')\n"
+                    "d.to_csv('/workspace/out.csv', index=False)\nint(d.b.sum())")
+    assert r["value"]["text"] == "2", r
+    status, _, body = s.request("GET", f"{base}/out.csv")
+    assert status == 200 and body == b"a,b\n1,2\n"
+    status, j = s.json("GET", f"{base}?path=data")
+    assert status == 200 and [e["path"] for e in j["files"]] == ["data/in", "data/in/sales.csv"], j
+    # input/ is an ordinary directory in a sandbox.
+    assert s.request("PUT", f"{base}/input/x.txt", b"x")[0] == 201
+    # Out of the tree, by name or by what the jail planted.
+    s.exec(sid, "import os\nos.symlink('/etc/passwd', '/workspace/leak')\nos.symlink('/etc', '/workspace/etcdir')\n"
+                "os.mkfifo('/workspace/fifo')")
+    for method, path, body in (("GET", "leak", None), ("PUT", "leak", b"x"), ("GET", "etcdir/passwd", None),
+                               ("PUT", "etcdir/x", b"x"), ("GET", "../x", None), ("GET", "fifo", None),
+                               ("PUT", "a/../../x", b"x")):
+        status, _, body = s.request(method, f"{base}/{path}", body)
+        assert status == 400 and b"root:" not in body, (method, path, status, body)
+    assert s.request("GET", f"{base}/missing.txt")[0] == 404
+    assert s.request("DELETE", f"{base}/leak")[0] == 200
+    assert os.path.exists("/etc/passwd"), "the link's target went"
+    assert s.request("DELETE", f"{base}/data")[0] == 200
+    assert s.request("GET", f"{base}/data/in/sales.csv")[0] == 404
+    assert s.request("DELETE", f"{base}/")[0] in (400, 405)
+
+
+def test_jails_start_while_threads_come_and_go(serve):
+    """A jail's child is a copy of a threaded server: it must take no lock
+    another thread may hold at clone time (glibc's setresuid/setgroups did:
+    about one start in ten hung until the 30 s start timeout).  Cold
+    sandboxes spawn a jail each while /healthz makes and ends a connection
+    thread after another."""
+    import threading
+    s = serve("--max-per-token", "32", "--max-sandboxes", "32")
+    stop = threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            try:
+                s.request("GET", "/healthz", token=False, timeout=5)
+            except OSError:
+                pass
+    threads = [threading.Thread(target=churn) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(16):
+            t0 = time.monotonic()
+            status, j = s.json("POST", "/v1/sandboxes", {"warm": False, "idle_timeout": 60})
+            took = time.monotonic() - t0
+            assert status == 201 and "corral_notice" not in j["metadata"], j
+            assert took < 10, f"sandbox {i} took {took:.1f} s to start"
+            assert s.json("DELETE", f"/v1/sandboxes/{j['id']}")[0] == 200
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+
+
+def test_metrics(serve):
+    s = serve()
+    sid = s.create()
+    s.exec(sid, "1")
+    s.exec(sid, "1/0")
+    s.request("GET", "/v1/sandboxes", token=False)
+    status, h, body = s.request("GET", "/metrics")
+    text = body.decode()
+    assert status == 200 and h["Content-Type"].startswith("text/plain; version=0.0.4")
+    for line in ('corral_sandboxes 1', 'corral_executions_total{status="ok"} 1',
+                 'corral_executions_total{status="error"} 1', 'corral_rejected_requests_total{reason="no_token"} 1',
+                 'corral_execution_seconds_count{language="python"} 2',
+                 'corral_sandbox_start_seconds_count{kind="warm"} 1'):
+        assert line in text.splitlines(), (line, text)
+    assert s.request("GET", "/metrics", token=False)[0] == 401
+
+
+def test_a_unix_socket(serve, tmp_path):
+    d = tmp_path / "sock"
+    d.mkdir(mode=0o700)
+    path = d / "corral.sock"
+    s = serve(socket_path=path)
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    sid = s.create(headers={"Host": "anything"})
+    assert s.exec(sid, "3 * 3")["value"]["text"] == "9"
+    open_dir = tmp_path / "open"
+    open_dir.mkdir(mode=0o755)
+    r = subprocess.run([CORRAL, "serve", "--socket", str(open_dir / "s.sock")], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 2 and "0700" in r.stderr, r.stderr
+    assert s.stop()[0] == 0
+    assert not path.exists()
+
+
+def test_a_graceful_stop_leaves_nothing(serve):
+    s = serve("--grace", "1")
+    a, b = s.create(), s.create({"warm": False})
+    s.request("PUT", f"/v1/sandboxes/{a}/files/keep.txt", b"x")
+    c = s.conn()
+    c.request("POST", f"/v1/sandboxes/{b}/exec", body=json.dumps({"code": "import time; time.sleep(60)", "timeout": 90}),
+              headers={"Authorization": f"Bearer {s.token}", "Accept": "application/x-ndjson"})
+    r = c.getresponse()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    rc, kids = s.stop()
+    assert rc == 0 and time.monotonic() - t0 < 15
+    assert kids and not alive(kids), f"left running: {alive(kids)}"
+    events = read_events(r, False)
+    assert events[-1][1]["type"] in ("result", "error")
+    assert os.listdir(s.tmp) == [], os.listdir(s.tmp)
+
+
+def test_after_sigkill_the_next_server_sweeps(serve, tmp_path):
+    s = serve(sub="one")
+    sid = s.create()
+    s.request("PUT", f"/v1/sandboxes/{sid}/files/x.txt", b"x")
+    assert os.listdir(s.tmp), "no temporary workspace to sweep"
+    rc, kids = s.stop(signal.SIGKILL)
+    deadline = time.time() + 10
+    while alive(kids) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not alive(kids), f"left running after SIGKILL: {alive(kids)}"
+    t = serve(sub="one")
+    assert t.tmp == s.tmp and os.listdir(t.tmp) == [], os.listdir(t.tmp)
+    assert t.stop()[0] == 0
+
+
+def ws_connect(s, sid, token=True, **kw):
+    import websocket  # python3-websocket: a client written by others
+    h = [f"Authorization: Bearer {s.token if token is True else token}"] if token else []
+    return websocket.create_connection(f"ws://127.0.0.1:{s.port}/v1/sandboxes/{sid}/ws", header=h, timeout=60,
+                                       **kw)
+
+
+def ws_until_end(ws, step_id):
+    """The events of step_id up to its result or error."""
+    out = []
+    while True:
+        raw = ws.recv()
+        assert raw, f"the connection closed before step {step_id} ended (events so far: {out})"
+        ev = json.loads(raw)
+        out.append(ev)
+        if ev.get("id") == step_id and ev["type"] in ("result", "error"):
+            return out
+
+
+def test_a_websocket_runs_streams_and_interrupts(serve):
+    import websocket
+    s = serve(tokens={"a": "a" * 20, "b": "b" * 20})
+    s.token = "a" * 20
+    sid = s.create()
+    ws = ws_connect(s, sid)
+    ws.send(json.dumps({"type": "exec", "id": "one", "code": "import time\nfor i in range(3):\n"
+                        "    print(i, flush=True); time.sleep(0.2)\nx = 5\nx * 2"}))
+    t0 = time.monotonic()
+    first = json.loads(ws.recv())
+    assert first["type"] == "stdout" and first["id"] == "one" and first["data"].startswith("0"), first
+    assert time.monotonic() - t0 < 0.5, "the output was not streamed as it came"
+    events = [first] + ws_until_end(ws, "one")
+    assert "".join(e["data"] for e in events if e["type"] == "stdout") == "0\n1\n2\n"
+    assert events[-1]["result"]["value"]["text"] == "10"
+    # An interrupt on the same connection; the state is kept.
+    ws.send(json.dumps({"type": "exec", "id": "two", "code": "import time\nwhile True: time.sleep(0.1)"}))
+    time.sleep(0.5)
+    ws.send(json.dumps({"type": "interrupt"}))
+    end = ws_until_end(ws, "two")[-1]
+    assert end["result"]["status"] == "interrupted", end
+    ws.send(json.dumps({"type": "exec", "id": "three", "code": "x"}))
+    assert ws_until_end(ws, "three")[-1]["result"]["value"]["text"] == "5"
+    # Bad messages are answered, the connection goes on.
+    for bad, words in ((b"not json", "JSON object"), (json.dumps({"type": "reboot"}), "type must be"),
+                       (json.dumps({"type": "exec", "id": "x" * 65, "code": "1"}), "at most 64"),
+                       (json.dumps({"type": "exec", "id": "four", "code": 5}), "code must be a string")):
+        ws.send(bad if isinstance(bad, str) else bad.decode())
+        ev = json.loads(ws.recv())
+        assert ev["type"] == "error" and words in ev["error"]["message"], ev
+    ws.close()
+    # The gate is the same as for the other routes.
+    for token, headers, status in ((None, {}, 401), ("b" * 20, {}, 403),
+                                   ("a" * 20, {"Origin": "http://evil.example"}, 403)):
+        with pytest.raises(websocket.WebSocketBadStatusException) as e:
+            websocket.create_connection(f"ws://127.0.0.1:{s.port}/v1/sandboxes/{sid}/ws", timeout=30,
+                                        header=[f"Authorization: Bearer {token}"] if token else [],
+                                        origin=headers.get("Origin"))
+        assert e.value.status_code == status, (token, headers, e.value.status_code)
+    # Not an upgrade: told so.
+    status, j = s.json("GET", f"/v1/sandboxes/{sid}/ws")
+    assert status == 400 and "WebSocket" in j["error"]["message"]
+
+
+def test_a_websocket_gone_interrupts_and_a_stop_closes_it(serve):
+    s = serve("--grace", "1")
+    sid = s.create()
+    ws = ws_connect(s, sid)
+    ws.send(json.dumps({"type": "exec", "id": "loop", "code": "import time\nwhile True: time.sleep(0.1)"}))
+    time.sleep(0.5)
+    assert s.json("GET", f"/v1/sandboxes/{sid}")[1]["busy"] is True
+    ws.sock.shutdown(socket.SHUT_RDWR)
+    ws.sock.close()
+    t0 = time.monotonic()
+    while s.json("GET", f"/v1/sandboxes/{sid}")[1]["busy"] and time.monotonic() - t0 < 15:
+        time.sleep(0.1)
+    assert time.monotonic() - t0 < 15, "the step of a WebSocket that went away ran on"
+    # A stop: the running step is cancelled after the grace, its result
+    # sent, then the connection closed with 1001.
+    ws = ws_connect(s, sid)
+    ws.send(json.dumps({"type": "exec", "id": "long", "code": "import time; time.sleep(60)", "timeout": 90}))
+    time.sleep(0.3)
+    s.proc.send_signal(signal.SIGTERM)
+    end = ws_until_end(ws, "long")[-1]
+    assert end["type"] in ("result", "error"), end
+    # The close frame: status 1001 (going away).
+    import websocket
+    op, frame = ws.recv_data(control_frame=True)
+    assert op == websocket.ABNF.OPCODE_CLOSE and int.from_bytes(frame[:2], "big") == 1001, (op, frame)
+    assert s.proc.wait(30) == 0
+    LIVE.remove(s)
