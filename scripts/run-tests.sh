@@ -80,7 +80,7 @@ done
 note "tests/e2e/test_serve.py over the ThreadSanitizer build"
 CORRAL="$root/$tsan/corral" CORRAL_INIT="$root/$tsan/corral-init" CORRAL_SOURCE_ROOT="$root" \
         CORRAL_ZYGOTE="$root/$tsan/corral-zygote" XDG_STATE_HOME="$root/$build/tests/test-state" \
-        python3 -m pytest -q -p no:cacheprovider "$root/tests/e2e/test_serve.py" 2>&1 | tee "$log"
+        /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/e2e/test_serve.py" 2>&1 | tee "$log"
 count "${PIPESTATUS[0]}"
 
 if [ "$(id -u)" -eq 0 ]; then

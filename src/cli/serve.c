@@ -13,7 +13,7 @@
 
 static const char help_text[] =
         "usage: corral serve [--listen ADDR:PORT | --socket PATH] [--tokens FILE] [--allow-host NAME]...\n"
-        "                    [--max-sandboxes N] [--max-per-token N] [--max-steps-per-token N]\n"
+        "                    [--max-sandboxes N] [--max-per-token N] [--max-steps-per-token N] [--max-rate N]\n"
         "                    [--data DIR] [--grace S] [JAIL LIMITS]\n"
         "\n"
         "Serve sandboxes over HTTP (docs/api.md): create one, run Python in it with its output\n"
@@ -31,6 +31,7 @@ static const char help_text[] =
         "      --max-sandboxes N   sandboxes at once, all tokens together (default 64)\n"
         "      --max-per-token N   sandboxes at once per token (default 16)\n"
         "      --max-steps-per-token N  steps running at once per token (default 8)\n"
+        "      --max-rate N        requests a second per token, in bursts of up to 2N (default 1000)\n"
         "      --data DIR          where the made token goes (default $XDG_STATE_HOME/corral/serve)\n"
         "      --grace S           on SIGTERM or Ctrl-C, let running steps end for S seconds\n"
         "                          before cancelling them (default 10)\n"
@@ -51,6 +52,7 @@ enum {
         OPT_MAX_SANDBOXES,
         OPT_MAX_PER_TOKEN,
         OPT_MAX_STEPS,
+        OPT_MAX_RATE,
         OPT_DATA,
         OPT_GRACE,
 };
@@ -63,6 +65,7 @@ static const struct option serve_options[] = {
         { "max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES },
         { "max-per-token", required_argument, NULL, OPT_MAX_PER_TOKEN },
         { "max-steps-per-token", required_argument, NULL, OPT_MAX_STEPS },
+        { "max-rate", required_argument, NULL, OPT_MAX_RATE },
         { "data", required_argument, NULL, OPT_DATA },
         { "grace", required_argument, NULL, OPT_GRACE },
         { "help", no_argument, NULL, 'h' },
@@ -111,6 +114,8 @@ static int apply(int c, const char *arg, void *userdata, corral_error **err)
                 return count(arg, "--max-per-token", &o->c.max_sandboxes_per_token, err);
         case OPT_MAX_STEPS:
                 return count(arg, "--max-steps-per-token", &o->c.max_execs_per_token, err);
+        case OPT_MAX_RATE:
+                return count(arg, "--max-rate", &o->c.max_rate, err);
         case OPT_DATA:
                 o->c.data_dir = arg;
                 return 0;

@@ -1,7 +1,8 @@
-/* routes.c: the API's answers (docs/api.md): sandboxes, steps (whole or
- * streamed as NDJSON or server-sent events), interrupts and files.
- * server.c has already checked the Host, the Origin, the token and the
- * body's size. */
+/* routes.c: the API's answers (docs/api.md): sandboxes (pause and resume
+ * too), steps in Python or bash (whole or streamed as NDJSON or server-sent
+ * events), interrupts, and files one by one or as a tar.  server.c has
+ * already checked the Host, the Origin, the token, the rate and the body's
+ * size. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "../workspace/archive.h"
 #include "server-internal.h"
 
 #define PREFIX "/v1/sandboxes"
@@ -53,6 +55,16 @@ static enum MHD_Result answer_status(struct request *rq, unsigned status, const 
 
 /* ---- steps ---- */
 
+void step_request_release(struct step_request *sr)
+{
+        free(TAKE_PTR(sr->code));
+        free(TAKE_PTR(sr->context));
+        sr->lim.context = NULL;
+        json_decref(sr->env);
+        sr->env = NULL;
+        sr->lim.env = NULL;
+}
+
 int step_parse(json_t *body, struct step_request *sr, corral_error **ret_err)
 {
         memset(sr, 0, sizeof(*sr));
@@ -60,24 +72,29 @@ int step_parse(json_t *body, struct step_request *sr, corral_error **ret_err)
         const char *key;
         json_t *v;
         json_object_foreach(body, key, v) {
-                static const char *const known[] = { "code", "language", "timeout", "output_limit", "figure_png" };
+                static const char *const known[] = { "code",       "language",   "timeout", "output_limit",
+                                                     "figure_png", "background", "env",     "context" };
                 bool ok = false;
                 for (size_t i = 0; i < ARRAY_SIZE(known); i++)
                         ok |= strcmp(key, known[i]) == 0;
                 if (!ok)
                         return corral_usage_field(ret_err, "body",
                                                   "'%s' is not a field of a step (code, language, timeout, "
-                                                  "output_limit, figure_png)",
+                                                  "output_limit, figure_png, background, env, context)",
                                                   key);
         }
         json_t *code = json_object_get(body, "code");
         const char *lang = json_string_value(json_object_get(body, "language"));
         if (!json_is_string(code))
                 return corral_usage_field(ret_err, "code", "code must be a string");
-        if (json_object_get(body, "language") && (lang == NULL || strcmp(lang, "python") != 0))
-                return corral_usage_field(ret_err, "language",
-                                          "language must be \"python\" (shell commands in a sandbox are not served "
-                                          "yet: run them from Python with subprocess)");
+        if (json_object_get(body, "language") && (lang == NULL || (strcmp(lang, "python") != 0 &&
+                                                                   strcmp(lang, "bash") != 0)))
+                return corral_usage_field(ret_err, "language", "language must be \"python\" or \"bash\"");
+        bool bash = lang && strcmp(lang, "bash") == 0;
+        json_t *bg = json_object_get(body, "background");
+        if (bg && (!json_is_boolean(bg) || (json_is_true(bg) && !bash)))
+                return corral_usage_field(ret_err, "background",
+                                          "background must be true or false, and true only for bash commands");
         json_t *t = json_object_get(body, "timeout");
         if (t && (!json_is_number(t) || !(json_number_value(t) > 0) || json_number_value(t) > 86400))
                 return corral_usage_field(ret_err, "timeout", "timeout must be a number of seconds above 0");
@@ -94,6 +111,44 @@ int step_parse(json_t *body, struct step_request *sr, corral_error **ret_err)
         sr->lim.timeout_s = t ? json_number_value(t) : 0;
         sr->lim.output_limit = o ? (uint64_t)json_integer_value(o) : 0;
         sr->lim.figure_png = json_is_true(f);
+        sr->lim.language = bash ? "bash" : NULL;
+        sr->lim.background = json_is_true(bg);
+        json_t *ctx = json_object_get(body, "context");
+        const char *ctx_name = json_string_value(ctx);
+        if (ctx && (ctx_name == NULL || ctx_name[0] == '\0' || json_string_length(ctx) > 64 ||
+                    strspn(ctx_name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
+                            json_string_length(ctx) || bash)) {
+                free(TAKE_PTR(sr->code));
+                return corral_usage_field(ret_err, "context",
+                                          "context must name a context of Python steps: 1 to 64 letters, digits, "
+                                          "'_', '-' or '.'");
+        }
+        if (ctx_name && (sr->context = strdup(ctx_name)) == NULL) {
+                free(TAKE_PTR(sr->code));
+                return corral_fail(ret_err, ENOMEM, "cannot take the context");
+        }
+        sr->lim.context = sr->context;
+        json_t *env = json_object_get(body, "env");
+        if (env) {
+                const char *name;
+                json_t *value;
+                bool ok = json_is_object(env) && json_object_size(env) <= 64;
+                json_object_foreach(env, name, value) {
+                        ok = ok && json_is_string(value) && name[0] && strlen(name) <= 256 &&
+                             strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+                                     strlen(name) &&
+                             json_string_length(value) <= 32768 &&
+                             strlen(json_string_value(value)) == json_string_length(value);
+                }
+                if (!ok) {
+                        step_request_release(sr);
+                        return corral_usage_field(ret_err, "env",
+                                                  "env must be an object of at most 64 NAME: \"value\" pairs (names "
+                                                  "of letters, digits and _; values of at most 32 KiB, no NUL)");
+                }
+                sr->env = json_incref(env);
+                sr->lim.env = env;
+        }
         return 0;
 }
 
@@ -113,11 +168,12 @@ static bool step_interrupt(void *userdata)
         return read(c->sb->interrupt_fd, &n, sizeof(n)) == (ssize_t)sizeof(n);
 }
 
-static void count_step(struct server *s, json_t *result, double started_ms)
+static void count_step(struct server *s, json_t *result, const char *language, double started_ms)
 {
         const char *status = json_string_value(json_object_get(result, "status"));
         metrics_add(s->metrics, "corral_executions_total", status ? status : "failed", 1);
-        metrics_observe(s->metrics, "corral_execution_seconds", "python", (monotonic_ms() - started_ms) / 1000);
+        metrics_observe(s->metrics, "corral_execution_seconds", language ? language : "python",
+                        (monotonic_ms() - started_ms) / 1000);
 }
 
 int step_run(struct server *s, struct sandbox *sb, struct step_request *sr, struct step_ctx *ctx,
@@ -145,7 +201,7 @@ int step_run(struct server *s, struct sandbox *sb, struct step_request *sr, stru
                 json_t *f;
                 json_array_foreach(json_object_get(*ret_result, "figures"), i, f)
                         json_object_del(f, "host_path");
-                count_step(s, *ret_result, t0);
+                count_step(s, *ret_result, sr->lim.language, t0);
         } else {
                 metrics_add(s->metrics, "corral_executions_total", "failed", 1);
         }
@@ -272,7 +328,7 @@ static void stream_free(void *cls)
         pthread_cond_broadcast(&st->s->changed);
         pthread_mutex_unlock(&st->s->lock);
         sandbox_put(st->s, st->sb);
-        free(st->sr.code);
+        step_request_release(&st->sr);
         free(st->buf);
         pthread_mutex_destroy(&st->lock);
         pthread_cond_destroy(&st->more);
@@ -286,7 +342,7 @@ static enum MHD_Result exec_streamed(struct request *rq, struct sandbox *sb, str
         struct stream *st = calloc(1, sizeof(*st));
         if (st == NULL) {
                 step_end(rq->s, sb);
-                free(sr->code);
+                step_request_release(sr);
                 sandbox_put(rq->s, sb);
                 return MHD_NO;
         }
@@ -303,7 +359,7 @@ static enum MHD_Result exec_streamed(struct request *rq, struct sandbox *sb, str
                 step_end(rq->s, sb);
                 st->thread = pthread_self();
                 sandbox_put(st->s, st->sb);
-                free(st->sr.code);
+                step_request_release(&st->sr);
                 free(st);
                 return MHD_NO;
         }
@@ -335,7 +391,7 @@ static enum MHD_Result route_exec(struct request *rq, struct sandbox *sb)
         }
         json_decref(body);
         if (!step_begin(s, sb)) {
-                free(sr.code);
+                step_request_release(&sr);
                 sandbox_put(s, sb);
                 count_rejected(s, "steps");
                 return reply_error(rq, MHD_HTTP_TOO_MANY_REQUESTS, "limit",
@@ -351,7 +407,7 @@ static enum MHD_Result route_exec(struct request *rq, struct sandbox *sb)
         json_t *result = NULL;
         int rc = step_run(s, sb, &sr, &ctx, &result, &err);
         step_end(s, sb);
-        free(sr.code);
+        step_request_release(&sr);
         sandbox_put(s, sb);
         if (rc < 0) {
                 enum MHD_Result r = reply_corral_error(rq, err);
@@ -377,12 +433,84 @@ static enum MHD_Result route_interrupt(struct request *rq, struct sandbox *sb)
 
 /* ---- files ---- */
 
+static bool is_tar(struct request *rq)
+{
+        const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        const char *fmt = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "format");
+        return (ct && strncasecmp(ct, "application/x-tar", 17) == 0) || (fmt && strcmp(fmt, "tar") == 0);
+}
+
+/* GET .../files?format=tar: the workspace as the session host archives it
+ * (between steps: a running one is waited for), from a file of ours that
+ * is gone from the directory before a byte is sent. */
+static enum MHD_Result download_tar(struct request *rq, struct sandbox *sb)
+{
+        corral_error *err = NULL;
+        cleanup_free char *name = NULL;
+        cleanup_free char *path = asprintf(&name, "download-%s-%d.tar", sb->id, (int)gettid()) < 0
+                                          ? NULL
+                                          : server_work_path(rq->s, name);
+        json_t *report = NULL;
+        if (path == NULL || session_host_archive(rq->s->host, sb->id, path, false, NULL, NULL, &report, &err) < 0) {
+                enum MHD_Result r = err ? reply_corral_error(rq, err) : MHD_NO;
+                corral_error_free(err);
+                if (path)
+                        unlink(path);
+                return r;
+        }
+        json_decref(report);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        unlink(path);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return reply_error(rq, 500, "internal", "cannot read the archive just written");
+        }
+        struct MHD_Response *r = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+        if (r == NULL) {
+                close(fd);
+                return MHD_NO;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-tar");
+        return reply(rq, MHD_HTTP_OK, r);
+}
+
+/* PUT .../files with a tar: extracted into the workspace, new top-level
+ * entries only (workspace_restore(): nothing out of the tree, no links out,
+ * no devices, no bombs; a refused archive leaves nothing). */
+static enum MHD_Result extract_tar(struct request *rq, struct sandbox *sb)
+{
+        corral_error *err = NULL;
+        struct workspace *ws = NULL;
+        json_t *report = NULL;
+        struct archive_limits lim = { .max_bytes = sb->max_upload };
+        close(TAKE_FD(rq->tar_fd));
+        enum MHD_Result r;
+        if (workspace_attach(sb->workspace, &ws, &err) < 0 || workspace_restore(ws, rq->tar_path, &lim, &report, &err) < 0) {
+                r = reply_corral_error(rq, err);
+        } else {
+                json_t *out = json_pack("{s:O*,s:O*,s:O*}", "entries", json_object_get(report, "entries"), "files",
+                                        json_object_get(report, "files"), "bytes", json_object_get(report, "bytes"));
+                r = reply_json(rq, MHD_HTTP_CREATED, out);
+        }
+        json_decref(report);
+        corral_error_free(err);
+        workspace_close(ws, false);
+        return r;
+}
+
 static enum MHD_Result route_files(struct request *rq, const char *method, struct sandbox *sb, const char *rel)
 {
         struct server *s = rq->s;
         struct workspace *ws = NULL;
         corral_error *err = NULL;
         enum MHD_Result ret;
+        if (strcmp(method, "PUT") == 0 && rel[0] == '\0' && rq->tar_fd >= 0 && rq->upload_status == 0) {
+                ret = extract_tar(rq, sb);
+                sandbox_put(s, sb);
+                return ret;
+        }
         if (strcmp(method, "PUT") == 0) {
                 if (rq->upload_status == MHD_HTTP_CONTENT_TOO_LARGE) {
                         count_rejected(s, "too_large");
@@ -391,13 +519,22 @@ static enum MHD_Result route_files(struct request *rq, const char *method, struc
                                           (uintmax_t)sb->max_upload);
                 } else if (rq->upload_status || !rq->uploading) {
                         ret = rq->upload_err ? reply_corral_error(rq, rq->upload_err)
-                                             : reply_error(rq, MHD_HTTP_BAD_REQUEST, "usage", "PUT needs a file's path");
+                                             : reply_error(rq, rq->upload_status >= 500 ? 500 : 400,
+                                                           rq->upload_status >= 500 ? "internal" : "usage",
+                                                           "the upload could not be written");
                 } else if (rq->uploading = false, workspace_upload_commit(&rq->up, &err) < 0) {
                         goto fail;
                 } else {
                         ret = reply_json(rq, MHD_HTTP_CREATED, json_pack("{s:s,s:I}", "path", rel, "size",
                                                                          (json_int_t)rq->up.written));
                 }
+                sandbox_put(s, sb);
+                return ret;
+        }
+        if (sandbox_live(s, sb, &err) < 0)
+                goto fail;
+        if (strcmp(method, "GET") == 0 && rel[0] == '\0' && is_tar(rq)) {
+                ret = download_tar(rq, sb);
                 sandbox_put(s, sb);
                 return ret;
         }
@@ -449,13 +586,36 @@ int route_upload_begin(struct request *rq, const char *method, const char *path)
 {
         char id[SESSION_ID_LEN + 1];
         const char *rest;
-        if (strcmp(method, "PUT") != 0 || !split_path(path, id, &rest) || strncmp(rest, "/files/", 7) != 0)
+        if (strcmp(method, "PUT") != 0 || !split_path(path, id, &rest) ||
+            (strncmp(rest, "/files/", 7) != 0 && strcmp(rest, "/files") != 0))
                 return 0;
         unsigned status;
         rq->upload_sb = sandbox_get(rq->s, rq->who, id, &status);
         if (rq->upload_sb == NULL) {
                 answer_status(rq, status, id);
                 return -1;
+        }
+        if (sandbox_live(rq->s, rq->upload_sb, &rq->upload_err) < 0) {
+                rq->upload_status = 409;
+                return 1;
+        }
+        if (strcmp(rest, "/files") == 0) {
+                /* A tar of many files: into a file of ours first, then
+                 * extracted beneath the workspace with the archive checks. */
+                if (!is_tar(rq)) {
+                        rq->upload_status = 400;
+                        corral_usage(&rq->upload_err, "PUT .../files takes a tar archive (Content-Type: "
+                                                      "application/x-tar); one file goes to .../files/PATH");
+                        return 1;
+                }
+                rq->tar_path = server_work_path(rq->s, "upload-XXXXXX");
+                rq->tar_fd = rq->tar_path ? mkostemp(rq->tar_path, O_CLOEXEC) : -1;
+                if (rq->tar_fd < 0) {
+                        free(TAKE_PTR(rq->tar_path));
+                        rq->upload_status = 500;
+                        corral_fail(&rq->upload_err, errno, "cannot take the archive");
+                }
+                return 1;
         }
         struct workspace *ws = NULL;
         if (workspace_attach(rq->upload_sb->workspace, &ws, &rq->upload_err) < 0 ||
@@ -523,6 +683,25 @@ enum MHD_Result route_api(struct request *rq, const char *method, const char *pa
                         }
                         return reply_json(rq, MHD_HTTP_OK, json_pack("{s:s}", "deleted", id));
                 }
+        } else if ((strcmp(rest, "/pause") == 0 || strcmp(rest, "/resume") == 0) && strcmp(method, "POST") == 0) {
+                int rc = rest[1] == 'p' ? sandbox_pause(s, sb, &err) : sandbox_resume(s, sb, &err);
+                json_t *d = rc == 0 ? sandbox_describe(s, sb) : NULL;
+                sandbox_put(s, sb);
+                if (rc < 0) {
+                        bool full = err && err->field && strcmp(err->field, "max_sandboxes") == 0;
+                        enum MHD_Result r = full ? reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "limit", "%s",
+                                                               err->msg)
+                                                 : reply_corral_error(rq, err);
+                        corral_error_free(err);
+                        return r;
+                }
+                return reply_json(rq, MHD_HTTP_OK, d);
+        } else if ((strcmp(rest, "/exec") == 0 || strcmp(rest, "/interrupt") == 0 || strcmp(rest, "/ws") == 0) &&
+                   sandbox_live(s, sb, &err) < 0) {
+                sandbox_put(s, sb);
+                enum MHD_Result r = reply_corral_error(rq, err);
+                corral_error_free(err);
+                return r;
         } else if (strcmp(rest, "/exec") == 0 && strcmp(method, "POST") == 0) {
                 return route_exec(rq, sb);
         } else if (strcmp(rest, "/interrupt") == 0 && strcmp(method, "POST") == 0) {

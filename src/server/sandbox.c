@@ -24,13 +24,15 @@ static void on_session_end(void *userdata, const char *id)
         struct sandbox *gone = NULL;
         pthread_mutex_lock(&s->lock);
         for (struct sandbox **p = &s->sandboxes; *p; p = &(*p)->next) {
-                if (strcmp((*p)->id, id) == 0) {
-                        gone = *p;
-                        *p = gone->next;
-                        s->n_sandboxes--;
-                        s->sandboxes_of[gone->owner]--;
-                        break;
-                }
+                if (strcmp((*p)->id, id) != 0)
+                        continue;
+                s->n_sandboxes--;
+                if ((*p)->pausing)
+                        break; /* stopped to be paused: it stays, without a session */
+                gone = *p;
+                *p = gone->next;
+                s->sandboxes_of[gone->owner]--;
+                break;
         }
         pthread_mutex_unlock(&s->lock);
         if (gone)
@@ -42,7 +44,9 @@ int sandboxes_init(struct server *s, corral_error **ret_err)
         size_t n = auth_count(s->auth);
         s->sandboxes_of = calloc(n, sizeof(unsigned));
         s->steps_of = calloc(n, sizeof(unsigned));
-        if (s->sandboxes_of == NULL || s->steps_of == NULL)
+        s->bucket = calloc(n, sizeof(double));
+        s->bucket_ms = calloc(n, sizeof(double));
+        if (s->sandboxes_of == NULL || s->steps_of == NULL || s->bucket == NULL || s->bucket_ms == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot start the server");
         struct session_host_options ho = { .on_session_end = on_session_end, .userdata = s };
         return session_host_new(&ho, &s->host, ret_err);
@@ -50,6 +54,10 @@ int sandboxes_init(struct server *s, corral_error **ret_err)
 
 static void sandbox_free(struct sandbox *sb)
 {
+        if (sb->archive)
+                unlink(sb->archive);
+        free(sb->archive);
+        corral_jail_config_release(&sb->cfg);
         json_decref(sb->metadata);
         json_decref(sb->limits);
         free(sb->workspace);
@@ -86,6 +94,8 @@ void sandboxes_end(struct server *s)
         }
         free(TAKE_PTR(s->sandboxes_of));
         free(TAKE_PTR(s->steps_of));
+        free(TAKE_PTR(s->bucket));
+        free(TAKE_PTR(s->bucket_ms));
 }
 
 /* ---- creating one ---- */
@@ -241,6 +251,7 @@ int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral
                 corral_jail_config_release(&spec.cfg);
                 return corral_fail(ret_err, ENOMEM, "cannot make a sandbox");
         }
+        corral_jail_config_init(&sb->cfg);
         sb->interrupt_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         sb->owner = who;
         sb->metadata = meta ? json_incref(meta) : json_object();
@@ -257,6 +268,14 @@ int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral
                 corral_jail_config_release(&spec.cfg);
                 return -1;
         }
+        if (corral_jail_config_copy(&sb->cfg, &spec.cfg, ret_err) < 0) {
+                corral_jail_config_init(&sb->cfg); /* released by the copy */
+                sandbox_free(sb);
+                corral_jail_config_release(&spec.cfg);
+                return -1;
+        }
+        sb->opt = spec.opt;
+        sb->warm_asked = spec.warm_asked;
         if (reserve(s, who, ret_err) < 0) {
                 sandbox_free(sb);
                 corral_jail_config_release(&spec.cfg);
@@ -307,15 +326,29 @@ struct sandbox *sandbox_get(struct server *s, int who, const char *id, unsigned 
         return found;
 }
 
+static void iso_time(double when, char out[32])
+{
+        time_t t = (time_t)when;
+        struct tm tm;
+        strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+}
+
 json_t *sandbox_describe(struct server *s, struct sandbox *sb)
 {
-        json_t *info = session_host_info(s->host, sb->id, NULL);
+        pthread_mutex_lock(&s->lock);
+        bool paused = sb->paused;
+        double paused_at = sb->paused_at;
+        pthread_mutex_unlock(&s->lock);
+        json_t *info = paused ? NULL : session_host_info(s->host, sb->id, NULL);
         char created[32];
-        time_t t = (time_t)sb->created;
-        struct tm tm;
-        strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-        json_t *d = json_pack("{s:s,s:s,s:O,s:O}", "id", sb->id, "created_at", created, "metadata", sb->metadata,
-                              "limits", sb->limits);
+        iso_time(sb->created, created);
+        json_t *d = json_pack("{s:s,s:s,s:s,s:O,s:O}", "id", sb->id, "state", paused ? "paused" : "running",
+                              "created_at", created, "metadata", sb->metadata, "limits", sb->limits);
+        if (d && paused) {
+                char when[32];
+                iso_time(paused_at, when);
+                json_object_set_new(d, "paused_at", json_string(when));
+        }
         if (d == NULL)
                 return NULL;
         static const char *const copied[] = { "steps", "alive", "busy", "expires_in_s", "expires_by", "warm" };
@@ -350,8 +383,112 @@ json_t *sandbox_list(struct server *s, int who)
 
 int sandbox_delete(struct server *s, struct sandbox *sb, corral_error **ret_err)
 {
+        pthread_mutex_lock(&s->lock);
+        bool paused = sb->paused, pausing = sb->pausing;
+        if (paused) {
+                /* No session: out of the registry here (its archive goes
+                 * with the last reference). */
+                for (struct sandbox **p = &s->sandboxes; *p; p = &(*p)->next)
+                        if (*p == sb) {
+                                *p = sb->next;
+                                s->sandboxes_of[sb->owner]--;
+                                sb->refs--;
+                                break;
+                        }
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (pausing)
+                return corral_make_error(ret_err, CORRAL_ERR_BUSY, 0, "the sandbox is being paused or resumed: "
+                                                                      "try again when that has ended");
         /* Deleting is killing: a running step is cancelled, not waited for. */
-        return session_host_stop_now(s->host, sb->id, ret_err);
+        return paused ? 0 : session_host_stop_now(s->host, sb->id, ret_err);
+}
+
+int sandbox_live(struct server *s, struct sandbox *sb, corral_error **ret_err)
+{
+        pthread_mutex_lock(&s->lock);
+        bool paused = sb->paused;
+        pthread_mutex_unlock(&s->lock);
+        if (paused)
+                return corral_make_error(ret_err, CORRAL_ERR_BUSY, 0,
+                                         "the sandbox is paused: POST .../resume brings it back");
+        return 0;
+}
+
+int sandbox_pause(struct server *s, struct sandbox *sb, corral_error **ret_err)
+{
+        pthread_mutex_lock(&s->lock);
+        bool busy = sb->paused || sb->pausing;
+        sb->pausing = !busy;
+        pthread_mutex_unlock(&s->lock);
+        if (busy)
+                return corral_make_error(ret_err, CORRAL_ERR_BUSY, 0, "the sandbox is %s",
+                                         sb->paused ? "paused already" : "being paused or resumed");
+        cleanup_free char *name = NULL;
+        char *path = asprintf(&name, "paused-%s.tar", sb->id) < 0 ? NULL : server_work_path(s, name);
+        json_t *report = NULL;
+        /* Written between steps; the session stops once it is. */
+        int rc = path ? session_host_archive(s->host, sb->id, path, true, NULL, NULL, &report, ret_err)
+                      : corral_fail(ret_err, ENOMEM, "cannot pause the sandbox");
+        json_decref(report);
+        pthread_mutex_lock(&s->lock);
+        sb->pausing = false;
+        if (rc == 0) {
+                sb->paused = true;
+                sb->paused_at = (double)time(NULL);
+                free(sb->archive);
+                sb->archive = TAKE_PTR(path);
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (path)
+                unlink(path); /* not written whole */
+        free(path);
+        return rc;
+}
+
+int sandbox_resume(struct server *s, struct sandbox *sb, corral_error **ret_err)
+{
+        pthread_mutex_lock(&s->lock);
+        bool ok = sb->paused && !sb->pausing;
+        bool full = s->n_sandboxes >= s->cfg.max_sandboxes;
+        if (ok && !full) {
+                sb->pausing = true;
+                s->n_sandboxes++;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (!ok)
+                return corral_make_error(ret_err, CORRAL_ERR_BUSY, 0, "the sandbox is not paused");
+        if (full)
+                return corral_make_error(ret_err, CORRAL_ERR_LIMIT, 0,
+                                         "the server holds its most sandboxes (%u): try again later",
+                                         s->cfg.max_sandboxes),
+                       corral_error_set_field(ret_err, "max_sandboxes");
+        struct session_spec spec = { .opt = sb->opt, .warm_asked = sb->warm_asked, .from = sb->archive };
+        const char *tmp = getenv("TMPDIR");
+        spec.tmpdir = tmp && tmp[0] == '/' ? tmp : "/tmp";
+        json_t *started = NULL;
+        bool refused = false;
+        int rc = corral_jail_config_copy(&spec.cfg, &sb->cfg, ret_err);
+        if (rc == 0) {
+                spec.opt.warm = spec.opt.warm && warm_supported(&spec.cfg, NULL) == 0;
+                rc = session_host_start(s->host, sb->id, &spec, &started, &refused, ret_err);
+        }
+        pthread_mutex_lock(&s->lock);
+        sb->pausing = false;
+        if (rc == 0) {
+                sb->paused = false;
+                free(sb->workspace);
+                sb->workspace = strdup(json_string_value(json_object_get(started, "workspace")) ?: "");
+        } else {
+                s->n_sandboxes--;
+        }
+        pthread_mutex_unlock(&s->lock);
+        json_decref(started);
+        if (rc == 0 && sb->archive) {
+                unlink(sb->archive);
+                free(TAKE_PTR(sb->archive));
+        }
+        return rc;
 }
 
 bool step_begin(struct server *s, struct sandbox *sb)

@@ -27,6 +27,15 @@ struct sandbox {
         double created;          /* CLOCK_REALTIME s */
         int interrupt_fd;        /* eventfd: POST .../interrupt */
         bool stepping;           /* a step of ours runs */
+        /* Paused: the session stopped, its workspace in archive (in the
+         * server's work directory), restarted from it by resume with the
+         * same configuration. */
+        corral_jail_config cfg;
+        struct session_options opt;
+        bool warm_asked;
+        bool pausing, paused;
+        char *archive;
+        double paused_at;
         unsigned refs;           /* the registry's and each request's; under the server's lock */
 };
 
@@ -44,13 +53,16 @@ struct server {
         struct MHD_Daemon *mhd;
         struct session_host *host;
         struct metrics *metrics;
+        char *work_dir;          /* ours alone (0700, flock-held): paused archives, tar transfers */
+        int work_lock;
 
         pthread_mutex_t lock;    /* the fields below */
         pthread_cond_t changed;  /* steps ended */
         struct sandbox *sandboxes;
         unsigned n_sandboxes;
-        unsigned *sandboxes_of; /* per principal */
+        unsigned *sandboxes_of; /* per principal, paused ones too */
         unsigned *steps_of;     /* per principal */
+        double *bucket, *bucket_ms; /* per principal: request tokens left, when last filled */
         unsigned steps;
         unsigned streams;        /* streamed answers not yet sent whole, WebSockets open */
         atomic_bool draining;    /* no new step: steps end within the grace */
@@ -68,11 +80,17 @@ struct request {
         bool too_large;
         struct ws_upload up;     /* a PUT of a file */
         bool uploading;
+        int tar_fd;              /* a tar upload's temporary file, or -1 */
+        char *tar_path;
+        uint64_t tar_len;
         struct sandbox *upload_sb;
         int upload_status;       /* an upload's early error (0: none) */
         corral_error *upload_err;
         double started_ms;
 };
+
+/* The OpenAPI 3.1 description of the API (openapi.json, embedded). */
+extern const char server_openapi[];
 
 /* ---- answers (server.c) ---- */
 enum MHD_Result reply_json(struct request *rq, unsigned status, json_t *body);     /* takes body */
@@ -97,6 +115,15 @@ void sandbox_put(struct server *s, struct sandbox *sb);
 json_t *sandbox_describe(struct server *s, struct sandbox *sb);
 json_t *sandbox_list(struct server *s, int who);
 int sandbox_delete(struct server *s, struct sandbox *sb, corral_error **ret_err);
+/* Pause: the workspace archived (after a running step), the session
+ * stopped; resume: a session again from the archive, files back, the
+ * interpreter's state not.  0, or -1 with err (busy: already so). */
+int sandbox_pause(struct server *s, struct sandbox *sb, corral_error **ret_err);
+int sandbox_resume(struct server *s, struct sandbox *sb, corral_error **ret_err);
+/* A request for a paused sandbox's session: -1 with a busy error. */
+int sandbox_live(struct server *s, struct sandbox *sb, corral_error **ret_err);
+/* A path of the server's own for a temporary file (name: its last part). */
+char *server_work_path(struct server *s, const char *name);
 /* A step may start for who: false when the token's limit is reached
  * (then answer 429).  step_end() when it has ended. */
 bool step_begin(struct server *s, struct sandbox *sb);
@@ -106,8 +133,12 @@ void step_end(struct server *s, struct sandbox *sb);
 struct step_request {
         char *code;
         size_t len;
+        json_t *env;             /* held for lim.env */
+        char *context;           /* lim.context's */
         struct session_step_limits lim;
 };
+/* Free what step_parse() took. */
+void step_request_release(struct step_request *sr);
 /* A step's fields from a request ({"code", "language", "timeout",
  * "output_limit", "figure_png"}): sr->code is malloc'd. */
 int step_parse(json_t *body, struct step_request *sr, corral_error **ret_err);

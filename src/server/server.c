@@ -43,6 +43,7 @@ void server_config_init(struct server_config *cfg)
         cfg->max_upload = 256u << 20;
         cfg->request_timeout_s = 60;
         cfg->max_lifetime_s = 86400;
+        cfg->max_rate = 1000;
 }
 
 /* ---- answers ---- */
@@ -241,6 +242,23 @@ static enum MHD_Result metrics_page(struct request *rq)
         return reply(rq, MHD_HTTP_OK, r);
 }
 
+/* A token bucket per principal: max_rate requests a second, bursts of
+ * twice that. */
+static bool take_token(struct server *s, int who)
+{
+        double rate = s->cfg.max_rate, now = monotonic_ms();
+        pthread_mutex_lock(&s->lock);
+        double level = s->bucket_ms[who] == 0 ? 2 * rate
+                                              : s->bucket[who] + (now - s->bucket_ms[who]) / 1000 * rate;
+        if (level > 2 * rate)
+                level = 2 * rate;
+        bool ok = level >= 1;
+        s->bucket[who] = ok ? level - 1 : level;
+        s->bucket_ms[who] = now;
+        pthread_mutex_unlock(&s->lock);
+        return ok;
+}
+
 /* The first call of a request: everything that can be refused from the
  * headers alone is, before a byte of the body is read.  NULL: passed. */
 static enum MHD_Result gate(struct request *rq, const char *method, const char *path, bool *ret_answered)
@@ -255,6 +273,15 @@ static enum MHD_Result gate(struct request *rq, const char *method, const char *
                                            ? "the Host header names no address this server answers to"
                                            : "requests from another site's pages are refused (the Origin is not "
                                              "this server)");
+        }
+        if (strcmp(path, "/v1/openapi.json") == 0 && strcmp(method, "GET") == 0) {
+                struct MHD_Response *r = MHD_create_response_from_buffer(strlen(server_openapi),
+                                                                         (void *)server_openapi,
+                                                                         MHD_RESPMEM_PERSISTENT);
+                if (r == NULL)
+                        return MHD_NO;
+                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+                return reply(rq, MHD_HTTP_OK, r);
         }
         if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0)
                 return strcmp(method, "GET") == 0 ? health(rq, path)
@@ -287,6 +314,12 @@ static enum MHD_Result gate(struct request *rq, const char *method, const char *
                 MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"corral\"");
                 return reply(rq, MHD_HTTP_UNAUTHORIZED, r);
         }
+        if (!take_token(s, rq->who)) {
+                count_rejected(s, "rate");
+                return reply_error(rq, MHD_HTTP_TOO_MANY_REQUESTS, "limit",
+                                   "this token sends more than %u requests a second: slow down",
+                                   s->cfg.max_rate);
+        }
         if (atomic_load(&s->draining)) {
                 count_rejected(s, "draining");
                 return reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", "the server is shutting down");
@@ -296,11 +329,12 @@ static enum MHD_Result gate(struct request *rq, const char *method, const char *
         if (up < 0)
                 return MHD_YES; /* answered */
         uint64_t cap = up ? rq->upload_sb->max_upload : s->cfg.max_body;
-        if (cl && strtoull(cl, NULL, 10) > cap) {
+        uint64_t length = cl ? strtoull(cl, NULL, 10) : 0; /* libmicrohttpd refused a malformed one */
+        if (length > cap) {
                 count_rejected(s, "too_large");
                 return reply_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "limit",
-                                   "the body is %s bytes, more than the %ju this request may carry", cl,
-                                   (uintmax_t)cap);
+                                   "the body is %ju bytes, more than the %ju this request may carry",
+                                   (uintmax_t)length, (uintmax_t)cap);
         }
         *ret_answered = false;
         return MHD_YES;
@@ -312,6 +346,11 @@ static void request_free(struct request *rq)
                 return;
         if (rq->uploading)
                 workspace_upload_abort(&rq->up);
+        if (rq->tar_fd >= 0)
+                close(rq->tar_fd);
+        if (rq->tar_path)
+                unlink(rq->tar_path);
+        free(rq->tar_path);
         if (rq->upload_sb)
                 sandbox_put(rq->s, rq->upload_sb);
         corral_error_free(rq->upload_err);
@@ -331,6 +370,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 /* A chunk of the body: into the upload, or the JSON buffer up to its cap. */
 static void take_body(struct request *rq, const char *data, size_t n)
 {
+        if (rq->tar_fd >= 0) {
+                if (rq->upload_status == 0 && rq->tar_len + n > rq->upload_sb->max_upload)
+                        rq->upload_status = MHD_HTTP_CONTENT_TOO_LARGE;
+                else if (rq->upload_status == 0 && write_all(rq->tar_fd, data, n) < 0)
+                        rq->upload_status = 500;
+                rq->tar_len += n;
+                return;
+        }
         if (rq->uploading) {
                 if (rq->upload_status == 0 && rq->up.written + n > rq->upload_sb->max_upload)
                         rq->upload_status = MHD_HTTP_CONTENT_TOO_LARGE;
@@ -373,6 +420,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
                 rq->s = cls;
                 rq->conn = c;
                 rq->who = -1;
+                rq->tar_fd = -1;
                 rq->up.fd = rq->up.dirfd = -1;
                 rq->started_ms = monotonic_ms();
                 *con_cls = rq;
@@ -566,6 +614,7 @@ int server_start(const struct server_config *cfg, struct server **ret, corral_er
                 return corral_fail(ret_err, ENOMEM, "cannot start the server");
         s->cfg = *cfg;
         s->listen_fd = -1;
+        s->work_lock = -1;
         s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         pthread_mutex_init(&s->lock, NULL);
         pthread_cond_init(&s->changed, NULL);
@@ -577,18 +626,22 @@ int server_start(const struct server_config *cfg, struct server **ret, corral_er
         if ((cfg->limits && corral_jail_config_copy(&s->limits, cfg->limits, ret_err) < 0) || data == NULL ||
             s->stop_fd < 0)
                 goto fail_nomem;
+        if (mkdir_p(data, 0700) < 0) {
+                corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot make the data directory '%s'", data);
+                corral_error_set_field(ret_err, "data_dir");
+                goto fail;
+        }
+        /* A directory of our own in it for paused sandboxes and tar
+         * transfers; one a killed server left is removed. */
+        workspace_sweep(data);
+        if (workspace_make_temporary(data, &s->work_dir, &s->work_lock, ret_err) < 0)
+                goto fail;
         if (cfg->tokens_file) {
                 if (auth_load(cfg->tokens_file, &s->auth, ret_err) < 0) {
                         corral_error_set_field(ret_err, "tokens_file");
                         goto fail;
                 }
         } else {
-                if (mkdir_p(data, 0700) < 0) {
-                        corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot make the data directory '%s'",
-                                          data);
-                        corral_error_set_field(ret_err, "data_dir");
-                        goto fail;
-                }
                 if (asprintf(&s->token_file, "%s/token", data) < 0)
                         goto fail_nomem;
                 if (auth_generate(s->token_file, &s->auth, &s->token, ret_err) < 0)
@@ -652,6 +705,12 @@ fail_nomem:
 fail:
         server_free(s);
         return -1;
+}
+
+char *server_work_path(struct server *s, const char *name)
+{
+        char *out = NULL;
+        return asprintf(&out, "%s/%s", s->work_dir, name) < 0 ? NULL : out;
 }
 
 const char *server_url(const struct server *s)
@@ -730,6 +789,16 @@ void server_free(struct server *s)
         free(s->hosts);
         auth_free(s->auth);
         metrics_free(s->metrics);
+        if (s->work_dir) {
+                /* What is left: paused sandboxes' archives (they live as
+                 * long as the server), a transfer cut short. */
+                struct workspace *ws = NULL;
+                if (workspace_attach(s->work_dir, &ws, NULL) == 0)
+                        workspace_close(ws, true);
+                free(s->work_dir);
+        }
+        if (s->work_lock >= 0)
+                close(s->work_lock);
         corral_jail_config_release(&s->limits);
         free(s->token_file);
         free(s->url);

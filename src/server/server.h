@@ -36,6 +36,7 @@ struct server_config {
         unsigned max_sandboxes;   /* all principals together (default 64) */
         unsigned max_sandboxes_per_token; /* default 16 */
         unsigned max_execs_per_token;     /* steps running at once (default 8) */
+        unsigned max_rate;        /* requests a second per token, bursts of twice that (default 1000) */
         unsigned max_connections; /* default 256 */
         uint64_t max_body;        /* a JSON request (default 1 MiB) */
         uint64_t max_upload;      /* a file's PUT (default 256 MiB, and the sandbox's disk) */

@@ -158,7 +158,7 @@ static void start_step(struct ws *w, json_t *msg, const char *id)
                 ws_error(w, id, atomic_load(&w->s->draining) ? "unavailable" : "limit",
                          atomic_load(&w->s->draining) ? "the server is shutting down"
                                                       : "too many steps at once: wait for one to end");
-                free(st->sr.code);
+                step_request_release(&st->sr);
                 free(st);
                 return;
         }
@@ -172,7 +172,7 @@ static void start_step(struct ws *w, json_t *msg, const char *id)
                 pthread_mutex_unlock(&w->lock);
                 step_end(w->s, w->sb);
                 ws_error(w, id, "internal", "cannot start the step");
-                free(st->sr.code);
+                step_request_release(&st->sr);
                 free(st);
                 return;
         }
@@ -193,7 +193,7 @@ static void reap_steps(struct ws *w, bool wait)
                 *p = st->next;
                 pthread_mutex_unlock(&w->lock);
                 pthread_join(st->thread, NULL);
-                free(st->sr.code);
+                step_request_release(&st->sr);
                 free(st);
                 pthread_mutex_lock(&w->lock);
         }

@@ -402,6 +402,84 @@ def reset_peak():
         return False
 
 
+# ---- shell steps ----
+
+_background = {}  # pid -> Popen of a background command
+
+
+class _ShellDone(Exception):
+    """A shell step ended: its result is set (not an error of user code)."""
+
+
+def step_env(req):
+    """The step's own variables, as a dict of strings (anything else is dropped)."""
+    env = req.get("env")
+    if not isinstance(env, dict):
+        return {}
+    return {k: v for k, v in env.items() if isinstance(k, str) and isinstance(v, str) and k and "=" not in k}
+
+
+def run_shell(code, background, step, env):
+    """bash on code, in the session's jail as a child of the interpreter.
+    Foreground: its output is the step's (it writes to our capture pipes),
+    its status the step's; an interrupt (or the time limit) sends SIGINT to
+    its process group, then SIGKILL if it lingers.  Background: its output
+    goes to a log in the workspace, its status to a file beside it once it
+    ends, and it runs on after the step."""
+    import subprocess
+    if not background:
+        p = subprocess.Popen(["bash", "-c", code], stdin=subprocess.DEVNULL, start_new_session=True,
+                             env=dict(os.environ, **env))
+        try:
+            return p.wait(), None
+        except KeyboardInterrupt:
+            # SIGINT first (bash and its foreground child may clean up),
+            # then SIGKILL for what is left of the group: its background
+            # children ignore SIGINT.
+            for sig, wait in ((signal.SIGINT, 0.5), (signal.SIGKILL, 5)):
+                try:
+                    os.killpg(p.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    p.wait(wait)
+                except subprocess.TimeoutExpired:
+                    pass
+            raise
+    logdir = "/workspace/.corral/commands"
+    os.makedirs(logdir, exist_ok=True)
+    tmp = "%s/step-%d.log" % (logdir, step)
+    with open(tmp, "wb") as log:
+        p = subprocess.Popen(["bash", "-c", code], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True, env=dict(os.environ, **env))
+    os.rename(tmp, "%s/%d.log" % (logdir, p.pid))
+    _background[p.pid] = p
+
+    def reap():
+        rc = p.wait()
+        _background.pop(p.pid, None)
+        with open("%s/%d.exit" % (logdir, p.pid), "w") as f:
+            f.write("%d\n" % (rc if rc >= 0 else 128 - rc))
+    threading.Thread(target=reap, daemon=True).start()
+    return 0, {"pid": p.pid, "log": "/workspace/.corral/commands/%d.log" % p.pid,
+               "exit": "/workspace/.corral/commands/%d.exit" % p.pid}
+
+
+_contexts = {}  # name -> namespace of a context other than the default
+
+
+def step_namespace(req, default):
+    """The namespace a step runs in: the session's, or a named context's,
+    made on first use (its own variables; modules are the interpreter's)."""
+    name = req.get("context")
+    if not isinstance(name, str) or not name:
+        return default
+    ns = _contexts.get(name)
+    if ns is None:
+        ns = _contexts[name] = {"__name__": "__main__", "__builtins__": __builtins__}
+    return ns
+
+
 def run_step(req, ns, streams, counter):
     global _running, _in_user
     step = req.get("id")
@@ -427,24 +505,52 @@ def run_step(req, ns, streams, counter):
         with _state_lock:
             _running = step
         try:
+            if req.get("language") == "bash":
+                _in_user = True
+                try:
+                    rc, started = run_shell(code, req.get("background") is True, step, step_env(req))
+                finally:
+                    _in_user = False
+                if started is not None:
+                    result["value"] = json.dumps(started)
+                    result["value_type"] = "dict"
+                    result["value_json"] = started
+                elif rc != 0:
+                    # bash's own status: 128+N for a signal N.
+                    status = rc if rc > 0 else 128 - rc
+                    result["status"] = "error"
+                    result["exit_code"] = status
+                    result["error"] = {"type": "ExitStatus", "message": "exit status %d" % status,
+                                       "traceback": ""}
+                raise _ShellDone
             tree = ast.parse(code, filename, "exec")
             last = None
             if tree.body and isinstance(tree.body[-1], ast.Expr):
                 last = ast.Expression(tree.body.pop().value)
             body = compile(tree, filename, "exec")
             tail = compile(last, filename, "eval") if last is not None else None
+            env = step_env(req)
+            saved = {k: os.environ.get(k) for k in env}
+            os.environ.update(env)
             _in_user = True
             try:
                 exec(body, ns)
                 value = eval(tail, ns) if tail is not None else None
             finally:
                 _in_user = False
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
             if value is not None:
                 ns["_"] = value
                 kind, text = describe(value)
                 result["value"] = text
                 result["value_type"] = kind
                 result.update(rich_reprs(value))
+        except _ShellDone:
+            pass
         except KeyboardInterrupt as e:
             result["status"] = "interrupted"
             result["error"] = {"type": "KeyboardInterrupt", "message": "",
@@ -541,7 +647,7 @@ def main():
         op = req.get("op")
         if op == "exec":
             counter += 1
-            run_step(req, ns, streams, counter)
+            run_step(req, step_namespace(req, ns), streams, counter)
         elif op == "ping":
             send({"t": "pong", "id": req.get("id")})
         else:

@@ -862,6 +862,10 @@ void session_result_from_frame(struct session_result *r, json_t *f)
         } else {
                 r->status = SESSION_STEP_ERROR;
                 r->exit_code = 1;
+                /* A shell step's own status (1 to 255). */
+                json_int_t code = json_integer_value(json_object_get(f, "exit_code"));
+                if (code > 0 && code < 256)
+                        r->exit_code = (int)code;
         }
         json_t *text = capped_string(json_object_get(f, "value"), VALUE_MAX);
         if (text) {
@@ -1005,6 +1009,14 @@ int session_exec(struct session *s, const char *code, size_t len, const struct s
                                                               (json_int_t)lim->preview_bytes));
         if (req && lim && lim->figure_png)
                 json_object_set_new(req, "figure_png", json_true());
+        if (req && lim && lim->language)
+                json_object_set_new(req, "language", json_string(lim->language));
+        if (req && lim && lim->background)
+                json_object_set_new(req, "background", json_true());
+        if (req && lim && lim->env)
+                json_object_set(req, "env", (json_t *)lim->env);
+        if (req && lim && lim->context)
+                json_object_set_new(req, "context", json_string(lim->context));
         double deadline = t0 + timeout_s * 1000;
         if (req == NULL) {
                 corral_fail(ret_err, ENOMEM, "cannot send the step");

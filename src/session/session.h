@@ -79,6 +79,19 @@ struct session_step_limits {
          * 8 MiB a figure, 32 MiB a step): for a caller that cannot read
          * the workspace, such as a server's client. */
         bool figure_png;
+        /* The code is a bash script, not Python (NULL: Python): run by the
+         * driver as a child of the interpreter in the session's jail, its
+         * output streamed and its exit status the step's.  With background,
+         * started and not waited for: the result's value is {"pid", "log"}
+         * (docs/sessions.md, "Shell steps"). */
+        const char *language;
+        bool background;
+        /* Variables for this step only ({"NAME": "VALUE"}; NULL: none):
+         * a bash step's environment, os.environ while a Python step runs. */
+        const json_t *env;
+        /* A named context: a namespace of its own in the same interpreter
+         * (NULL: the session's). */
+        const char *context;
 };
 
 struct session_callbacks {

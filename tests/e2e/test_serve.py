@@ -668,3 +668,220 @@ def test_a_websocket_gone_interrupts_and_a_stop_closes_it(serve):
     assert op == websocket.ABNF.OPCODE_CLOSE and int.from_bytes(frame[:2], "big") == 1001, (op, frame)
     assert s.proc.wait(30) == 0
     LIVE.remove(s)
+
+
+def make_tar(files):
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+        for name, data in files.items():
+            if isinstance(data, tuple):  # ("symlink", target)
+                info = tarfile.TarInfo(name)
+                info.type = tarfile.SYMTYPE
+                info.linkname = data[1]
+                t.addfile(info)
+                continue
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_many_files_as_one_tar(serve):
+    import io
+    import tarfile
+    s = serve()
+    sid = s.create()
+    base = f"/v1/sandboxes/{sid}/files"
+    files = {f"batch/part-{i:03}.csv": f"i,sq\n{i},{i * i}\n".encode() for i in range(300)}
+    status, _, body = s.request("PUT", base, make_tar(files), headers={"Content-Type": "application/x-tar"})
+    assert status == 201, body
+    assert json.loads(body)["files"] == 300
+    r = s.exec(sid, "import glob, pandas as pd\n"
+                    "int(sum(pd.read_csv(f).sq.sum() for f in glob.glob('/workspace/batch/*.csv')))")
+    assert r["value"]["text"] == str(sum(i * i for i in range(300))), r
+    s.exec(sid, "open('/workspace/made.txt', 'w').write('by the sandbox')")
+    status, h, body = s.request("GET", f"{base}?format=tar")
+    assert status == 200 and h["Content-Type"] == "application/x-tar"
+    with tarfile.open(fileobj=io.BytesIO(body)) as t:
+        names = set(t.getnames())
+        assert "made.txt" in names and "batch/part-299.csv" in names, sorted(names)[:10]
+        assert t.extractfile("made.txt").read() == b"by the sandbox"
+    # Refused as a whole, nothing left: out of the tree, a link out, an existing entry, not a tar.
+    for bad, words in ((make_tar({"../escape.txt": b"x"}), b".."),
+                       (make_tar({"ok/a.txt": b"a", "ok/link": ("symlink", "/etc/passwd")}), b"link"),
+                       (make_tar({"batch/again.csv": b"x"}), b"batch"),
+                       (b"not a tar at all" * 100, b"")):
+        status, _, body = s.request("PUT", base, bad, headers={"Content-Type": "application/x-tar"})
+        assert status == 400 and words in body, (status, body)
+    status, j = s.json("GET", f"{base}?depth=1")
+    assert sorted(e["path"] for e in j["files"] if not e["path"].startswith(("input", "output", ".corral"))) == \
+        ["batch", "made.txt"], j
+    status, _, body = s.request("PUT", base, b"x")
+    assert status == 400 and b"tar" in body
+
+
+def test_pause_and_resume(serve):
+    s = serve("--max-per-token", "2")
+    sid = s.create({"metadata": {"kept": True}})
+    s.request("PUT", f"/v1/sandboxes/{sid}/files/notes.txt", b"before the pause")
+    s.exec(sid, "x = 42\nopen('/workspace/out.txt', 'w').write('made')")
+    status, d = s.json("POST", f"/v1/sandboxes/{sid}/pause")
+    assert status == 200 and d["state"] == "paused" and "paused_at" in d, d
+    assert d["metadata"] == {"kept": True}
+    for method, path in (("POST", "/exec"), ("GET", "/files"), ("GET", "/files/notes.txt"), ("POST", "/interrupt"),
+                         ("PUT", "/files/x.txt"), ("POST", "/pause")):
+        status, j = s.json(method, f"/v1/sandboxes/{sid}{path}", {"code": "1"} if path == "/exec" else None)
+        assert status == 409 and j["error"]["kind"] == "busy", (method, path, j)
+    listed = s.json("GET", "/v1/sandboxes")[1]["sandboxes"]
+    assert [(x["id"], x["state"]) for x in listed] == [(sid, "paused")]
+    # A paused sandbox still counts for its token.
+    s.create()
+    assert s.request("POST", "/v1/sandboxes", {})[0] == 429
+    status, d = s.json("POST", f"/v1/sandboxes/{sid}/resume")
+    assert status == 200 and d["state"] == "running", d
+    r = s.exec(sid, "open('/workspace/notes.txt').read() + ' / ' + open('/workspace/out.txt').read()")
+    assert r["value"]["text"] == "'before the pause / made'", r
+    r = s.exec(sid, "x")
+    assert r["status"] == "error" and r["error"]["name"] == "NameError", "variables do not survive a pause"
+    assert s.json("POST", f"/v1/sandboxes/{sid}/resume")[0] == 409
+    # Deleting a paused sandbox removes its archive.
+    s.json("POST", f"/v1/sandboxes/{sid}/pause")
+    work = [d for d in os.listdir(s.data) if d.startswith("corral-ws-")]
+    assert len(work) == 1 and any(f.startswith("paused-") for f in os.listdir(s.data / work[0]))
+    assert s.json("DELETE", f"/v1/sandboxes/{sid}")[0] == 200
+    assert not any(f.startswith("paused-") for f in os.listdir(s.data / work[0]))
+    assert s.json("GET", f"/v1/sandboxes/{sid}")[0] == 404
+    assert s.stop()[0] == 0
+    assert [d for d in os.listdir(s.data) if d.startswith("corral-ws-")] == [], "the work directory was left"
+
+
+def test_a_token_is_rate_limited(serve):
+    s = serve("--max-rate", "20")
+    codes = [s.request("GET", "/v1/sandboxes")[0] for _ in range(60)]
+    assert codes[:40].count(200) >= 39 and 429 in codes, codes
+    status, h, body = s.request("GET", "/v1/sandboxes")
+    time.sleep(1.1)
+    assert s.request("GET", "/v1/sandboxes")[0] == 200, "the bucket did not refill"
+    assert s.request("GET", "/healthz", token=False)[0] == 200
+    metrics = s.request("GET", "/metrics")[2].decode()
+    assert 'corral_rejected_requests_total{reason="rate"}' in metrics
+
+
+def test_the_openapi_file_matches_the_routes(serve):
+    """Every operation the OpenAPI file names is a route of the server (it
+    answers something else than 'no such route' or 'not a route'), every
+    route of docs/api.md's table is in the file, and the file is served."""
+    import re
+    s = serve()
+    status, spec = s.json("GET", "/v1/openapi.json", token=False)
+    assert status == 200 and spec["openapi"].startswith("3.1")
+    sid = s.create()
+    ops = {(m.upper(), p) for p, item in spec["paths"].items() for m in item if m != "parameters"}
+    for method, path in sorted(ops):
+        url = path.replace("{id}", sid).replace("{path}", "some/file.txt")
+        headers = {}
+        if path.endswith("/ws"):
+            headers = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+                       "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+            c = s.conn()
+            c.request("GET", url, headers=dict(headers, Authorization=f"Bearer {s.token}"))
+            assert c.getresponse().status == 101, url
+            c.close()
+            continue
+        body = {"code": "1"} if path.endswith("/exec") else None
+        if method == "PUT":
+            body = make_tar({"t.txt": b"t"}) if path.endswith("/files") else b"data"
+            headers["Content-Type"] = "application/x-tar" if path.endswith("/files") else "application/octet-stream"
+        status, _, data = s.request(method, url, body, headers=headers)
+        assert status != 405 and b"no such route" not in data, (method, path, status, data)
+        if path.endswith("/pause"):
+            s.request("POST", f"/v1/sandboxes/{sid}/resume")
+        if method == "DELETE" and path == "/v1/sandboxes/{id}":
+            sid = s.create()
+    doc = open(os.path.join(os.environ.get("CORRAL_SOURCE_ROOT") or os.path.join(os.path.dirname(__file__), "..", ".."),
+                            "docs", "api.md")).read()
+    documented = set()
+    for m in re.finditer(r"^\| `(GET|POST|PUT|DELETE) ([^`?]+)[^`]*` \|", doc, re.M):
+        documented.add((m.group(1), m.group(2)))
+    assert documented, "no route table in docs/api.md"
+    assert documented <= ops, f"in docs/api.md, not in the OpenAPI file: {sorted(documented - ops)}"
+    assert ops <= documented, f"in the OpenAPI file, not in docs/api.md: {sorted(ops - documented)}"
+
+
+def test_shell_steps_and_a_background_server(serve):
+    """bash runs in the sandbox beside its Python: output streamed, its exit
+    status the step's; a background command keeps running between steps,
+    and Python in the sandbox calls the server it started on loopback."""
+    s = serve()
+    sid = s.create()
+    status, r = s.json("POST", f"/v1/sandboxes/{sid}/exec",
+                       {"language": "bash", "code": "echo hi; echo oops >&2; cd /workspace && touch made.txt; exit 3"})
+    assert status == 200 and r["status"] == "error" and r["exit_code"] == 3, r
+    assert r["stdout"] == "hi\n" and r["stderr"] == "oops\n" and r["error"]["name"] == "ExitStatus"
+    r = s.exec(sid, "import os; os.path.exists('/workspace/made.txt')")
+    assert r["value"]["text"] == "True", "bash and Python do not share the sandbox's files"
+    status, r = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"language": "bash", "code": "true"})
+    assert r["status"] == "ok" and r["exit_code"] == 0
+    # Interrupted like a Python step, its whole process group.
+    c = s.conn()
+    c.request("POST", f"/v1/sandboxes/{sid}/exec", body=json.dumps({"language": "bash", "code": "sleep 100 & sleep 100"}),
+              headers={"Authorization": f"Bearer {s.token}", "Accept": "application/x-ndjson"})
+    resp = c.getresponse()
+    time.sleep(0.5)
+    assert s.json("POST", f"/v1/sandboxes/{sid}/interrupt")[0] == 202
+    t0 = time.monotonic()
+    end = read_events(resp, False)[-1][1]["result"]
+    assert end["status"] == "interrupted" and time.monotonic() - t0 < 5, end
+    r = s.exec(sid, "import subprocess\nsubprocess.run(['pgrep', '-x', 'sleep'], capture_output=True).returncode")
+    assert r["value"]["text"] == "1", "the interrupted command's children ran on"
+    # A server in the background, called from Python on the sandbox's loopback.
+    status, r = s.json("POST", f"/v1/sandboxes/{sid}/exec",
+                       {"language": "bash", "background": True,
+                        "code": "cd /workspace && exec python3 -m http.server 8765 --bind 127.0.0.1"})
+    assert status == 200 and r["status"] == "ok", r
+    started = r["value"]["json"]
+    assert started["log"].startswith("/workspace/.corral/commands/"), started
+    r = s.exec(sid, "import time, urllib.request\n"
+                    "for i in range(100):\n"
+                    "    try:\n"
+                    "        body = urllib.request.urlopen('http://127.0.0.1:8765/made.txt').status\n"
+                    "        break\n"
+                    "    except OSError:\n"
+                    "        time.sleep(0.1)\n"
+                    "body")
+    assert r["value"]["text"] == "200", r
+    log = s.request("GET", f"/v1/sandboxes/{sid}/files/{started['log'].removeprefix('/workspace/')}")[2]
+    assert b"GET /made.txt" in log, log
+    r = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"language": "bash", "code": f"kill {started['pid']}"})[1]
+    assert r["status"] == "ok", r
+    exit_path = started["exit"].removeprefix("/workspace/")
+    t0 = time.monotonic()
+    while s.request("GET", f"/v1/sandboxes/{sid}/files/{exit_path}")[0] != 200 and time.monotonic() - t0 < 10:
+        time.sleep(0.1)
+    assert s.request("GET", f"/v1/sandboxes/{sid}/files/{exit_path}")[2].strip() == b"143"
+    status, j = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "1", "background": True})
+    assert status == 400 and "only for bash" in j["error"]["message"]
+    # Variables for one step.
+    r = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"language": "bash", "code": "echo $GREETING",
+                                                      "env": {"GREETING": "hey"}})[1]
+    assert r["stdout"] == "hey\n", r
+    r = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "import os; os.environ['GREETING']",
+                                                      "env": {"GREETING": "py"}})[1]
+    assert r["value"]["text"] == "'py'", r
+    assert s.exec(sid, "os.environ.get('GREETING')")["value"] is None, "a step's variable outlived it"
+    # Contexts: namespaces of their own in the one interpreter.
+    s.exec(sid, "shared = 'default'")
+    r = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "shared = 'a'; import pandas", "context": "a"})[1]
+    assert r["status"] == "ok", r
+    r = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "shared", "context": "b"})[1]
+    assert r["status"] == "error" and r["error"]["name"] == "NameError", r
+    assert s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "shared", "context": "a"})[1]["value"]["text"] == "'a'"
+    assert s.exec(sid, "shared")["value"]["text"] == "'default'"
+    for bad in ("", "x" * 65, "a/b", 5):
+        status, j = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "1", "context": bad})
+        assert status == 400 and j["error"]["field"] == "context", (bad, j)
+    for bad in ({"A=B": "x"}, {"A": 1}, [], {f"V{i}": "x" for i in range(65)}):
+        status, j = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "1", "env": bad})
+        assert status == 400 and j["error"]["field"] == "env", (bad, j)
