@@ -417,6 +417,136 @@ static enum MHD_Result route_exec(struct request *rq, struct sandbox *sb)
         return reply_json(rq, MHD_HTTP_OK, result);
 }
 
+/* ---- background commands ---- */
+
+/* "/commands/PID" and what follows; false when rest is not one. */
+static bool command_pid(const char *rest, long *ret_pid, const char **ret_tail)
+{
+        if (strncmp(rest, "/commands/", 10) != 0)
+                return false;
+        char *end;
+        errno = 0;
+        long pid = strtol(rest + 10, &end, 10);
+        /* Never 1: "kill -- -1" would be every process of the sandbox. */
+        if (errno || end == rest + 10 || pid <= 1 || pid > 4194304 || (*end && *end != '/'))
+                return false;
+        *ret_pid = pid;
+        *ret_tail = end;
+        return true;
+}
+
+/* GET .../commands/PID: what its files in the workspace say (no step is
+ * needed, so a running step does not hold it up). */
+static enum MHD_Result command_status(struct request *rq, struct sandbox *sb, long pid)
+{
+        corral_error *err = NULL;
+        struct workspace *ws = NULL;
+        char log[64], ex[64];
+        snprintf(log, sizeof(log), ".corral/commands/%ld.log", pid);
+        snprintf(ex, sizeof(ex), ".corral/commands/%ld.exit", pid);
+        struct stat st;
+        enum MHD_Result r;
+        if (workspace_attach(sb->workspace, &ws, &err) < 0) {
+                r = reply_corral_error(rq, err);
+                goto out;
+        }
+        int fd = workspace_open_file(ws, log, &st, &err);
+        if (fd < 0) {
+                r = err && err->kind == CORRAL_ERR_NOT_FOUND
+                            ? reply_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no background command %ld", pid)
+                            : reply_corral_error(rq, err);
+                goto out;
+        }
+        close(fd);
+        char *text = NULL;
+        json_t *exit_code = json_null();
+        corral_error_clear(&err);
+        if (workspace_read_file(ws, ex, 32, &text, NULL, NULL, &err) == 0) {
+                char *end;
+                long v = strtol(text, &end, 10);
+                if (end != text && v >= 0 && v < 256)
+                        exit_code = json_integer(v);
+                free(text);
+        }
+        r = reply_json(rq, MHD_HTTP_OK, json_pack("{s:I,s:b,s:o,s:s,s:I}", "pid", (json_int_t)pid, "running",
+                                                  json_is_null(exit_code), "exit_code", exit_code, "log",
+                                                  log, "log_bytes", (json_int_t)st.st_size));
+out:
+        corral_error_free(err);
+        workspace_close(ws, false);
+        return r;
+}
+
+/* POST .../commands/PID/signal {"signal": "TERM"}: kill(1) on its process
+ * group, in a bash step (it waits for a running step). */
+/* Whether pid is a background command this sandbox started (its log). */
+static bool is_command(struct sandbox *sb, long pid)
+{
+        struct workspace *ws = NULL;
+        char log[64];
+        struct stat st;
+        snprintf(log, sizeof(log), ".corral/commands/%ld.log", pid);
+        int fd = workspace_attach(sb->workspace, &ws, NULL) == 0 ? workspace_open_file(ws, log, &st, NULL) : -1;
+        if (fd >= 0)
+                close(fd);
+        workspace_close(ws, false);
+        return fd >= 0;
+}
+
+static enum MHD_Result command_signal(struct request *rq, struct sandbox *sb, long pid)
+{
+        if (!is_command(sb, pid))
+                return reply_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no background command %ld", pid);
+        static const char *const names[] = { "TERM", "KILL", "INT", "HUP", "QUIT", "USR1", "USR2", "STOP", "CONT" };
+        corral_error *err = NULL;
+        json_t *body = parse_body(rq, &err);
+        const char *asked = json_string_value(json_object_get(body, "signal"));
+        const char *sig = asked == NULL && json_object_get(body, "signal") == NULL ? "TERM" : NULL;
+        for (size_t i = 0; asked && i < ARRAY_SIZE(names); i++)
+                if (strcmp(asked, names[i]) == 0)
+                        sig = names[i]; /* ours: the body is freed below */
+        bool known = sig != NULL;
+        if (body == NULL || !known) {
+                json_decref(body);
+                if (err == NULL)
+                        corral_usage_field(&err, "signal", "signal must be one of TERM (the default), KILL, INT, "
+                                                           "HUP, QUIT, USR1, USR2, STOP, CONT");
+                enum MHD_Result r = reply_corral_error(rq, err);
+                corral_error_free(err);
+                return r;
+        }
+        struct step_request sr = { 0 };
+        sr.lim.cancel_fd = -1;
+        sr.lim.language = "bash";
+        sr.lim.timeout_s = 10;
+        if (asprintf(&sr.code, "kill -s %s -- -%ld 2>/dev/null", sig, pid) < 0)
+                sr.code = NULL;
+        json_decref(body);
+        if (sr.code == NULL)
+                return MHD_NO;
+        sr.len = strlen(sr.code);
+        if (!step_begin(rq->s, sb)) {
+                step_request_release(&sr);
+                return reply_error(rq, MHD_HTTP_TOO_MANY_REQUESTS, "limit",
+                                   "this token runs its most steps at once: wait for one to end");
+        }
+        struct step_ctx ctx = { 0 };
+        json_t *result = NULL;
+        int rc = step_run(rq->s, sb, &sr, &ctx, &result, &err);
+        step_end(rq->s, sb);
+        step_request_release(&sr);
+        if (rc < 0) {
+                enum MHD_Result r = reply_corral_error(rq, err);
+                corral_error_free(err);
+                return r;
+        }
+        bool sent = json_integer_value(json_object_get(result, "exit_code")) == 0;
+        json_decref(result);
+        if (!sent)
+                return reply_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no running background command %ld", pid);
+        return reply_json(rq, MHD_HTTP_OK, json_pack("{s:I,s:s}", "signalled", (json_int_t)pid, "signal", sig));
+}
+
 static enum MHD_Result route_interrupt(struct request *rq, struct sandbox *sb)
 {
         struct server *s = rq->s;
@@ -664,6 +794,8 @@ enum MHD_Result route_api(struct request *rq, const char *method, const char *pa
         }
         /* A PUT's upload holds the sandbox since its first call. */
         struct sandbox *sb = rq->upload_sb ? TAKE_PTR(rq->upload_sb) : NULL;
+        long pid;
+        const char *tail;
         unsigned status = 404;
         if (sb == NULL && (sb = sandbox_get(s, rq->who, id, &status)) == NULL)
                 return answer_status(rq, status, id);
@@ -696,11 +828,23 @@ enum MHD_Result route_api(struct request *rq, const char *method, const char *pa
                         return r;
                 }
                 return reply_json(rq, MHD_HTTP_OK, d);
-        } else if ((strcmp(rest, "/exec") == 0 || strcmp(rest, "/interrupt") == 0 || strcmp(rest, "/ws") == 0) &&
+        } else if ((strcmp(rest, "/exec") == 0 || strcmp(rest, "/interrupt") == 0 || strcmp(rest, "/ws") == 0 ||
+                    strncmp(rest, "/commands/", 10) == 0) &&
                    sandbox_live(s, sb, &err) < 0) {
                 sandbox_put(s, sb);
                 enum MHD_Result r = reply_corral_error(rq, err);
                 corral_error_free(err);
+                return r;
+        } else if (command_pid(rest, &pid, &tail) && (strcmp(tail, "") == 0 || strcmp(tail, "/signal") == 0)) {
+                enum MHD_Result r;
+                if (tail[0] == '\0' && strcmp(method, "GET") == 0)
+                        r = command_status(rq, sb, pid);
+                else if (tail[0] && strcmp(method, "POST") == 0)
+                        r = command_signal(rq, sb, pid);
+                else
+                        r = reply_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "usage",
+                                        "a command takes GET, and POST .../signal");
+                sandbox_put(s, sb);
                 return r;
         } else if (strcmp(rest, "/exec") == 0 && strcmp(method, "POST") == 0) {
                 return route_exec(rq, sb);

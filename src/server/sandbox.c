@@ -195,6 +195,34 @@ static void unreserve(struct server *s, int who)
         pthread_mutex_unlock(&s->lock);
 }
 
+/* A link of paused sandbox id's archive (who's), for a new sandbox to start
+ * from: its own name, so that the paused one may be resumed or deleted
+ * meanwhile. */
+static int link_archive(struct server *s, int who, const char *id, char **ret_path, corral_error **ret_err)
+{
+        static unsigned serial;
+        char name[64];
+        snprintf(name, sizeof(name), "from-%u.tar", __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
+        cleanup_free char *path = server_work_path(s, name);
+        if (path == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot start from '%s'", id);
+        bool found = false, linked = false;
+        int err = 0;
+        pthread_mutex_lock(&s->lock);
+        for (struct sandbox *sb = s->sandboxes; sb && !found; sb = sb->next) {
+                found = strcmp(sb->id, id) == 0 && sb->owner == who && sb->paused && sb->archive;
+                linked = found && link(sb->archive, path) == 0;
+                err = errno;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (!found)
+                return corral_usage_field(ret_err, "from", "from: no paused sandbox '%s' of this token", id);
+        if (!linked)
+                return corral_fail(ret_err, err, "cannot start from '%s'", id);
+        *ret_path = TAKE_PTR(path);
+        return 0;
+}
+
 int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral_error **ret_err)
 {
         *ret = NULL;
@@ -203,14 +231,15 @@ int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral
         const char *key;
         json_t *v;
         json_object_foreach(body, key, v) {
-                static const char *const known[] = { "limits", "warm", "idle_timeout", "lifetime", "metadata" };
+                static const char *const known[] = { "limits",   "warm", "idle_timeout",
+                                                     "lifetime", "metadata", "from" };
                 bool ok = false;
                 for (size_t i = 0; i < ARRAY_SIZE(known); i++)
                         ok |= strcmp(key, known[i]) == 0;
                 if (!ok)
                         return corral_usage_field(ret_err, "body",
                                                   "'%s' is not a field of a sandbox (limits, warm, idle_timeout, "
-                                                  "lifetime, metadata)",
+                                                  "lifetime, metadata, from)",
                                                   key);
         }
         json_t *warm = json_object_get(body, "warm");
@@ -241,6 +270,17 @@ int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral
         spec.opt.warm = !json_is_false(warm) && warm_supported(&spec.cfg, NULL) == 0;
         const char *tmp = getenv("TMPDIR");
         spec.tmpdir = tmp && tmp[0] == '/' ? tmp : "/tmp";
+        /* "from": a paused sandbox of this token, whose files the new one
+         * starts with (the paused one stays). */
+        json_t *from = json_object_get(body, "from");
+        cleanup_free char *from_path = NULL;
+        if (from && (!json_is_string(from) || link_archive(s, who, json_string_value(from), &from_path, ret_err) < 0)) {
+                if (!json_is_string(from))
+                        corral_usage_field(ret_err, "from", "from must be the id of a paused sandbox");
+                corral_jail_config_release(&spec.cfg);
+                return -1;
+        }
+        spec.from = from_path;
         cleanup_free char *profile = corral_jail_config_to_profile_json(&spec.cfg);
         json_t *granted = profile ? json_loads(profile, 0, NULL) : NULL;
 
@@ -284,7 +324,10 @@ int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral
         double t0 = monotonic_ms();
         json_t *started = NULL;
         bool refused = false;
-        if (session_host_start(s->host, sb->id, &spec, &started, &refused, ret_err) < 0) {
+        int started_rc = session_host_start(s->host, sb->id, &spec, &started, &refused, ret_err);
+        if (from_path)
+                unlink(from_path);
+        if (started_rc < 0) {
                 unreserve(s, who);
                 sandbox_free(sb);
                 return -1;

@@ -736,6 +736,13 @@ def test_pause_and_resume(serve):
         assert status == 409 and j["error"]["kind"] == "busy", (method, path, j)
     listed = s.json("GET", "/v1/sandboxes")[1]["sandboxes"]
     assert [(x["id"], x["state"]) for x in listed] == [(sid, "paused")]
+    # A new sandbox from the paused one's files (which stays paused).
+    twin = s.create({"from": sid})
+    r = s.exec(twin, "open('/workspace/notes.txt').read()")
+    assert r["value"]["text"] == "'before the pause'", r
+    status, j = s.json("POST", "/v1/sandboxes", {"from": twin})
+    assert status == 400 and "no paused sandbox" in j["error"]["message"], j
+    assert s.json("DELETE", f"/v1/sandboxes/{twin}")[0] == 200
     # A paused sandbox still counts for its token.
     s.create()
     assert s.request("POST", "/v1/sandboxes", {})[0] == 429
@@ -780,7 +787,7 @@ def test_the_openapi_file_matches_the_routes(serve):
     sid = s.create()
     ops = {(m.upper(), p) for p, item in spec["paths"].items() for m in item if m != "parameters"}
     for method, path in sorted(ops):
-        url = path.replace("{id}", sid).replace("{path}", "some/file.txt")
+        url = path.replace("{id}", sid).replace("{path}", "some/file.txt").replace("{pid}", "4242")
         headers = {}
         if path.endswith("/ws"):
             headers = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
@@ -854,13 +861,27 @@ def test_shell_steps_and_a_background_server(serve):
     assert r["value"]["text"] == "200", r
     log = s.request("GET", f"/v1/sandboxes/{sid}/files/{started['log'].removeprefix('/workspace/')}")[2]
     assert b"GET /made.txt" in log, log
-    r = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"language": "bash", "code": f"kill {started['pid']}"})[1]
-    assert r["status"] == "ok", r
-    exit_path = started["exit"].removeprefix("/workspace/")
+    pid = started["pid"]
+    status, c = s.json("GET", f"/v1/sandboxes/{sid}/commands/{pid}")
+    assert status == 200 and c["running"] is True and c["exit_code"] is None and c["log_bytes"] > 0, c
+    status, j = s.json("POST", f"/v1/sandboxes/{sid}/commands/{pid}/signal", {"signal": "SEGV"})
+    assert status == 400 and j["error"]["field"] == "signal"
+    status, j = s.json("POST", f"/v1/sandboxes/{sid}/commands/{pid}/signal", {"signal": "TERM"})
+    assert status == 200 and j == {"signalled": pid, "signal": "TERM"}, j
     t0 = time.monotonic()
-    while s.request("GET", f"/v1/sandboxes/{sid}/files/{exit_path}")[0] != 200 and time.monotonic() - t0 < 10:
+    while s.json("GET", f"/v1/sandboxes/{sid}/commands/{pid}")[1]["running"] and time.monotonic() - t0 < 10:
         time.sleep(0.1)
+    status, c = s.json("GET", f"/v1/sandboxes/{sid}/commands/{pid}")
+    assert c["running"] is False and c["exit_code"] == 143, c
+    exit_path = started["exit"].removeprefix("/workspace/")
     assert s.request("GET", f"/v1/sandboxes/{sid}/files/{exit_path}")[2].strip() == b"143"
+    assert s.json("POST", f"/v1/sandboxes/{sid}/commands/{pid}/signal", {})[0] == 404
+    assert s.json("GET", f"/v1/sandboxes/{sid}/commands/99999")[0] == 404
+    # Only what the sandbox started as a background command: never -1 (every process).
+    for pid in (1, 0, -1):
+        assert s.json("POST", f"/v1/sandboxes/{sid}/commands/{pid}/signal", {})[0] in (404, 405)
+    r = s.exec(sid, "import os; os.getpid() > 0")
+    assert r["value"]["text"] == "True" and r["state_lost"] is False
     status, j = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "1", "background": True})
     assert status == 400 and "only for bash" in j["error"]["message"]
     # Variables for one step.
