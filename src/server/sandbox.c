@@ -328,6 +328,10 @@ int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral
         if (from_path)
                 unlink(from_path);
         if (started_rc < 0) {
+                /* The host's own cap (warm sessions a process may hold)
+                 * is the server's capacity: 503, not the caller's 429. */
+                if (ret_err && *ret_err && (*ret_err)->kind == CORRAL_ERR_LIMIT)
+                        corral_error_set_field(ret_err, "max_sandboxes");
                 unreserve(s, who);
                 sandbox_free(sb);
                 return -1;

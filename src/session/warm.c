@@ -1302,8 +1302,8 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
         free(why);
         if (no_slot) {
                 warm_free(w);
-                return corral_fail(ret_err, EBUSY, "too many warm sessions at once (%d per process)",
-                                   ZYGOTE_SESSION_IDS);
+                return corral_make_error(ret_err, CORRAL_ERR_LIMIT, 0,
+                                         "too many warm sessions at once (%d per process)", ZYGOTE_SESSION_IDS);
         }
 
         /* Its cgroup first: the interpreter is forked into it. */
