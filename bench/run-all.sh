@@ -66,6 +66,11 @@ echo
 # four runs at once sharing the host's zygote (bench/run_host.py).
 $py "$bench/run_host.py" --runs 5 --md "$out/run-host.md"
 echo
+# corral serve under keep-alive HTTP load (wrk), beside the CLI and a stock Jupyter kernel
+# (bench/serve.py; about a minute).
+$py "$bench/serve.py" --json "$out/serve.json" --md "$out/serve.md" --plot "$root/docs/img/serve-bench.png" ||
+	echo "serve: failed (bench/serve.py exited $?); see its output above" | tee "$out/serve.md"
+echo
 # 1 GB of files in $TMPDIR (removed afterwards): staging, archiving, extracting.
 sh "$bench/archive.sh" --md "$out/archive.md"
 
@@ -144,8 +149,12 @@ EOF
 	echo
 	cat "$out/run-host.md"
 	echo
+	echo "### corral serve (\`bench/serve.py\`)"
+	echo
+	cat "$out/serve.md"
+	echo
 	cat "$bench/notes.md" # hand-written: what the figures mean
 } >"$root/docs/benchmarks.md"
 
 echo
-echo "wrote $root/docs/benchmarks.md, $root/docs/benchmarks-startup.png and $out/"
+echo "wrote $root/docs/benchmarks.md, $root/docs/benchmarks-startup.png, $root/docs/img/serve-bench.png and $out/"

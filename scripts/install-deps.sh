@@ -23,6 +23,9 @@ test="$test clang"
 # documentation packages; 134 MB to download, 730 MB installed.
 test="$test python-pandas-doc python-scipy-doc python-statsmodels-doc python-sklearn-doc"
 bench="bubblewrap firejail hyperfine time"
+# bench/serve.py: wrk drives corral serve over keep-alive HTTP (one sandbox per connection, its Lua
+# scripts); a stock Jupyter kernel (ipykernel, driven by jupyter_client) is the side-by-side reference.
+bench="$bench wrk python3-ipykernel python3-jupyter-client"
 
 case "${1:-build}" in
 build) want="$build" ;;
