@@ -210,7 +210,8 @@ class Server:
         self.data = os.path.join(tmp, "data")
         os.mkdir(self.data, 0o700)
         self.argv = [corral, "serve", "--listen", "127.0.0.1:0", "--data", self.data, "--max-per-token", "128",
-                     "--max-sandboxes", "128", "--max-steps-per-token", "64"]
+                     "--max-sandboxes", "128", "--max-steps-per-token", "64",
+                     "--max-rate", "100000"]
         self.out = open(os.path.join(tmp, "serve.out"), "w+")
         self.err = open(os.path.join(tmp, "serve.err"), "w+")
         # A session of its own, as a daemon has: with autogroup scheduling (on
