@@ -98,6 +98,8 @@ if [ "$(id -u)" -eq 0 ]; then
         cp -r tests "$tmp/tests"
         cp -r examples "$tmp/examples" # the demos' scripts, for tests/e2e/test_demo.py
         cp README.md "$tmp/" # tests/e2e/test_docs_options.py compares it with --help
+        mkdir -p "$tmp/docs"
+        cp docs/api.md "$tmp/docs/" # tests/e2e/test_serve.py compares its routes with the OpenAPI file
         mkdir -p "$tmp/scripts"
         cp scripts/gen-man.sh "$tmp/scripts/"
         mkdir -p "$tmp/src/session"
