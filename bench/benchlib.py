@@ -6,6 +6,7 @@ far less overhead than subprocess. Nothing here passes or fails: the
 scripts print numbers (see bench/README.md).
 """
 
+import json
 import os
 import select
 import shlex
@@ -134,3 +135,14 @@ def write_md(path, text):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w") as f:
             f.write(text.rstrip() + "\n")
+
+
+def build_kind(build):
+    """'release build', 'debug build with address,undefined', ... from meson's introspection."""
+    try:
+        with open(os.path.join(build, "meson-info", "intro-buildoptions.json")) as f:
+            o = {x["name"]: x["value"] for x in json.load(f)}
+    except (OSError, ValueError, KeyError):
+        return "build of unknown type"
+    san = o.get("b_sanitize", "none")
+    return f"{o.get('buildtype', '?')} build" + (f" with {san}" if san not in ("none", "") else "")

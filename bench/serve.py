@@ -68,7 +68,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import ENV, ROOT, find_corral, find_tool, pct, quote, table, timed_run, write_md
+from benchlib import ENV, ROOT, build_kind, find_corral, find_tool, pct, quote, table, timed_run, write_md
 
 PY = "/usr/bin/python3"  # Debian's: ipykernel, jupyter_client, matplotlib
 TARGETS = {"throughput": 1500, "p99_ms": 10.0, "create_p50_ms": 35.0}
@@ -84,17 +84,6 @@ def load():
 
 def stats(xs):
     return {"n": len(xs), "p50": pct(xs, 50), "p90": pct(xs, 90), "p99": pct(xs, 99), "max": max(xs)}
-
-
-def build_kind(build):
-    """'release build', 'debug build with address,undefined', ... from meson's introspection."""
-    try:
-        with open(os.path.join(build, "meson-info", "intro-buildoptions.json")) as f:
-            o = {x["name"]: x["value"] for x in json.load(f)}
-    except (OSError, ValueError, KeyError):
-        return "build of unknown type"
-    san = o.get("b_sanitize", "none")
-    return f"{o.get('buildtype', '?')} build" + (f" with {san}" if san not in ("none", "") else "")
 
 
 # ---- /proc: processes, memory, CPU ----

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import ENV, ROOT, find_corral, pct, timed_run, write_md
+from benchlib import ENV, ROOT, build_kind, find_corral, pct, timed_run, write_md
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"  # Debian's: pandas and matplotlib
@@ -57,17 +57,6 @@ def say(msg):
 def stats(xs):
     return {"n": len(xs), "p50": pct(xs, 50), "p90": pct(xs, 90), "p99": pct(xs, 99),
             "min": min(xs), "max": max(xs)}
-
-
-def build_kind(build):
-    """'release build', 'debug build with address,undefined', ... from meson's introspection."""
-    try:
-        with open(os.path.join(build, "meson-info", "intro-buildoptions.json")) as f:
-            o = {x["name"]: x["value"] for x in json.load(f)}
-    except (OSError, ValueError, KeyError):
-        return "build of unknown type"
-    san = o.get("b_sanitize", "none")
-    return f"{o.get('buildtype', '?')} build" + (f" with {san}" if san not in ("none", "") else "")
 
 
 def run_c(prog, args, env):

@@ -55,6 +55,25 @@ static enum MHD_Result answer_status(struct request *rq, unsigned status, const 
 
 /* ---- steps ---- */
 
+int fields_known(json_t *obj, const char *const *known, size_t n, const char *prefix, const char *what,
+                 const char *field, corral_error **ret_err)
+{
+        const char *key;
+        json_t *v;
+        json_object_foreach(obj, key, v) {
+                bool ok = false;
+                for (size_t i = 0; i < n && !ok; i++)
+                        ok = strcmp(key, known[i]) == 0;
+                if (ok)
+                        continue;
+                char list[512] = "";
+                for (size_t i = 0, len = 0; i < n && len < sizeof(list); i++)
+                        len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", known[i]);
+                return corral_usage_field(ret_err, field, "'%s%s' is not %s (%s)", prefix, key, what, list);
+        }
+        return 0;
+}
+
 void step_request_release(struct step_request *sr)
 {
         free(TAKE_PTR(sr->code));
@@ -69,20 +88,10 @@ int step_parse(json_t *body, struct step_request *sr, corral_error **ret_err)
 {
         memset(sr, 0, sizeof(*sr));
         sr->lim.cancel_fd = -1;
-        const char *key;
-        json_t *v;
-        json_object_foreach(body, key, v) {
-                static const char *const known[] = { "code",       "language",   "timeout", "output_limit",
-                                                     "figure_png", "background", "env",     "context" };
-                bool ok = false;
-                for (size_t i = 0; i < ARRAY_SIZE(known); i++)
-                        ok |= strcmp(key, known[i]) == 0;
-                if (!ok)
-                        return corral_usage_field(ret_err, "body",
-                                                  "'%s' is not a field of a step (code, language, timeout, "
-                                                  "output_limit, figure_png, background, env, context)",
-                                                  key);
-        }
+        static const char *const known[] = { "code",       "language",   "timeout", "output_limit",
+                                             "figure_png", "background", "env",     "context" };
+        if (fields_known(body, known, ARRAY_SIZE(known), "", "a field of a step", "body", ret_err) < 0)
+                return -1;
         json_t *code = json_object_get(body, "code");
         const char *lang = json_string_value(json_object_get(body, "language"));
         if (!json_is_string(code))

@@ -133,18 +133,9 @@ static int apply_limits(struct server *s, corral_jail_config *cfg, json_t *limit
                 return 0;
         if (!json_is_object(limits))
                 return corral_usage_field(ret_err, "limits", "limits must be an object");
-        const char *key;
-        json_t *v;
-        json_object_foreach(limits, key, v) {
-                bool known = false;
-                for (size_t i = 0; i < ARRAY_SIZE(limit_keys); i++)
-                        known |= strcmp(key, limit_keys[i]) == 0;
-                if (!known)
-                        return corral_usage_field(ret_err, "limits",
-                                                  "limits.%s is not a limit a sandbox may set (timeout, cpu_time, "
-                                                  "memory, disk, output_limit, pids, nofile, cpus, net, env)",
-                                                  key);
-        }
+        if (fields_known(limits, limit_keys, ARRAY_SIZE(limit_keys), "limits.", "a limit a sandbox may set", "limits",
+                         ret_err) < 0)
+                return -1;
         cleanup_free char *text = json_dumps(limits, JSON_COMPACT);
         if (text == NULL || corral_jail_config_load_profile_text(cfg, text, strlen(text), "limits", ret_err) < 0)
                 return text ? corral_error_set_field(ret_err, "limits")
@@ -228,20 +219,9 @@ int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral
         *ret = NULL;
         if (body && !json_is_object(body))
                 return corral_usage(ret_err, "the body must be a JSON object");
-        const char *key;
-        json_t *v;
-        json_object_foreach(body, key, v) {
-                static const char *const known[] = { "limits",   "warm", "idle_timeout",
-                                                     "lifetime", "metadata", "from" };
-                bool ok = false;
-                for (size_t i = 0; i < ARRAY_SIZE(known); i++)
-                        ok |= strcmp(key, known[i]) == 0;
-                if (!ok)
-                        return corral_usage_field(ret_err, "body",
-                                                  "'%s' is not a field of a sandbox (limits, warm, idle_timeout, "
-                                                  "lifetime, metadata, from)",
-                                                  key);
-        }
+        static const char *const known[] = { "limits", "warm", "idle_timeout", "lifetime", "metadata", "from" };
+        if (fields_known(body, known, ARRAY_SIZE(known), "", "a field of a sandbox", "body", ret_err) < 0)
+                return -1;
         json_t *warm = json_object_get(body, "warm");
         json_t *meta = json_object_get(body, "metadata");
         if (warm && !json_is_boolean(warm))

@@ -129,6 +129,11 @@ char *server_work_path(struct server *s, const char *name);
 bool step_begin(struct server *s, struct sandbox *sb);
 void step_end(struct server *s, struct sandbox *sb);
 
+/* Every key of obj one of known[0..n): else a usage error naming the key
+ * ("'PREFIXkey' is not WHAT (the list)") and field. */
+int fields_known(json_t *obj, const char *const *known, size_t n, const char *prefix, const char *what,
+                 const char *field, corral_error **ret_err);
+
 /* ---- steps (routes.c) ---- */
 struct step_request {
         char *code;

@@ -13,31 +13,9 @@ import time
 import pytest
 
 from conftest import CORRAL
+from test_session import descendants, pid_alive  # noqa: E402 (the same /proc walks)
 
 LIVE = []
-
-
-def descendants(pid):
-    """Every live process whose parent chain reaches pid."""
-    parents = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if fields[0] != "Z":
-                parents[int(d)] = int(fields[1])
-        except OSError:
-            pass
-    out, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        for c, pp in parents.items():
-            if pp == p and c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -122,7 +100,7 @@ class Server:
         rc = self.proc.wait(timeout)
         LIVE.remove(self)
         deadline = time.time() + 10
-        while time.time() < deadline and any(os.path.exists(f"/proc/{p}") and p in descendants(1) for p in kids):
+        while time.time() < deadline and alive(kids):
             time.sleep(0.05)
         return rc, kids
 
@@ -144,15 +122,7 @@ def serve(tmp_path):
 
 
 def alive(pids):
-    out = set()
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-                    out.add(p)
-        except OSError:
-            pass
-    return out
+    return {p for p in pids if pid_alive(p)}
 
 
 def test_a_token_is_made_and_needed(serve):
