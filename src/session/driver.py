@@ -166,6 +166,8 @@ def control_thread():
         if not isinstance(req, dict):
             continue
         if req.get("op") == "interrupt":
+            if interrupt_context(req):
+                continue
             with _state_lock:
                 if _running is not None and _running == req.get("id") and _in_user:
                     signal.pthread_kill(_main_ident, signal.SIGINT)
@@ -465,19 +467,230 @@ def run_shell(code, background, step, env):
                "exit": "/workspace/.corral/commands/%d.exit" % p.pid}
 
 
-_contexts = {}  # name -> namespace of a context other than the default
+# ---- contexts: Python processes of their own ----
+#
+# A named context is a process of its own in the session's jail (its own
+# variables and signals; the same files, processes and loopback): a fork of
+# the interpreter made on first use, so it starts with the modules the
+# session has imported, as they are then, and an empty namespace.  The
+# driver relays a context's frames (it stays the only writer of fd 4) and
+# watches it through a pidfd.  A context that dies (os._exit, a crash, the
+# OOM killer) or does not stop after an interrupt loses its own variables
+# only: the step's result says so ("context_lost") and the next step in it
+# starts a new one.  Forked on use rather than from a process made at
+# start: that one cost every session ~8 ms before its first step
+# (bench/session_start.c), contexts or not.
+
+MAX_CONTEXTS = 32
+KILL_AFTER_MS = 1000   # after an interrupt, when the frame does not say
+
+_contexts = {}            # name -> Context
+_contexts_lost = set()    # names whose process ended: the next one says restarted
+_context_running = None   # (step id, Context) while a context runs a step
+_wake_r, _wake_w = -1, -1  # the control thread wakes the relay (an interrupt)
+_streams = []             # the driver's own capture pipes
 
 
-def step_namespace(req, default):
-    """The namespace a step runs in: the session's, or a named context's,
-    made on first use (its own variables; modules are the interpreter's)."""
-    name = req.get("context")
-    if not isinstance(name, str) or not name:
-        return default
-    ns = _contexts.get(name)
-    if ns is None:
-        ns = _contexts[name] = {"__name__": "__main__", "__builtins__": __builtins__}
-    return ns
+class Context:
+    def __init__(self, name):
+        self.name = name
+        self.kill_at = None      # monotonic time of the SIGKILL after an interrupt
+        self.killed = False
+        req_r, self.req_w = os.pipe2(os.O_CLOEXEC)
+        self.frames, frame_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            for f in (sys.stdout, sys.stderr):
+                f.flush()
+            self.pid = os.fork()
+        except OSError:
+            for fd in (req_r, frame_w, self.req_w, self.frames):
+                os.close(fd)
+            raise
+        if self.pid == 0:
+            context_main(req_r, frame_w)
+        os.close(req_r)
+        os.close(frame_w)
+        self.pidfd = os.pidfd_open(self.pid)
+        os.set_blocking(self.frames, False)
+
+    def fds(self):
+        return [self.req_w, self.frames, self.pidfd]
+
+    def close(self):
+        for fd in self.fds():
+            os.close(fd)
+
+
+def context_main(req_fd, frame_fd):
+    """A context, just forked: the driver's step loop on its own channel
+    and stdio, with nothing else of the driver's (its channel, capture
+    pipes, other contexts' pipes, background commands)."""
+    global _write_lock, _out_lock, _state_lock, _main_ident, _running, _in_user
+    for fd in [_wake_r, _wake_w] + [s.r for s in _streams] + [fd for c in _contexts.values() for fd in c.fds()]:
+        os.close(fd)
+    _contexts.clear()
+    _background.clear()
+    os.dup2(req_fd, CTRL_IN)
+    os.dup2(frame_fd, CTRL_OUT)
+    os.close(req_fd)
+    os.close(frame_fd)
+    for fd in (CTRL_IN, CTRL_OUT):
+        os.set_inheritable(fd, False)
+    # Locks another thread of the driver may have held at the fork.
+    _write_lock, _out_lock, _state_lock = threading.Lock(), threading.Lock(), threading.Lock()
+    _main_ident = threading.get_ident()
+    _running, _in_user = None, False
+    # What the fork shares stays shared: the collector never writes to it.
+    import gc
+    gc.freeze()
+    after_fork()
+    streams = [Stream("stdout", 1), Stream("stderr", 2)]
+    threading.Thread(target=output_thread, args=(streams,), daemon=True).start()
+    ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    while True:
+        try:
+            req = read_frame()
+        except (OSError, ValueError):
+            req = None
+        if req is None:
+            os._exit(0)
+        if isinstance(req, dict) and req.get("op") == "exec":
+            run_step(req, ns, streams, 0)
+
+
+def describe_status(status):
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = "signal %d" % sig
+        hint = " (perhaps out of memory)" if sig == signal.SIGKILL else ""
+        return "it was killed by %s%s" % (name, hint), 128 + sig
+    code = os.waitstatus_to_exitcode(status)
+    return "it exited with status %d" % code, code if 0 < code < 256 else 1
+
+
+def relay_frames(buf):
+    """Send on a context's whole frames in buf; returns (rest, its result
+    frame or None), or raises ValueError on a malformed one."""
+    while len(buf) >= 4:
+        (n,) = struct.unpack(">I", buf[:4])
+        if n > MAX_FRAME:
+            raise ValueError("a frame of %d bytes" % n)
+        if len(buf) < 4 + n:
+            break
+        frame, buf = buf[:4 + n], buf[4 + n:]
+        obj = json.loads(frame[4:].decode("utf-8", "replace"))
+        if isinstance(obj, dict) and obj.get("t") == "result":
+            return buf, obj
+        with _write_lock:
+            while frame:
+                frame = frame[os.write(CTRL_OUT, frame):]
+    return buf, None
+
+
+def context_error(step, kind, message):
+    send({"t": "result", "id": step, "status": "error", "figures": [],
+          "error": {"type": kind, "message": message, "traceback": ""}})
+
+
+def run_in_context(req, name):
+    global _context_running
+    step = req.get("id")
+    c = _contexts.get(name)
+    if c is None:
+        if len(_contexts) >= MAX_CONTEXTS:
+            context_error(step, "ContextLimit", "a session holds at most %d contexts" % MAX_CONTEXTS)
+            return
+        try:
+            c = _contexts[name] = Context(name)
+        except OSError as e:
+            context_error(step, "ContextError", "cannot start context %r: %s (the sandbox's process limit?)"
+                          % (name, e.strerror))
+            return
+    data = json.dumps(req, ensure_ascii=False).encode("utf-8", "replace")
+    with _state_lock:
+        _context_running = (step, c)
+    buf, result, why = b"", None, None
+    try:
+        try:
+            os.write(c.req_w, struct.pack(">I", len(data)) + data)  # it reads as we write
+        except OSError:
+            pass  # it has ended: the pidfd says so below
+        while result is None:
+            timeout = None if c.kill_at is None else max(0.0, c.kill_at - time.monotonic())
+            ready, _, _ = select.select([c.frames, c.pidfd, _wake_r], [], [], timeout)
+            if _wake_r in ready:
+                try:
+                    os.read(_wake_r, 64)
+                except BlockingIOError:
+                    pass
+            if c.kill_at is not None and time.monotonic() >= c.kill_at:
+                os.kill(c.pid, signal.SIGKILL)
+                c.killed = True
+                c.kill_at = None
+            ended = c.pidfd in ready
+            while True:  # what it wrote, before it ended too
+                try:
+                    chunk = os.read(c.frames, 1 << 20)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    ended = True
+                    break
+                buf, result = relay_frames(buf + chunk)
+                if result is not None:
+                    break
+            if result is None and ended:
+                break
+    except ValueError as e:
+        os.kill(c.pid, signal.SIGKILL)
+        why = "it sent a malformed frame (%s) and was killed" % e
+    finally:
+        with _state_lock:
+            _context_running = None
+            c.kill_at = None  # an interrupt that came too late for this step
+    if result is not None:
+        if name in _contexts_lost:
+            _contexts_lost.discard(name)
+            result["context_restarted"] = True
+        send(result)
+        return
+    del _contexts[name]
+    _contexts_lost.add(name)
+    how, code = describe_status(os.waitpid(c.pid, 0)[1])
+    c.close()
+    if c.killed:
+        how, code = "it did not stop after the interrupt and was killed", 130
+    text = "context %r ended during the step: %s; its variables are gone (the session's other contexts " \
+        "are kept) and its next step starts a new one" % (name, why or how)
+    send({"t": "result", "id": step, "status": "interrupted" if c.killed else "error", "exit_code": code,
+          "context_lost": text, "error": {"type": "ContextLost", "message": text, "traceback": ""},
+          "figures": []})
+
+
+def interrupt_context(req):
+    """In the control thread: SIGINT to the context running the step, and
+    SIGKILL kill_after_ms later (the relay does it) if it goes on."""
+    with _state_lock:
+        if _context_running is None or _context_running[0] != req.get("id"):
+            return False
+        c = _context_running[1]
+        ms = req.get("kill_after_ms")
+        if not isinstance(ms, int) or ms < 0:
+            ms = KILL_AFTER_MS
+        try:
+            os.kill(c.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        if c.kill_at is None:
+            c.kill_at = time.monotonic() + ms / 1000
+    try:
+        os.write(_wake_w, b"!")
+    except BlockingIOError:
+        pass
+    return True
 
 
 def run_step(req, ns, streams, counter):
@@ -633,6 +846,9 @@ def main():
     watch_savefig()
     sys.argv = [""]
     sys.path[0] = ""  # like `python3 -c`: the working directory, not the driver's
+    global _wake_r, _wake_w
+    _streams[:] = streams
+    _wake_r, _wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
     for t in (threading.Thread(target=output_thread, args=(streams,), daemon=True),
          threading.Thread(target=control_thread, daemon=True)):
@@ -647,7 +863,11 @@ def main():
         op = req.get("op")
         if op == "exec":
             counter += 1
-            run_step(req, step_namespace(req, ns), streams, counter)
+            name = req.get("context")
+            if isinstance(name, str) and name and req.get("language") != "bash":
+                run_in_context(req, name)
+            else:
+                run_step(req, ns, streams, counter)
         elif op == "ping":
             send({"t": "pong", "id": req.get("id")})
         else:

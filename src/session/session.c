@@ -873,6 +873,11 @@ void session_result_from_frame(struct session_result *r, json_t *f)
                 r->value = json_pack("{s:o,s:o}", "text", text, "type", type ? type : json_string(""));
                 value_rich(r->value, f);
         }
+        /* A named context's process ended during the step (driver.py):
+         * its state is lost, and the next step in it says restarted. */
+        if (json_is_string(json_object_get(f, "context_lost")))
+                r->state_lost = true;
+        r->restarted |= json_is_true(json_object_get(f, "context_restarted"));
         json_t *e = json_object_get(f, "error");
         if (json_is_object(e)) {
                 r->error = json_object();
@@ -966,6 +971,18 @@ static void step_lost(struct session *s, struct step *st, enum session_status st
         s->lost_before = true;
 }
 
+/* KeyboardInterrupt in the step.  A step of a named context runs in a
+ * process of its own, which the driver kills halfway through the grace
+ * period if it goes on: the context is lost, not the interpreter. */
+static void send_interrupt(struct session *s, unsigned id)
+{
+        json_t *intr = json_pack("{s:s,s:I,s:I}", "op", "interrupt", "id", (json_int_t)id, "kill_after_ms",
+                                 (json_int_t)(s->opt.grace_s * 500));
+        if (intr)
+                kernel_send(s->k, intr, monotonic_ms() + 1000);
+        json_decref(intr);
+}
+
 int session_exec(struct session *s, const char *code, size_t len, const struct session_step_limits *lim,
                  const struct session_callbacks *cb, struct session_result *ret, corral_error **ret_err)
 {
@@ -1048,7 +1065,21 @@ int session_exec(struct session *s, const char *code, size_t len, const struct s
                         break;
                 }
                 if (st.done) {
-                        if (!interrupted && ret->status == SESSION_STEP_TIMEOUT) {
+                        const char *lost = json_string_value(json_object_get(ret->error, "message"));
+                        if (ret->state_lost && ret->status == SESSION_STEP_TIMEOUT) {
+                                /* A context killed after the interrupt: its state
+                                 * is gone, the interpreter's is kept. */
+                                ret->status = asked ? SESSION_STEP_INTERRUPTED : SESSION_STEP_TIMEOUT;
+                                ret->exit_code = asked ? 130 : 124;
+                                ret->limit = asked ? CORRAL_LIMIT_CANCELLED : CORRAL_LIMIT_WALL_TIME;
+                                if (asked)
+                                        set_reason(ret, "the step was interrupted on request: %s", lost ? lost : "");
+                                else
+                                        set_reason(ret, "the step's time limit of %g s was reached: %s", timeout_s,
+                                                   lost ? lost : "");
+                        } else if (ret->state_lost) {
+                                set_reason(ret, "%s", lost ? lost : "the step's context ended");
+                        } else if (!interrupted && ret->status == SESSION_STEP_TIMEOUT) {
                                 /* The code raised KeyboardInterrupt itself. */
                                 ret->status = SESSION_STEP_ERROR;
                                 ret->exit_code = 1;
@@ -1076,10 +1107,7 @@ int session_exec(struct session *s, const char *code, size_t len, const struct s
                 }
                 double now = monotonic_ms();
                 if (!interrupted && now >= deadline) {
-                        json_t *intr = json_pack("{s:s,s:I}", "op", "interrupt", "id", (json_int_t)st.id);
-                        if (intr)
-                                kernel_send(s->k, intr, now + 1000);
-                        json_decref(intr);
+                        send_interrupt(s, st.id);
                         interrupted = true;
                         hard_deadline = now + s->opt.grace_s * 1000;
                         continue;
@@ -1106,10 +1134,7 @@ int session_exec(struct session *s, const char *code, size_t len, const struct s
                         if (!cb->on_interrupt_fd(cb->userdata)) {
                                 watch_fd = -1;
                         } else if (!interrupted) {
-                                json_t *intr = json_pack("{s:s,s:I}", "op", "interrupt", "id", (json_int_t)st.id);
-                                if (intr)
-                                        kernel_send(s->k, intr, monotonic_ms() + 1000);
-                                json_decref(intr);
+                                send_interrupt(s, st.id);
                                 interrupted = asked = true;
                                 hard_deadline = monotonic_ms() + s->opt.grace_s * 1000;
                         }

@@ -89,8 +89,9 @@ struct session_step_limits {
         /* Variables for this step only ({"NAME": "VALUE"}; NULL: none):
          * a bash step's environment, os.environ while a Python step runs. */
         const json_t *env;
-        /* A named context: a namespace of its own in the same interpreter
-         * (NULL: the session's). */
+        /* A named context: a Python process of its own in the session's
+         * jail, forked from the interpreter on first use (driver.py; NULL:
+         * the interpreter's own namespace). */
         const char *context;
 };
 

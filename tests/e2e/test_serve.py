@@ -2,6 +2,7 @@
 client (Python's http.client) against the real server: the gate (tokens,
 Host, Origin, sizes), every route and its errors, streamed steps, files,
 caps, and a shutdown that leaves nothing."""
+import base64
 import http.client
 import json
 import os
@@ -327,6 +328,23 @@ def test_the_server_wide_cap_answers_503(serve):
     s.create(token="a" * 20)
     status, h, body = s.request("POST", "/v1/sandboxes", {}, token="b" * 20)
     assert status == 503 and h["Retry-After"] == "1" and b"most sandboxes" in body, body
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root: an ordinary user's zygote has one uid for all")
+def test_past_32_warm_sandboxes_503_then_cold(serve):
+    """A process holds 32 warm sessions at once: the 33rd asked for warm is
+    the server's capacity (503 with Retry-After), a default one is cold,
+    and a deleted one frees its slot."""
+    s = serve("--max-sandboxes", "40", "--max-per-token", "40")
+    ids = [s.create({"warm": True}) for _ in range(32)]
+    assert all(s.json("GET", f"/v1/sandboxes/{i}")[1]["warm"] for i in ids)
+    status, h, body = s.request("POST", "/v1/sandboxes", {"warm": True})
+    assert status == 503 and h["Retry-After"] and b"32 per process" in body, (status, body)
+    cold = s.create()
+    assert s.json("GET", f"/v1/sandboxes/{cold}")[1]["warm"] is False
+    assert s.request("DELETE", f"/v1/sandboxes/{ids[0]}")[0] == 200
+    again = s.create({"warm": True})
+    assert s.exec(again, "1 + 1")["value"]["text"] == "2"
 
 
 def read_events(resp, sse):
@@ -862,17 +880,94 @@ def test_shell_steps_and_a_background_server(serve):
                                                       "env": {"GREETING": "py"}})[1]
     assert r["value"]["text"] == "'py'", r
     assert s.exec(sid, "os.environ.get('GREETING')")["value"] is None, "a step's variable outlived it"
-    # Contexts: namespaces of their own in the one interpreter.
-    s.exec(sid, "shared = 'default'")
-    r = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "shared = 'a'; import pandas", "context": "a"})[1]
-    assert r["status"] == "ok", r
-    r = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "shared", "context": "b"})[1]
-    assert r["status"] == "error" and r["error"]["name"] == "NameError", r
-    assert s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "shared", "context": "a"})[1]["value"]["text"] == "'a'"
-    assert s.exec(sid, "shared")["value"]["text"] == "'default'"
     for bad in ("", "x" * 65, "a/b", 5):
         status, j = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "1", "context": bad})
         assert status == 400 and j["error"]["field"] == "context", (bad, j)
     for bad in ({"A=B": "x"}, {"A": 1}, [], {f"V{i}": "x" for i in range(65)}):
         status, j = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": "1", "env": bad})
         assert status == 400 and j["error"]["field"] == "env", (bad, j)
+
+
+def in_context(s, sid, name, code, **kw):
+    status, r = s.json("POST", f"/v1/sandboxes/{sid}/exec", {"code": code, "context": name, **kw})
+    assert status == 200, r
+    return r
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_contexts_are_processes_of_their_own(serve, warm):
+    """A named context is a Python process of its own in the sandbox's jail:
+    its own variables, forked from the sandbox's interpreter on first use
+    (so with its modules as they are then), with the sandbox's files and
+    loopback; one that dies or will not stop loses only itself."""
+    s = serve()
+    sid = s.create({"warm": warm})
+    first = s.exec(sid, "import os, sys; shared = 'default'; sys.marker = 1; os.getpid()")["value"]["text"]
+    # A thread of the sandbox's that writes while the context is forked
+    # (the driver's locks are busy then) does not hang the new process.
+    s.exec(sid, "import threading, time\n"
+                "def chatter():\n"
+                "    for i in range(3000):\n"
+                "        print('.', end='', flush=True); time.sleep(0.0005)\n"
+                "threading.Thread(target=chatter, daemon=True).start()")
+    r = in_context(s, sid, "a", "import os, sys\nshared = 'a'\nprint('from a')\n(os.getpid(), hasattr(sys, 'marker'))")
+    pid_a, marked = r["value"]["text"].strip("()").split(", ")
+    assert pid_a != first and marked == "True", r
+    assert r["stdout"] == "from a\n" and r["state_lost"] is False and r["restarted"] is False, r
+    r = in_context(s, sid, "b", "shared")
+    assert r["status"] == "error" and r["error"]["name"] == "NameError", r
+    assert in_context(s, sid, "a", "shared")["value"]["text"] == "'a'"
+    assert s.exec(sid, "shared")["value"]["text"] == "'default'"
+    # The sandbox's files and loopback: a server in a thread of context a
+    # runs on between steps and is called from the default context.
+    r = in_context(s, sid, "a", "import http.server, threading\n"
+                               "open('/workspace/from-a.txt', 'w').write('a was here')\n"
+                               "srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), "
+                               "lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory='/workspace'))\n"
+                               "threading.Thread(target=srv.serve_forever, daemon=True).start()\n"
+                               "srv.server_address[1]")
+    port = r["value"]["text"]
+    r = s.exec(sid, f"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{port}/from-a.txt').read()")
+    assert r["value"]["text"] == "b'a was here'", r
+    # Errors, figures and interrupts as in the sandbox's own namespace.
+    r = in_context(s, sid, "a", "1/0")
+    assert r["error"]["name"] == "ZeroDivisionError" and "1/0" in r["error"]["traceback"], r
+    r = in_context(s, sid, "a", "import matplotlib.pyplot as plt; plt.plot([1, 2, 3])", figure_png=True)
+    assert len(r["figures"]) == 1 and base64.b64decode(r["figures"][0]["png"])[:4] == b"\x89PNG", r
+    c = s.conn()
+    c.request("POST", f"/v1/sandboxes/{sid}/exec",
+              body=json.dumps({"code": "import time\nwhile True: time.sleep(0.05)", "context": "a"}),
+              headers={"Authorization": f"Bearer {s.token}", "Accept": "application/x-ndjson"})
+    resp = c.getresponse()
+    time.sleep(0.5)
+    assert s.json("POST", f"/v1/sandboxes/{sid}/interrupt")[0] == 202
+    end = read_events(resp, False)[-1][1]["result"]
+    c.close()
+    assert end["status"] == "interrupted" and end["state_lost"] is False, end
+    assert in_context(s, sid, "a", "shared")["value"]["text"] == "'a'"
+    # One that ignores the interrupt is killed alone, halfway through the
+    # grace period: the interpreter and the other contexts are kept.
+    r = in_context(s, sid, "stuck", "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nx = 1\n"
+                                   "while True: time.sleep(0.05)", timeout=1)
+    assert r["status"] == "timeout" and r["state_lost"] is True and r["exit_code"] == 124, r
+    assert "context 'stuck'" in r["reason"] and "did not stop after the interrupt" in r["reason"], r
+    r = in_context(s, sid, "stuck", "x")
+    assert r["error"]["name"] == "NameError" and r["restarted"] is True, r
+    assert in_context(s, sid, "stuck", "1")["restarted"] is False
+    # One that ends itself, or is killed, is told apart.
+    r = in_context(s, sid, "a", "import os; os._exit(3)")
+    assert r["status"] == "error" and r["state_lost"] is True and r["exit_code"] == 3, r
+    assert r["error"]["name"] == "ContextLost" and "exited with status 3" in r["reason"], r
+    r = in_context(s, sid, "b", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert r["exit_code"] == 137 and "killed by SIGKILL" in r["reason"], r
+    r = s.exec(sid, "(shared, os.getpid())")
+    assert r["value"]["text"] == f"('default', {first})" and r["restarted"] is False, r
+    r = in_context(s, sid, "a", "shared")
+    assert r["error"]["name"] == "NameError" and r["restarted"] is True, r
+    # At most 32 at once.
+    for i in range(40):
+        r = in_context(s, sid, f"n{i}", "1")
+        if r["status"] != "ok":
+            break
+    assert r["error"]["name"] == "ContextLimit" and "at most 32 contexts" in r["error"]["value"], r
+    assert i == 32 - 2, i  # a and stuck are live (b was killed)
