@@ -234,12 +234,13 @@ int corral_jail_config_add_env(corral_jail_config *cfg, const char *assignment, 
 /* Jail paths that a bind may not cover: the jail's own machinery. */
 static bool reserved_target(const char *dst)
 {
-        static const char *const reserved[] = { "/", "/proc", "/dev", "/etc", "/run", "/tmp", "/workspace" };
+        static const char *const reserved[] = { "/", "/proc", "/dev", "/etc", "/run", "/tmp", "/workspace", "/home" };
         for (size_t i = 0; i < ARRAY_SIZE(reserved); i++)
                 if (strcmp(dst, reserved[i]) == 0)
                         return true;
         return strncmp(dst, "/proc/", 6) == 0 || strncmp(dst, "/dev/", 5) == 0 || strcmp(dst, "/run/corral") == 0 ||
-               strncmp(dst, "/run/corral/", 12) == 0;
+               strncmp(dst, "/run/corral/", 12) == 0 || strcmp(dst, "/home/user") == 0 ||
+               strncmp(dst, "/home/user/", 11) == 0;
 }
 
 int jail_config_add_bind_paths(corral_jail_config *cfg, const char *src_in, const char *dst_in, bool writable,

@@ -447,6 +447,13 @@ int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_e
                         goto oom;
         }
 
+        /* /home/user is the workspace too: programs written for E2B's
+         * sandboxes (and others) keep their files there.  After the binds,
+         * none of which may cover it (config.c), so the link is made in
+         * the jail's own root. */
+        if (add(p, OP_DIR, NULL, "home") == NULL || add(p, OP_SYMLINK, "/workspace", "home/user") == NULL)
+                goto oom;
+
         if (cfg->script) {
                 if (add(p, OP_DIR, NULL, "run") == NULL || add(p, OP_DIR, NULL, "run/corral") == NULL)
                         goto oom;

@@ -136,12 +136,9 @@ int auth_load(const char *path, struct auth **ret, corral_error **ret_err)
 int auth_generate(const char *path, struct auth **ret, const char **ret_token, corral_error **ret_err)
 {
         *ret = NULL;
-        unsigned char raw[32];
-        char hex[sizeof(raw) * 2 + 2];
-        if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+        char hex[32 * 2 + 2];
+        if (auth_random_hex(hex, 32) < 0)
                 return corral_fail(ret_err, errno, "cannot make a token");
-        for (size_t i = 0; i < sizeof(raw); i++)
-                snprintf(hex + 2 * i, 3, "%02x", raw[i]);
         struct auth *a = calloc(1, sizeof(*a));
         if (a == NULL || add(a, hex, strlen(hex), "default", ret_err) < 0) {
                 free(a);
@@ -155,8 +152,8 @@ int auth_generate(const char *path, struct auth **ret, const char **ret_token, c
                 return corral_fail(ret_err, ENOMEM, "cannot write the token");
         }
         int fd = mkostemp(tmp, O_CLOEXEC);
-        hex[sizeof(raw) * 2] = '\n';
-        hex[sizeof(raw) * 2 + 1] = '\0';
+        hex[32 * 2] = '\n';
+        hex[32 * 2 + 1] = '\0';
         bool ok = fd >= 0 && fchmod(fd, 0600) == 0 && write(fd, hex, strlen(hex)) == (ssize_t)strlen(hex) &&
                   fsync(fd) == 0;
         int saved = errno;
@@ -175,27 +172,42 @@ int auth_generate(const char *path, struct auth **ret, const char **ret_token, c
         return 0;
 }
 
+bool auth_equal(const char *known, size_t known_len, const char *given, size_t given_len)
+{
+        /* Every byte up to the longer of the two: no early exit tells an
+         * attacker how much of a guess was right. */
+        size_t n = known_len > given_len ? known_len : given_len;
+        unsigned char diff = known_len != given_len;
+        for (size_t k = 0; k < n; k++) {
+                unsigned char x = k < known_len ? (unsigned char)known[k] : 0;
+                unsigned char y = k < given_len ? (unsigned char)given[k] : 0;
+                diff |= x ^ y;
+        }
+        return diff == 0;
+}
+
 int auth_check(const struct auth *a, const char *token, size_t len)
 {
         int found = -1;
         if (token == NULL || len > AUTH_TOKEN_MAX)
                 return -1;
-        /* Every principal, every byte up to the longer of the two: no early
-         * exit tells an attacker how much of a guess was right. */
         for (size_t i = 0; i < a->n; i++) {
-                const struct principal *p = &a->p[i];
-                size_t n = p->len > len ? p->len : len;
-                unsigned char diff = p->len != len;
-                for (size_t k = 0; k < n; k++) {
-                        unsigned char x = k < p->len ? (unsigned char)p->token[k] : 0;
-                        unsigned char y = k < len ? (unsigned char)token[k] : 0;
-                        diff |= x ^ y;
-                }
-                /* Branch-free select: found = i when diff is 0. */
-                int match = -(int)(diff == 0);
+                /* Branch-free select: found = i when it matches. */
+                int match = -(int)auth_equal(a->p[i].token, a->p[i].len, token, len);
                 found = (found & ~match) | ((int)i & match);
         }
         return found;
+}
+
+int auth_random_hex(char *out, size_t bytes)
+{
+        unsigned char raw[64];
+        if (bytes > sizeof(raw) || getrandom(raw, bytes, 0) != (ssize_t)bytes)
+                return -1;
+        for (size_t i = 0; i < bytes; i++)
+                snprintf(out + 2 * i, 3, "%02x", raw[i]);
+        explicit_bzero(raw, sizeof(raw));
+        return 0;
 }
 
 const char *auth_name(const struct auth *a, int principal)

@@ -36,6 +36,10 @@ CORRAL_HIDDEN void auth_free(struct auth *a);
 /* The principal of token (len bytes), or -1.  The time taken does not
  * depend on where a wrong token differs from a right one. */
 CORRAL_HIDDEN int auth_check(const struct auth *a, const char *token, size_t len);
+/* known == given, in a time that does not depend on where they differ. */
+CORRAL_HIDDEN bool auth_equal(const char *known, size_t known_len, const char *given, size_t given_len);
+/* bytes (at most 64) random bytes as 2*bytes hex digits and a NUL in out. */
+CORRAL_HIDDEN int auth_random_hex(char *out, size_t bytes);
 /* A principal's name ("default", or the file's NAME; else "token-N"). */
 CORRAL_HIDDEN const char *auth_name(const struct auth *a, int principal);
 CORRAL_HIDDEN size_t auth_count(const struct auth *a);

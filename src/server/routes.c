@@ -217,12 +217,7 @@ int step_run(struct server *s, struct sandbox *sb, struct step_request *sr, stru
         return rc;
 }
 
-/* ---- a streamed step ----
- *
- * The step runs on a thread of its own and appends events to a buffer;
- * libmicrohttpd's connection thread takes them out as the response's body.
- * The buffer is bounded by the step's own output limits.  A client that
- * hangs up (the response freed early) interrupts the step. */
+/* ---- a streamed step ---- */
 
 struct stream {
         struct server *s;
@@ -230,12 +225,7 @@ struct stream {
         struct step_request sr;
         struct step_ctx ctx;
         bool sse;
-        pthread_mutex_t lock;
-        pthread_cond_t more;
-        char *buf;
-        size_t len, off;
-        bool done;
-        pthread_t thread;
+        struct body_stream *bs;
 };
 
 static void stream_event(struct stream *st, const char *type, json_t *payload)
@@ -247,17 +237,8 @@ static void stream_event(struct stream *st, const char *type, json_t *payload)
         char *line = NULL;
         int n = st->sse ? asprintf(&line, "event: %s\ndata: %s\n\n", type, text) : asprintf(&line, "%s\n", text);
         free(text);
-        if (n < 0)
-                return;
-        pthread_mutex_lock(&st->lock);
-        char *b = realloc(st->buf, st->len + (size_t)n);
-        if (b) {
-                memcpy(b + st->len, line, (size_t)n);
-                st->buf = b;
-                st->len += (size_t)n;
-                pthread_cond_signal(&st->more);
-        }
-        pthread_mutex_unlock(&st->lock);
+        if (n >= 0)
+                body_stream_write(st->bs, line, (size_t)n);
         free(line);
 }
 
@@ -271,9 +252,10 @@ static void stream_output(void *ud, int stream, const char *data, size_t len)
                 stream_event(st, type, json_pack("{s:s,s:s%}", "type", type, "data", clean, clean_len));
 }
 
-static void *stream_run(void *arg)
+static void stream_run(struct body_stream *bs, void *ud)
 {
-        struct stream *st = arg;
+        struct stream *st = ud;
+        st->bs = bs;
         json_t *result = NULL;
         corral_error *err = NULL;
         if (step_run(st->s, st->sb, &st->sr, &st->ctx, &result, &err) == 0) {
@@ -290,57 +272,23 @@ static void *stream_run(void *arg)
                 corral_error_free(err);
         }
         step_end(st->s, st->sb);
-        pthread_mutex_lock(&st->lock);
-        st->done = true;
-        pthread_cond_signal(&st->more);
-        pthread_mutex_unlock(&st->lock);
-        return NULL;
 }
 
-static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
+/* A client gone before the end: the step is interrupted, as by POST
+ * .../interrupt (the state kept; killed after the grace). */
+static void stream_hangup(void *ud)
 {
-        (void)pos;
-        struct stream *st = cls;
-        pthread_mutex_lock(&st->lock);
-        while (st->off == st->len && !st->done)
-                pthread_cond_wait(&st->more, &st->lock);
-        ssize_t n;
-        if (st->off == st->len) {
-                n = MHD_CONTENT_READER_END_OF_STREAM;
-        } else {
-                size_t take = st->len - st->off < max ? st->len - st->off : max;
-                memcpy(out, st->buf + st->off, take);
-                st->off += take;
-                if (st->off == st->len)
-                        st->off = st->len = 0;
-                n = (ssize_t)take;
-        }
-        pthread_mutex_unlock(&st->lock);
-        return n;
+        struct stream *st = ud;
+        sandbox_interrupt(st->sb);
 }
 
-static void stream_free(void *cls)
+static void stream_release(void *ud)
 {
-        struct stream *st = cls;
-        /* A client gone before the end: the step is interrupted, as by
-         * POST .../interrupt (the state kept; killed after the grace). */
-        pthread_mutex_lock(&st->lock);
-        bool done = st->done;
-        pthread_mutex_unlock(&st->lock);
-        uint64_t one = 1;
-        if (!done && write(st->sb->interrupt_fd, &one, sizeof(one)) < 0) {
-                /* an eventfd's counter does not overflow from this */
-        }
-        pthread_join(st->thread, NULL);
-        pthread_mutex_lock(&st->s->lock);
-        st->s->streams--;
-        pthread_cond_broadcast(&st->s->changed);
-        pthread_mutex_unlock(&st->s->lock);
+        struct stream *st = ud;
+        if (st->bs == NULL)
+                step_end(st->s, st->sb); /* it never ran */
         sandbox_put(st->s, st->sb);
         step_request_release(&st->sr);
-        free(st->buf);
-        pthread_mutex_destroy(&st->lock);
-        pthread_cond_destroy(&st->more);
         free(st);
 }
 
@@ -361,28 +309,9 @@ static enum MHD_Result exec_streamed(struct request *rq, struct sandbox *sb, str
         st->sse = sse;
         st->ctx.out = stream_output;
         st->ctx.ud = st;
-        pthread_mutex_init(&st->lock, NULL);
-        pthread_cond_init(&st->more, NULL);
-        if (pthread_create(&st->thread, NULL, stream_run, st) != 0) {
-                st->done = true;
-                step_end(rq->s, sb);
-                st->thread = pthread_self();
-                sandbox_put(st->s, st->sb);
-                step_request_release(&st->sr);
-                free(st);
-                return MHD_NO;
-        }
-        pthread_mutex_lock(&rq->s->lock);
-        rq->s->streams++;
-        pthread_mutex_unlock(&rq->s->lock);
-        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 << 10, stream_read, st,
-                                                                   stream_free);
-        if (r == NULL) {
-                stream_free(st);
-                return MHD_NO;
-        }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, sse ? "text/event-stream" : "application/x-ndjson");
-        return reply(rq, MHD_HTTP_OK, r);
+        static const struct body_stream_hooks hooks = { .run = stream_run, .hangup = stream_hangup,
+                                                        .release = stream_release };
+        return body_stream_reply(rq, MHD_HTTP_OK, sse ? "text/event-stream" : "application/x-ndjson", &hooks, st);
 }
 
 static enum MHD_Result route_exec(struct request *rq, struct sandbox *sb)

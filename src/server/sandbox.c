@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "../session/warm.h"
+#include "e2b.h"
 #include "server-internal.h"
 
 /* The host calls this when a session has ended on its own (idle timeout,
@@ -39,6 +41,33 @@ static void on_session_end(void *userdata, const char *id)
                 sandbox_put(s, gone);
 }
 
+/* The host ends a session only when asked to look (session_host_expire()):
+ * this thread asks at each deadline, and at once when one moved. */
+static void *expire_thread(void *arg)
+{
+        struct server *s = arg;
+        for (;;) {
+                double next = session_host_expire(s->host) - monotonic_ms();
+                struct pollfd p[2] = { { .fd = s->stop_fd, .events = POLLIN },
+                                       { .fd = s->expire_wake_fd, .events = POLLIN } };
+                int r = poll(p, 2, next > 60000 ? 60000 : next < 0 ? 0 : (int)next + 1);
+                if (r > 0 && p[0].revents)
+                        return NULL;
+                uint64_t n;
+                if (r > 0 && p[1].revents && read(s->expire_wake_fd, &n, sizeof(n)) < 0) {
+                        /* another wake-up drained it first */
+                }
+        }
+}
+
+void sandboxes_expiry_moved(struct server *s)
+{
+        uint64_t one = 1;
+        if (write(s->expire_wake_fd, &one, sizeof(one)) < 0) {
+                /* an eventfd's counter does not overflow from this */
+        }
+}
+
 int sandboxes_init(struct server *s, corral_error **ret_err)
 {
         size_t n = auth_count(s->auth);
@@ -49,11 +78,18 @@ int sandboxes_init(struct server *s, corral_error **ret_err)
         if (s->sandboxes_of == NULL || s->steps_of == NULL || s->bucket == NULL || s->bucket_ms == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot start the server");
         struct session_host_options ho = { .on_session_end = on_session_end, .userdata = s };
-        return session_host_new(&ho, &s->host, ret_err);
+        if (session_host_new(&ho, &s->host, ret_err) < 0)
+                return -1;
+        s->expire_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (s->expire_wake_fd < 0 || pthread_create(&s->expirer, NULL, expire_thread, s) != 0)
+                return corral_fail(ret_err, errno ? errno : EAGAIN, "cannot start the server's expiry thread");
+        s->expirer_started = true;
+        return 0;
 }
 
 static void sandbox_free(struct sandbox *sb)
 {
+        e2b_sandbox_free(sb->e2b);
         if (sb->archive)
                 unlink(sb->archive);
         free(sb->archive);
@@ -79,6 +115,16 @@ void sandbox_put(struct server *s, struct sandbox *sb)
 
 void sandboxes_end(struct server *s)
 {
+        if (s->expirer_started) {
+                uint64_t one = 1;
+                if (write(s->stop_fd, &one, sizeof(one)) < 0) {
+                        /* an eventfd written once does not fail */
+                }
+                pthread_join(s->expirer, NULL);
+                s->expirer_started = false;
+        }
+        if (s->expire_wake_fd > 0)
+                close(TAKE_FD(s->expire_wake_fd));
         if (s->host) {
                 /* Every session stopped; on_session_end() empties the list. */
                 session_host_free(s->host);
@@ -316,6 +362,7 @@ int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral
                 sandbox_free(sb);
                 return -1;
         }
+        sandboxes_expiry_moved(s); /* its deadline may be the nearest */
         bool is_warm = json_is_true(json_object_get(started, "warm"));
         metrics_observe(s->metrics, "corral_sandbox_start_seconds", is_warm ? "warm" : "cold",
                         (monotonic_ms() - t0) / 1000);
@@ -538,4 +585,12 @@ void step_end(struct server *s, struct sandbox *sb)
         s->steps--;
         pthread_cond_broadcast(&s->changed);
         pthread_mutex_unlock(&s->lock);
+}
+
+void sandbox_interrupt(struct sandbox *sb)
+{
+        uint64_t one = 1;
+        if (write(sb->interrupt_fd, &one, sizeof(one)) < 0) {
+                /* an eventfd's counter does not overflow from this */
+        }
 }

@@ -37,6 +37,7 @@ struct sandbox {
         char *archive;
         double paused_at;
         unsigned refs;           /* the registry's and each request's; under the server's lock */
+        struct e2b_sandbox *e2b; /* made by E2B's API (e2b.h), or NULL */
 };
 
 struct server {
@@ -68,6 +69,9 @@ struct server {
         atomic_bool draining;    /* no new step: steps end within the grace */
         atomic_bool stopping;    /* steps cancelled: WebSockets close */
         int stop_fd;             /* eventfd, readable once stopping */
+        pthread_t expirer;       /* ends sandboxes at their idle timeout or lifetime */
+        bool expirer_started;
+        int expire_wake_fd;      /* eventfd: a deadline moved */
 };
 
 /* One request: the connection's state from its headers to the answer. */
@@ -75,6 +79,9 @@ struct request {
         struct server *s;
         struct MHD_Connection *conn;
         int who;                 /* principal, -1 before the gate */
+        enum { REPLY_CORRAL, REPLY_E2B, REPLY_CONNECT } shape; /* of its errors (e2b.h) */
+        struct sandbox *e2b_sb;  /* an E2B call's sandbox (its header named it), with a reference */
+        struct e2b_upload *e2b_up; /* an E2B file upload */
         char *body;              /* a JSON body (NUL-terminated) */
         size_t len, cap;
         bool too_large;
@@ -98,12 +105,16 @@ enum MHD_Result reply_error(struct request *rq, unsigned status, const char *kin
         CORRAL_PRINTF(4, 5);
 /* err's kind as its HTTP status (corral_error_kind_http_status). */
 enum MHD_Result reply_corral_error(struct request *rq, const corral_error *err);
+/* Connect's name for an HTTP status ("not_found"). */
+const char *connect_code(unsigned status);
 /* Sets the common headers on r and queues it. */
 enum MHD_Result reply(struct request *rq, unsigned status, struct MHD_Response *r);
 void count_rejected(struct server *s, const char *reason);
 
 /* ---- sandboxes (sandbox.c) ---- */
 int sandboxes_init(struct server *s, corral_error **ret_err);
+/* A sandbox's deadline moved (session_host_set_expiry()): look again. */
+void sandboxes_expiry_moved(struct server *s);
 /* Stop every sandbox (cancelling steps first) and free the registry. */
 void sandboxes_end(struct server *s);
 /* A sandbox from a POST's body; its description (201). */
@@ -120,6 +131,8 @@ int sandbox_delete(struct server *s, struct sandbox *sb, corral_error **ret_err)
  * interpreter's state not.  0, or -1 with err (busy: already so). */
 int sandbox_pause(struct server *s, struct sandbox *sb, corral_error **ret_err);
 int sandbox_resume(struct server *s, struct sandbox *sb, corral_error **ret_err);
+/* Interrupt the sandbox's running step, if any (as POST .../interrupt). */
+void sandbox_interrupt(struct sandbox *sb);
 /* A request for a paused sandbox's session: -1 with a busy error. */
 int sandbox_live(struct server *s, struct sandbox *sb, corral_error **ret_err);
 /* A path of the server's own for a temporary file (name: its last part). */
@@ -164,6 +177,25 @@ enum MHD_Result route_api(struct request *rq, const char *method, const char *pa
 /* A PUT of a file: set up at the request's first call (1: uploading, 0:
  * not an upload, -1 answered an error early). */
 int route_upload_begin(struct request *rq, const char *method, const char *path);
+
+/* ---- answers written as they go (stream.c) ---- */
+struct body_stream;
+struct body_stream_hooks {
+        /* On a thread of its own: writes the body; it ends when run returns. */
+        void (*run)(struct body_stream *bs, void *ud);
+        /* The client hung up before the end (libmicrohttpd's thread): make
+         * run return soon.  May be NULL. */
+        void (*hangup)(void *ud);
+        /* After run has returned (or never ran: the reply failed). */
+        void (*release)(void *ud);
+};
+/* Answer status with a body of content_type that hooks->run writes.
+ * Takes ud: release is called in every case. */
+enum MHD_Result body_stream_reply(struct request *rq, unsigned status, const char *content_type,
+                                  const struct body_stream_hooks *hooks, void *ud);
+void body_stream_write(struct body_stream *bs, const void *data, size_t len);
+/* The client has hung up: nothing written reaches it any more. */
+bool body_stream_gone(struct body_stream *bs);
 
 /* ---- WebSocket (websocket.c) ---- */
 /* GET /v1/sandboxes/{id}/ws: the upgrade, or an error answer.  Takes the

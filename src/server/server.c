@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "../session/warm.h"
+#include "e2b.h"
 #include "server-internal.h"
 
 void server_config_init(struct server_config *cfg)
@@ -95,6 +96,34 @@ enum MHD_Result reply_json(struct request *rq, unsigned status, json_t *body)
         return reply(rq, status, r);
 }
 
+const char *connect_code(unsigned status)
+{
+        switch (status) {
+        case 400: return "invalid_argument";
+        case 401: return "unauthenticated";
+        case 403: return "permission_denied";
+        case 404: return "not_found";
+        case 409: return "already_exists";
+        case 413:
+        case 429: return "resource_exhausted";
+        case 499: return "canceled";
+        case 501: return "unimplemented";
+        case 502:
+        case 503: return "unavailable";
+        case 504: return "deadline_exceeded";
+        default: return status >= 500 ? "internal" : "unknown";
+        }
+}
+
+/* An error in the shape the caller's protocol reads: ours, E2B's REST
+ * ({"code": 404, "message"}) or Connect's ({"code": "not_found", ...}). */
+static enum MHD_Result reply_shaped(struct request *rq, unsigned status, const char *message)
+{
+        if (rq->shape == REPLY_E2B)
+                return reply_json(rq, status, json_pack("{s:i,s:s}", "code", (int)status, "message", message));
+        return reply_json(rq, status, json_pack("{s:s,s:s}", "code", connect_code(status), "message", message));
+}
+
 enum MHD_Result reply_error(struct request *rq, unsigned status, const char *kind, const char *fmt, ...)
 {
         va_list ap;
@@ -103,6 +132,8 @@ enum MHD_Result reply_error(struct request *rq, unsigned status, const char *kin
         if (vasprintf(&msg, fmt, ap) < 0)
                 msg = NULL;
         va_end(ap);
+        if (rq->shape != REPLY_CORRAL)
+                return reply_shaped(rq, status, msg ? msg : "error");
         return reply_json(rq, status, json_pack("{s:{s:s,s:s}}", "error", "kind", kind, "message",
                                                 msg ? msg : "error"));
 }
@@ -110,6 +141,8 @@ enum MHD_Result reply_error(struct request *rq, unsigned status, const char *kin
 enum MHD_Result reply_corral_error(struct request *rq, const corral_error *err)
 {
         int kind = err ? err->kind : CORRAL_ERR_INTERNAL;
+        if (rq->shape != REPLY_CORRAL)
+                return reply_shaped(rq, (unsigned)corral_error_kind_http_status(kind), err ? err->msg : "internal error");
         json_t *e = json_pack("{s:s,s:s}", "kind", corral_error_kind_to_string(kind), "message",
                               err ? err->msg : "internal error");
         if (e && err && err->field)
@@ -293,8 +326,24 @@ static enum MHD_Result gate(struct request *rq, const char *method, const char *
         if (login_token && strcmp(method, "GET") == 0)
                 return login(rq, login_token);
         size_t len = 0;
-        const char *token = presented_token(rq, &len);
-        rq->who = token ? auth_check(s->auth, token, len) : -1;
+        const char *token = NULL;
+        if (e2b_claims(rq, path)) {
+                const char *wrong = NULL;
+                rq->who = e2b_principal(rq, path, &wrong);
+                if (rq->who == -2)
+                        /* What E2B answers for a sandbox that is gone (its SDK
+                         * says the sandbox timed out or was killed). */
+                        return reply_error(rq, MHD_HTTP_BAD_GATEWAY, "not_found", "sandbox %s not found: it was "
+                                                                                  "killed or timed out",
+                                           MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id"));
+                if (rq->who < 0) {
+                        count_rejected(s, "token");
+                        return reply_error(rq, MHD_HTTP_UNAUTHORIZED, "unauthorized", "%s", wrong);
+                }
+        } else {
+                token = presented_token(rq, &len);
+                rq->who = token ? auth_check(s->auth, token, len) : -1;
+        }
         if (rq->who < 0) {
                 count_rejected(s, token ? "token" : "no_token");
                 json_t *e = json_pack("{s:{s:s,s:s}}", "error", "kind", "unauthorized", "message",
@@ -325,10 +374,12 @@ static enum MHD_Result gate(struct request *rq, const char *method, const char *
                 return reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", "the server is shutting down");
         }
         const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        int up = route_upload_begin(rq, method, path);
+        int up = rq->shape == REPLY_CORRAL ? route_upload_begin(rq, method, path) : 0;
         if (up < 0)
                 return MHD_YES; /* answered */
-        uint64_t cap = up ? rq->upload_sb->max_upload : s->cfg.max_body;
+        if (rq->shape != REPLY_CORRAL)
+                e2b_upload_begin(rq, method, path);
+        uint64_t cap = up ? rq->upload_sb->max_upload : rq->e2b_up ? rq->e2b_sb->max_upload : s->cfg.max_body;
         uint64_t length = cl ? strtoull(cl, NULL, 10) : 0; /* libmicrohttpd refused a malformed one */
         if (length > cap) {
                 count_rejected(s, "too_large");
@@ -353,6 +404,9 @@ static void request_free(struct request *rq)
         free(rq->tar_path);
         if (rq->upload_sb)
                 sandbox_put(rq->s, rq->upload_sb);
+        e2b_upload_free(rq);
+        if (rq->e2b_sb)
+                sandbox_put(rq->s, rq->e2b_sb);
         corral_error_free(rq->upload_err);
         free(rq->body);
         free(rq);
@@ -370,6 +424,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 /* A chunk of the body: into the upload, or the JSON buffer up to its cap. */
 static void take_body(struct request *rq, const char *data, size_t n)
 {
+        if (rq->e2b_up) {
+                e2b_upload_take(rq, data, n);
+                return;
+        }
         if (rq->tar_fd >= 0) {
                 if (rq->upload_status == 0 && rq->tar_len + n > rq->upload_sb->max_upload)
                         rq->upload_status = MHD_HTTP_CONTENT_TOO_LARGE;
@@ -453,6 +511,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
                                    "the body is larger than the %ju bytes a request may carry",
                                    (uintmax_t)rq->s->cfg.max_body);
         }
+        if (rq->shape != REPLY_CORRAL)
+                return route_e2b(rq, method, url);
         if (strcmp(url, "/") == 0)
                 return index_page(rq);
         if (strcmp(url, "/metrics") == 0)

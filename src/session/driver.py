@@ -357,6 +357,10 @@ def save_figures(step, preview=None, png=False):
     for k, num in enumerate(nums, 1):
         fig = plt.figure(num)
         path = "%s/step%d-%d.png" % (FIGURE_DIR, step, k)
+        try:
+            shown = repr(fig)  # "<Figure size 640x480 with 1 Axes>", a notebook's text of it
+        except Exception:
+            shown = None
         own = getattr(fig, "_corral_saved_to", None)
         try:
             if own and os.path.isfile(own):
@@ -378,6 +382,8 @@ def save_figures(step, preview=None, png=False):
         except Exception as e:  # a broken figure must not lose the step
             saved.append({"path": path, "error": "%s: %s" % (type(e).__name__, e)})
             continue
+        if isinstance(shown, str):
+            saved[-1]["repr"] = shown[:200]
         if png:
             attach_png(saved[-1], budget)
         if preview and k <= preview["count"]:
@@ -693,6 +699,70 @@ def interrupt_context(req):
     return True
 
 
+# ---- IPython's syntax (docs/e2b.md) ----
+#
+# Code written for a notebook (E2B's runCode) may use IPython's shell lines
+# and a few magics.  They are rewritten to Python before the step runs:
+# "!cmd" and "%pip"/"%%bash" run in the sandbox's shell, "%cd" changes the
+# directory, "%matplotlib" does nothing (figures are always captured); any
+# other magic is an error that says what is understood.
+
+class UsageError(Exception):
+    pass
+
+
+def _shell(cmd):
+    import subprocess
+    subprocess.run(["bash", "-c", cmd], stdin=subprocess.DEVNULL)
+
+
+def ipython_to_python(code):
+    lines = code.split("\n")
+    first = lines[0].strip()
+    if first.startswith("%%"):
+        magic = first[2:].split(None, 1)[0] if first[2:].strip() else ""
+        if magic in ("bash", "sh", "script"):
+            return "__corral_shell__(%r)" % "\n".join(lines[1:])
+        raise UsageError("Cell magic `%%%%%s` not found (corral understands %%%%bash, and the line forms "
+                         "!cmd, %%pip, %%cd and %%matplotlib)" % magic)
+    out = []
+    for line in lines:
+        body = line.lstrip()
+        indent = line[:len(line) - len(body)]
+        if body.startswith("!"):
+            out.append("%s__corral_shell__(%r)" % (indent, body[1:]))
+        elif body.startswith("%") and not body.startswith("%%") and body[1:2].isalpha():
+            name, _, arg = body[1:].partition(" ")
+            if name == "pip":
+                out.append("%s__corral_shell__(%r)" % (indent, "python3 -m pip " + arg))
+            elif name == "cd":
+                out.append("%s__import__('os').chdir(%r)" % (indent, os.path.expanduser(arg.strip() or "~")))
+            elif name == "matplotlib":
+                out.append(indent + "pass")
+            else:
+                raise UsageError("Line magic function `%%%s` not found (corral understands !cmd, %%pip, %%cd, "
+                                 "%%matplotlib and %%%%bash)" % name)
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def end_context(name):
+    """End a context's process (E2B's remove and restart): its next step
+    starts a new one.  True if there was one."""
+    c = _contexts.pop(name, None)
+    _contexts_lost.discard(name)
+    if c is None:
+        return False
+    try:
+        os.kill(c.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(c.pid, 0)
+    c.close()
+    return True
+
+
 def run_step(req, ns, streams, counter):
     global _running, _in_user
     step = req.get("id")
@@ -736,6 +806,9 @@ def run_step(req, ns, streams, counter):
                     result["error"] = {"type": "ExitStatus", "message": "exit status %d" % status,
                                        "traceback": ""}
                 raise _ShellDone
+            if req.get("ipython") is True:
+                code = ipython_to_python(code)
+                ns.setdefault("__corral_shell__", _shell)
             tree = ast.parse(code, filename, "exec")
             last = None
             if tree.body and isinstance(tree.body[-1], ast.Expr):
@@ -864,7 +937,11 @@ def main():
         if op == "exec":
             counter += 1
             name = req.get("context")
-            if isinstance(name, str) and name and req.get("language") != "bash":
+            if req.get("end_context") is True:
+                ended = isinstance(name, str) and end_context(name)
+                send({"t": "result", "id": req.get("id"), "status": "ok", "figures": [],
+                      "value": repr(ended), "value_type": "bool"})
+            elif isinstance(name, str) and name and req.get("language") != "bash":
                 run_in_context(req, name)
             else:
                 run_step(req, ns, streams, counter)

@@ -499,6 +499,19 @@ int session_host_stop(struct session_host *h, const char *id, corral_error **ret
         return 0;
 }
 
+int session_host_set_expiry(struct session_host *h, const char *id, double seconds, double *ret_granted,
+                            corral_error **ret_err)
+{
+        struct hosted *e;
+        if (hosted_take(h, id, &e, ret_err) < 0)
+                return -1;
+        double granted = e->s ? session_set_expiry(e->s, seconds) : 0;
+        hosted_give_back(h, e);
+        if (ret_granted)
+                *ret_granted = granted;
+        return 0;
+}
+
 /* ---- what the registry says ---- */
 
 static json_t *hosted_info(const struct hosted *e, double now)

@@ -95,6 +95,11 @@ CORRAL_HIDDEN int session_host_archive(struct session_host *h, const char *id, c
 
 /* Stop a session (after its running step) and remove everything of it. */
 CORRAL_HIDDEN int session_host_stop(struct session_host *h, const char *id, corral_error **ret_err);
+/* The session ends seconds from now (session_set_expiry()), after a running
+ * step; *ret_granted (may be NULL) what could be granted.  The caller
+ * that runs session_host_expire() should look again. */
+CORRAL_HIDDEN int session_host_set_expiry(struct session_host *h, const char *id, double seconds,
+                                          double *ret_granted, corral_error **ret_err);
 /* The same, cancelling a running step first (status cancelled): its
  * client is gone. */
 CORRAL_HIDDEN int session_host_stop_now(struct session_host *h, const char *id, corral_error **ret_err);

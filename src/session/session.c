@@ -462,6 +462,7 @@ struct session {
         struct kernel *k;
         unsigned steps;
         double t_start, t_last;
+        double kernel_end;       /* when the interpreter's jail reaches its wall limit (less its margin) */
         bool lost_before;        /* the last kernel died: the next step says restarted */
         time_t created;          /* wall clock, for session_archive() */
         json_t *from;            /* resumed from an archive: session_origin(), or NULL */
@@ -567,6 +568,7 @@ int session_start(const corral_jail_config *cfg, const struct session_options *o
                 restored = !s->opt.from_extracted;
                 s->from = session_origin(from, s->cfg.workspace);
         }
+        s->kernel_end = monotonic_ms() + lifetime_left_s(s) * 1000;
         if (kernel_start(&s->cfg, lifetime_left_s(s), &s->opt, &s->k, ret_err) < 0) {
                 if (restored)
                         session_restore_undo(s->cfg.workspace, existed);
@@ -575,9 +577,22 @@ int session_start(const corral_jail_config *cfg, const struct session_options *o
         }
         /* Idle and lifetime count from when it is ready: a zygote may have
          * had to start first. */
-        s->t_start = s->t_last = monotonic_ms();
+        double ready = monotonic_ms();
+        s->kernel_end += ready - s->t_start;
+        s->t_start = s->t_last = ready;
         *ret = s;
         return 0;
+}
+
+double session_set_expiry(struct session *s, double seconds)
+{
+        double now = monotonic_ms();
+        double end = now + seconds * 1000;
+        if (end > s->kernel_end)
+                end = s->kernel_end; /* past it the jail's own limit would end it */
+        s->opt.lifetime_s = (end - s->t_start) / 1000;
+        s->opt.idle_timeout_s = 0;
+        return (end - now) / 1000;
 }
 
 double session_deadline_ms(const struct session *s, const char **ret_why)
@@ -795,7 +810,7 @@ static json_t *figure_from_frame(json_t *fig)
                 if (json_is_integer(v) && json_integer_value(v) >= 0)
                         json_object_set(out, ints[i], v);
         }
-        const char *strs[] = { "path", "error", "preview_error", "png_error" };
+        const char *strs[] = { "path", "error", "preview_error", "png_error", "repr" };
         for (size_t i = 0; out && i < ARRAY_SIZE(strs); i++) {
                 json_t *v = capped_string(json_object_get(fig, strs[i]), 4096);
                 if (v)
@@ -1001,6 +1016,7 @@ int session_exec(struct session *s, const char *code, size_t len, const struct s
                 s->lost_before = true;
         }
         if (s->k == NULL) {
+                s->kernel_end = monotonic_ms() + lifetime_left_s(s) * 1000;
                 if (kernel_start(&s->cfg, lifetime_left_s(s), &s->opt, &s->k,
                                  ret_err) < 0)
                         return -1;
@@ -1034,6 +1050,10 @@ int session_exec(struct session *s, const char *code, size_t len, const struct s
                 json_object_set(req, "env", (json_t *)lim->env);
         if (req && lim && lim->context)
                 json_object_set_new(req, "context", json_string(lim->context));
+        if (req && lim && lim->ipython)
+                json_object_set_new(req, "ipython", json_true());
+        if (req && lim && lim->end_context)
+                json_object_set_new(req, "end_context", json_true());
         double deadline = t0 + timeout_s * 1000;
         if (req == NULL) {
                 corral_fail(ret_err, ENOMEM, "cannot send the step");

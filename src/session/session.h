@@ -93,6 +93,12 @@ struct session_step_limits {
          * jail, forked from the interpreter on first use (driver.py; NULL:
          * the interpreter's own namespace). */
         const char *context;
+        /* The code may use IPython's "!cmd" lines and a few magics
+         * (driver.py, docs/e2b.md): rewritten to Python before it runs. */
+        bool ipython;
+        /* No code runs: the named context's process is ended (its next
+         * step starts a new one); the value says whether there was one. */
+        bool end_context;
 };
 
 struct session_callbacks {
@@ -172,6 +178,10 @@ CORRAL_HIDDEN int session_exec(struct session *s, const char *code, size_t len, 
                                corral_error **ret_err);
 /* CLOCK_MONOTONIC ms at which the session expires (idle or lifetime),
  * and in words why. */
+/* End the session seconds from now, whatever its idle timeout and lifetime
+ * said, at most when its interpreter's jail reaches its own wall limit
+ * (set from the lifetime at the start); the seconds granted. */
+CORRAL_HIDDEN double session_set_expiry(struct session *s, double seconds);
 CORRAL_HIDDEN double session_deadline_ms(const struct session *s, const char **ret_why);
 /* Steps run so far, and whether an interpreter is alive now. */
 CORRAL_HIDDEN unsigned session_steps(const struct session *s);

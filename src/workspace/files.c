@@ -332,11 +332,47 @@ int workspace_remove_file(struct workspace *ws, const char *path, corral_error *
         return 0;
 }
 
+int workspace_make_dir(struct workspace *ws, const char *path, corral_error **ret_err)
+{
+        cleanup_free char *rel = NULL;
+        const char *base;
+        cleanup_close int dirfd = writable_parent(ws, path, "create", &rel, &base, ret_err);
+        if (dirfd < 0)
+                return -1;
+        if (mkdirat(dirfd, base, 0755) == 0)
+                return 0;
+        struct stat st;
+        if (errno == EEXIST && fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+                return 1;
+        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot create the directory '%s'", path);
+}
+
+int workspace_rename(struct workspace *ws, const char *from, const char *to, corral_error **ret_err)
+{
+        cleanup_free char *from_rel = NULL, *to_rel = NULL;
+        const char *from_base, *to_base;
+        cleanup_close int from_fd = writable_parent(ws, from, "move", &from_rel, &from_base, ret_err);
+        if (from_fd < 0)
+                return -1;
+        struct stat st;
+        if (fstatat(from_fd, from_base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return corral_make_error(ret_err, errno == ENOENT ? CORRAL_ERR_NOT_FOUND : CORRAL_ERR_USAGE, errno,
+                                         "cannot move '%s'", from);
+        cleanup_close int to_fd = writable_parent(ws, to, "move to", &to_rel, &to_base, ret_err);
+        if (to_fd < 0)
+                return -1;
+        if (renameat(from_fd, from_base, to_fd, to_base) < 0)
+                return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot move '%s' to '%s'", from, to);
+        return 0;
+}
+
 /* ---- listing ---- */
 
 static json_t *list_entry(int dirfd, const char *name, const char *path, const struct stat *st)
 {
-        json_t *e = json_pack("{s:o, s:s}", "path", ws_json_path(path), "type", ws_type_name(st->st_mode));
+        json_t *e = json_pack("{s:o, s:s, s:i, s:f}", "path", ws_json_path(path), "type", ws_type_name(st->st_mode),
+                              "mode", (int)(st->st_mode & 07777), "mtime",
+                              (double)st->st_mtim.tv_sec + st->st_mtim.tv_nsec / 1e9);
         if (e == NULL)
                 return NULL;
         if (!S_ISDIR(st->st_mode))

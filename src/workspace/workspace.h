@@ -276,7 +276,13 @@ CORRAL_HIDDEN void workspace_upload_abort(struct ws_upload *up);
 /* Remove the file, symlink (not followed) or directory tree at path, under
  * write's rules; the workspace itself cannot be removed. */
 CORRAL_HIDDEN int workspace_remove_file(struct workspace *ws, const char *path, corral_error **ret_err);
-/* [{"path","type","size"}] beneath path ("" or "." for all), depth-first,
+/* Make the directory at path (and its parents) under write's rules: 0
+ * made, 1 it was there, -1 with err. */
+CORRAL_HIDDEN int workspace_make_dir(struct workspace *ws, const char *path, corral_error **ret_err);
+/* Rename from to to (replacing a file there), both under write's rules;
+ * a symlink is moved, not followed. */
+CORRAL_HIDDEN int workspace_rename(struct workspace *ws, const char *from, const char *to, corral_error **ret_err);
+/* [{"path","type","size","mode","mtime"}] beneath path ("" or "." for all), depth-first,
  * sorted, at most max_entries (then the last element is {"truncated":true}).
  * path may be a file (then only its entry).  Symlinks are listed, never
  * followed, with "target"; directories have no "size".  max_depth 1 lists

@@ -28,6 +28,16 @@ def test_code_runs_in_workspace_as_unprivileged_user(jail):
     assert r["stdout"] == "/workspace 1000 1000\n"
 
 
+def test_home_user_is_the_workspace(jail, corral):
+    """/home/user (where E2B programs keep their files) is the workspace in
+    every jail, and no bind may cover it."""
+    r = jail("import os\nopen('/home/user/x', 'w').write('x')\n"
+             "print(os.path.realpath('/home/user'), open('/workspace/x').read(), sorted(os.listdir('/home')))")
+    assert r["stdout"] == "/workspace x ['user']\n", r
+    r = corral("exec", "--bind", "/tmp:/home/user/data", "--", "true")
+    assert r.rc == 125 and b"managed by corral" in r.err
+
+
 def test_program_status_passes_through(corral):
     assert corral("exec", "-c", "import sys; sys.exit(3)").rc == 3
     assert corral("exec", "--", "sh", "-c", "exit 42").rc == 42

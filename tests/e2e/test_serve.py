@@ -228,6 +228,27 @@ def test_a_sandbox_from_create_to_delete(serve):
     assert s.json("GET", "/v1/sandboxes")[1] == {"sandboxes": []}
 
 
+def test_idle_and_lifetime_end_a_sandbox(serve):
+    """The server ends a sandbox at its idle timeout or lifetime on its own
+    (no request needed), and nothing of it is left running."""
+    s = serve()
+    idle = s.create({"idle_timeout": 1})
+    short = s.create({"lifetime": 2, "warm": False})
+    kept = s.create()
+    kids = descendants(s.proc.pid)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 10 and (s.json("GET", f"/v1/sandboxes/{idle}")[0] != 404 or
+                                          s.json("GET", f"/v1/sandboxes/{short}")[0] != 404):
+        time.sleep(0.2)
+    assert s.json("GET", f"/v1/sandboxes/{idle}")[0] == 404
+    assert s.json("GET", f"/v1/sandboxes/{short}")[0] == 404
+    assert 1 <= time.monotonic() - t0 < 6
+    assert [b["id"] for b in s.json("GET", "/v1/sandboxes")[1]["sandboxes"]] == [kept]
+    assert s.exec(kept, "1")["status"] == "ok"
+    left = alive(kids) - set(descendants(s.proc.pid))
+    assert not left, f"processes of ended sandboxes still run: {left}"
+
+
 def test_bad_requests_are_told_why(serve):
     s = serve()
     sid = s.create()
