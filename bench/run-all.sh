@@ -71,6 +71,16 @@ echo
 $py "$bench/serve.py" --json "$out/serve.json" --md "$out/serve.md" --plot "$root/docs/img/serve-bench.png" ||
 	echo "serve: failed (bench/serve.py exited $?); see its output above" | tee "$out/serve.md"
 echo
+# corral mcp over stdio through the official MCP SDK (bench/mcp.mjs; Node and
+# the SDK from the npm registry by tests/mcp/setup.sh, which exits 77 without them).
+if mcp_setup=$("$root/tests/mcp/setup.sh"); then
+	CORRAL_MCP_MODULES=$(echo "$mcp_setup" | sed -n 2p) "$(echo "$mcp_setup" | sed -n 1p)" "$bench/mcp.mjs" \
+		--json "$out/mcp.json" --md "$out/mcp.md" ||
+		echo "mcp: failed (bench/mcp.mjs exited $?); see its output above" | tee "$out/mcp.md"
+else
+	echo "mcp: skipped: tests/mcp/setup.sh could not provide Node and the MCP SDK" | tee "$out/mcp.md"
+fi
+echo
 # 1 GB of files in $TMPDIR (removed afterwards): staging, archiving, extracting.
 sh "$bench/archive.sh" --md "$out/archive.md"
 
@@ -152,6 +162,10 @@ EOF
 	echo "### corral serve (\`bench/serve.py\`)"
 	echo
 	cat "$out/serve.md"
+	echo
+	echo "### corral mcp (\`bench/mcp.mjs\`)"
+	echo
+	cat "$out/mcp.md"
 	echo
 	cat "$bench/notes.md" # hand-written: what the figures mean
 } >"$root/docs/benchmarks.md"
