@@ -59,6 +59,9 @@ CORRAL_HIDDEN const char *toolbox_names(void);
 /* Call a tool: arguments is the JSON object's text (NULL or "": none). */
 CORRAL_HIDDEN void toolbox_call(struct toolbox *tb, const char *name, const char *arguments,
                                 struct tool_result *ret);
+/* End run_python's session: the next call starts a new interpreter (MCP's
+ * reset_session). */
+CORRAL_HIDDEN void toolbox_reset(struct toolbox *tb);
 /* Run code as run_python ("python") or run_shell ("bash") would. */
 CORRAL_HIDDEN void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code,
                                      struct tool_result *ret);

@@ -621,6 +621,8 @@ started:;
                 json_object_set_new(s->exec, "state_lost", json_boolean(r.state_lost));
                 json_object_set_new(s->exec, "restarted", json_boolean(r.restarted));
                 json_object_set(s->exec, "value", r.value ? r.value : json_null());
+                /* The exception the step raised ({"type", "message", "traceback"}). */
+                json_object_set(s->exec, "error", r.error ? r.error : json_null());
         }
         cleanup_free char *figure_list = take_figures(tb, r.figures, lim.preview_count);
         if (s->exec)
@@ -938,6 +940,12 @@ void toolbox_call(struct toolbox *tb, const char *name, const char *arguments, s
         } else {
                 say(s, false, "error: there is no tool named '%s'; the tools are: %s", name, toolbox_names());
         }
+}
+
+void toolbox_reset(struct toolbox *tb)
+{
+        toolbox_session_close(tb);
+        toolbox_images_clear(tb);
 }
 
 void toolbox_free(struct toolbox *tb)

@@ -32,6 +32,7 @@ static const struct {
         { "workspace", cmd_workspace, "list or extract a workspace archive (tar)" },
         { "review", cmd_review, "check code against the safety review's policy, without running it" },
         { "serve", cmd_serve, "serve sandboxes over HTTP (docs/api.md)" },
+        { "mcp", cmd_mcp, "be the sandbox of an MCP client, on stdin and stdout (docs/mcp.md)" },
         { "doctor", cmd_doctor, "show which isolation and limit mechanisms this host offers" },
 };
 

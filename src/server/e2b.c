@@ -300,8 +300,11 @@ static json_t *describe(struct server *s, struct sandbox *sb, bool with_tokens)
 {
         struct e2b_sandbox *e = sb->e2b;
         char started[40], end[40];
+        pthread_mutex_lock(&e->lock);
+        double end_at = e->end_at;
+        pthread_mutex_unlock(&e->lock);
         iso_time(e->started, started);
-        iso_time(e->end_at, end);
+        iso_time(end_at, end);
         json_t *limits = sb->limits;
         double memory = json_number_value(json_object_get(limits, "memory"));
         double cpus = json_number_value(json_object_get(limits, "cpus"));
@@ -328,7 +331,9 @@ static int set_timeout(struct server *s, struct sandbox *sb, double seconds, cor
         double granted = 0;
         if (session_host_set_expiry(s->host, sb->id, seconds, &granted, ret_err) < 0)
                 return -1;
+        pthread_mutex_lock(&sb->e2b->lock);
         sb->e2b->end_at = now_s() + granted;
+        pthread_mutex_unlock(&sb->e2b->lock);
         sandboxes_expiry_moved(s);
         return 0;
 }

@@ -37,6 +37,7 @@ def help_options(*cmd):
     (("workspace",), ["corral workspace"]),
     (("doctor",), ["corral doctor"]),
     (("serve",), ["corral serve", "corral exec"]),
+    (("mcp",), ["corral mcp", "corral run", "corral exec"]),  # --review-policy is run's too
 ])
 def test_help_and_readme_name_the_same_options(cmd, sections):
     helped = help_options(*cmd)
