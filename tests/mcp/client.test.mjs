@@ -13,7 +13,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, execFile } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -106,8 +106,8 @@ async function until(what, ok, ms) {
 // `corral mcp` with our own newline-JSON reader and writer.  Every line on
 // its stdout is kept; one that is not a JSON-RPC 2.0 object goes to junk.
 class RawServer {
-  constructor() {
-    this.proc = spawn(CORRAL, ARGS, { env: serverEnv(), stdio: ['pipe', 'pipe', 'inherit'] })
+  constructor(extraArgs = []) {
+    this.proc = spawn(CORRAL, [...ARGS, ...extraArgs], { env: serverEnv(), stdio: ['pipe', 'pipe', 'inherit'] })
     this.messages = []
     this.junk = []
     this.waiters = []
@@ -398,6 +398,18 @@ for (const mode of ['legacy', 'auto']) {
       assert.ok(!r.isError, textOf(r))
       assert.equal(r.structuredContent.value, '42')
     })
+
+    if (mode === 'legacy') {
+      // The v2 transport closes the connection when over 10 MB arrive
+      // without a newline (STDIO_DEFAULT_MAX_BUFFER_SIZE): output is cut.
+      it('a 12 MB print comes back cut short, the connection alive', async () => {
+        const r = await client.callTool({ name: 'run_python', arguments: { code: "print('y' * 12_000_000); len('z' * 12_000_000)" } })
+        assert.ok(JSON.stringify(r).length < 10_000_000, `a result of ${JSON.stringify(r).length} bytes`)
+        assert.equal(r.structuredContent.value, '12000000')
+        const again = await client.callTool({ name: 'run_python', arguments: { code: '1 + 1' } })
+        assert.equal(again.structuredContent.value, '2')
+      })
+    }
   })
 }
 
@@ -439,6 +451,10 @@ describe('raw protocol (newline-delimited JSON-RPC)', () => {
       s.send({ jsonrpc: '2.0', method: 'notifications/no-such-thing' })
       s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 12345 } })
       assert.deepEqual((await s.request('ping')).result, {})
+      // Batches left JSON-RPC with 2025-06-18: whatever the answer, the
+      // server goes on.
+      s.send('[{"jsonrpc": "2.0", "id": 50, "method": "ping"}]')
+      assert.deepEqual((await s.request('ping')).result, {})
       // A string id comes back as it was sent.
       s.send({ jsonrpc: '2.0', id: 'str-1', method: 'ping' })
       assert.deepEqual((await s.wait((m) => m.id === 'str-1')).result, {})
@@ -450,7 +466,7 @@ describe('raw protocol (newline-delimited JSON-RPC)', () => {
       assert.equal(r.result?.structuredContent?.value, '3', JSON.stringify(r))
       const sh = await s.request('tools/call', { name: 'run_shell', arguments: { command: 'echo shell says hi; echo >&2 err' } }, 60000)
       assert.equal(sh.result?.structuredContent?.stdout, 'shell says hi\n', JSON.stringify(sh))
-      const ids = s.messages.filter((m) => 'id' in m && !('method' in m)).map((m) => m.id)
+      const ids = s.messages.filter((m) => m.id != null && !('method' in m)).map((m) => m.id)
       assert.equal(new Set(ids).size, ids.length, `an id answered twice: ${ids}`)
       assert.ok(!ids.includes(12345))
       assert.deepEqual(s.junk, [])
@@ -475,34 +491,78 @@ describe('raw protocol (newline-delimited JSON-RPC)', () => {
     }))
   })
 
-  it('stdin closed: exit 0 within seconds, no child left, temporary workspace removed', async () => {
+  // A server with a workspace in use (a file written, a step run): its
+  // temporary workspace on the host (a directory right under the temporary
+  // directory, holding the file) and its processes.
+  async function busyServer() {
     const s = new RawServer()
+    await s.initialize()
+    const name = `mcp-exit-${TAG}-${s.proc.pid}.txt`
+    const w = await s.request('tools/call', { name: 'write_file', arguments: { path: name, content: 'x' } }, 60000)
+    assert.ok(w.result && !w.result.isError, JSON.stringify(w))
+    const r = await s.request('tools/call', { name: 'run_python', arguments: { code: '1 + 1' } }, 60000)
+    assert.equal(r.result?.structuredContent?.value, '2', JSON.stringify(r))
     let ws = null
-    try {
-      await s.initialize()
-      const name = `mcp-exit-${TAG}.txt`
-      const w = await s.request('tools/call', { name: 'write_file', arguments: { path: name, content: 'x' } }, 60000)
-      assert.ok(w.result && !w.result.isError, JSON.stringify(w))
-      const r = await s.request('tools/call', { name: 'run_python', arguments: { code: '1 + 1' } }, 60000)
-      assert.equal(r.result?.structuredContent?.value, '2', JSON.stringify(r))
-      // The workspace on the host: a directory right under the temporary
-      // directory holding the file just written.
-      for (const parent of new Set([process.env.TMPDIR || '/tmp', '/tmp'])) {
-        for (const d of readdirSync(parent)) {
-          if (existsSync(join(parent, d, name))) ws = join(parent, d)
-        }
+    for (const parent of new Set([process.env.TMPDIR || '/tmp', '/tmp'])) {
+      for (const d of readdirSync(parent)) {
+        if (existsSync(join(parent, d, name))) ws = join(parent, d)
       }
-      const kids = descendants(s.proc.pid)
+    }
+    return { s, ws, kids: descendants(s.proc.pid) }
+  }
+
+  async function assertCleanedUp(ws, kids) {
+    await until('the server\'s children to end', () => alive(kids).length === 0, 3000)
+      .catch(() => assert.fail(`left running: ${alive(kids)}`))
+    assert.ok(ws, 'the temporary workspace was not found on the host')
+    assert.ok(!existsSync(ws), `${ws} is still there`)
+  }
+
+  it('stdin closed: exit 0 within seconds, no child left, temporary workspace removed', async () => {
+    const { s, ws, kids } = await busyServer()
+    try {
       const t0 = Date.now()
       const { code, signal } = await s.close(10000)
       assert.deepEqual({ code, signal }, { code: 0, signal: null })
       assert.ok(Date.now() - t0 < 5000, `exited ${Date.now() - t0} ms after stdin closed`)
-      await until('the server\'s children to end', () => alive(kids).length === 0, 3000)
-        .catch(() => assert.fail(`left running: ${alive(kids)}`))
-      assert.ok(ws, 'the temporary workspace was not found on the host')
-      assert.ok(!existsSync(ws), `${ws} is still there`)
+      await assertCleanedUp(ws, kids)
     } finally {
       if (s.proc.exitCode === null) await s.close()
+    }
+  })
+
+  // The SDKs end a server with SIGTERM: v2's auto mode its probe right
+  // after the answer (SIGKILL 1 s later), close() when stdin's end is not
+  // enough within 2 s.
+  it('SIGTERM: the server ends within a second and cleans up', async () => {
+    const { s, ws, kids } = await busyServer()
+    try {
+      const t0 = Date.now()
+      s.proc.kill('SIGTERM')
+      const killer = setTimeout(() => s.proc.kill('SIGKILL'), 5000)
+      const { signal } = await s.exited
+      clearTimeout(killer)
+      assert.notEqual(signal, 'SIGKILL', 'it ignored SIGTERM for 5 s')
+      assert.ok(Date.now() - t0 < 1000, `ended ${Date.now() - t0} ms after SIGTERM`)
+      await assertCleanedUp(ws, kids)
+    } finally {
+      if (s.proc.exitCode === null && s.proc.signalCode === null) await s.close()
+    }
+  })
+
+  it('--workspace DIR: files land in DIR, which stays', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-ws-'))
+    const s = new RawServer(['--workspace', dir])
+    try {
+      await s.initialize()
+      const w = await s.request('tools/call', { name: 'run_shell', arguments: { command: 'echo from-the-jail > /workspace/out.txt' } }, 60000)
+      assert.ok(w.result && !w.result.isError, JSON.stringify(w))
+      assert.equal(readFileSync(join(dir, 'out.txt'), 'utf8'), 'from-the-jail\n')
+      assert.deepEqual(await s.close(), { code: 0, signal: null })
+      assert.ok(existsSync(join(dir, 'out.txt')), 'the workspace was removed')
+    } finally {
+      if (s.proc.exitCode === null) await s.close()
+      rmSync(dir, { recursive: true, force: true })
     }
   })
 
