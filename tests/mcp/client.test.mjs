@@ -374,6 +374,21 @@ describe('v1 SDK client (@modelcontextprotocol/sdk 1.32)', () => {
   it('ping', async () => {
     assert.deepEqual(await client.ping(), {})
   })
+
+  it('nothing came for an id or progress token no longer awaited', async () => {
+    // A progress notification after its result would land here too.
+    await sleep(200)
+    assert.deepEqual(clientErrors.map(String), [])
+  })
+
+  it('close() is quick: the server exits on stdin\'s end and holds no pipe open', async () => {
+    // The transport waits up to 2 s for the child's exit and its pipes'
+    // end (a daemon left holding stdout keeps them open), then SIGTERMs.
+    const t0 = Date.now()
+    await client.close()
+    client = null
+    assert.ok(Date.now() - t0 < 1500, `close() took ${Date.now() - t0} ms`)
+  })
 })
 
 for (const mode of ['legacy', 'auto']) {
