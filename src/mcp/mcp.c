@@ -71,9 +71,10 @@ static const char tools_json[] =
 static const char execution_schema[] =
         "{\"type\":\"object\",\"properties\":{"
         "\"status\":{\"type\":\"string\",\"description\":\"ok, error, timeout, lost, cancelled, rejected\"},"
-        "\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"stdout\":{\"type\":\"string\"},"
-        "\"stderr\":{\"type\":\"string\"},\"value\":{\"type\":[\"string\",\"null\"]},"
-        "\"error\":{\"type\":[\"object\",\"null\"]},\"figures\":{\"type\":\"integer\"}},"
+        "\"exit_code\":{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"null\"}]},"
+        "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+        "\"value\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]},"
+        "\"error\":{\"anyOf\":[{\"type\":\"object\"},{\"type\":\"null\"}]},\"figures\":{\"type\":\"integer\"}},"
         "\"required\":[\"status\",\"stdout\",\"stderr\"]}";
 
 struct call {
