@@ -71,6 +71,11 @@ echo
 $py "$bench/serve.py" --json "$out/serve.json" --md "$out/serve.md" --plot "$root/docs/img/serve-bench.png" ||
 	echo "serve: failed (bench/serve.py exited $?); see its output above" | tee "$out/serve.md"
 echo
+# The official E2B SDK (npm, through tests/e2b/setup.sh) against corral serve's E2B API: create then the
+# first runCode (bench/e2b.py).
+$py "$bench/e2b.py" --json "$out/e2b.json" --md "$out/e2b.md" ||
+	echo "e2b: failed (bench/e2b.py exited $?); see its output above" | tee "$out/e2b.md"
+echo
 # 1 GB of files in $TMPDIR (removed afterwards): staging, archiving, extracting.
 sh "$bench/archive.sh" --md "$out/archive.md"
 
@@ -152,6 +157,10 @@ EOF
 	echo "### corral serve (\`bench/serve.py\`)"
 	echo
 	cat "$out/serve.md"
+	echo
+	echo "### The E2B SDK against corral serve (\`bench/e2b.py\`)"
+	echo
+	cat "$out/e2b.md"
 	echo
 	cat "$bench/notes.md" # hand-written: what the figures mean
 } >"$root/docs/benchmarks.md"
