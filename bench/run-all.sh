@@ -81,6 +81,11 @@ else
 	echo "mcp: skipped: tests/mcp/setup.sh could not provide Node and the MCP SDK" | tee "$out/mcp.md"
 fi
 echo
+# The official E2B SDK (npm, through tests/e2b/setup.sh) against corral serve's E2B API: create then the
+# first runCode (bench/e2b.py).
+$py "$bench/e2b.py" --json "$out/e2b.json" --md "$out/e2b.md" ||
+	echo "e2b: failed (bench/e2b.py exited $?); see its output above" | tee "$out/e2b.md"
+echo
 # 1 GB of files in $TMPDIR (removed afterwards): staging, archiving, extracting.
 sh "$bench/archive.sh" --md "$out/archive.md"
 
@@ -166,6 +171,10 @@ EOF
 	echo "### corral mcp (\`bench/mcp.mjs\`)"
 	echo
 	cat "$out/mcp.md"
+	echo
+	echo "### The E2B SDK against corral serve (\`bench/e2b.py\`)"
+	echo
+	cat "$out/e2b.md"
 	echo
 	cat "$bench/notes.md" # hand-written: what the figures mean
 } >"$root/docs/benchmarks.md"

@@ -116,6 +116,8 @@ struct e2b_upload {
         struct ws_upload up;
         bool open;
         char *path;              /* the file being written (workspace path) */
+        char *part_name;         /* its part's filename, as sent */
+        uint64_t part_bytes;     /* of that part so far */
         json_t *written;         /* [{"name","type","path"}] */
         uint64_t total;
         corral_error *err;
@@ -194,12 +196,20 @@ static enum MHD_Result upload_part(void *cls, enum MHD_ValueKind kind, const cha
         (void)transfer_encoding;
         struct request *rq = cls;
         struct e2b_upload *u = rq->e2b_up;
-        if (off == 0) {
+        const char *target = filename && filename[0] ? filename : query(rq, "path");
+        /* A part begins at offset 0, but libmicrohttpd may call twice
+         * there (first with no bytes): the same part while nothing of it
+         * has come yet. */
+        bool same = u->open && u->part_bytes == 0 && u->part_name && target && strcmp(u->part_name, target) == 0;
+        if (off == 0 && !same) {
                 upload_finish_file(u);
-                const char *target = filename && filename[0] ? filename : query(rq, "path");
+                free(u->part_name);
+                u->part_name = target ? strdup(target) : NULL;
+                u->part_bytes = 0;
                 if (u->status == 0)
                         upload_start_file(u, target);
         }
+        u->part_bytes += size;
         if (size)
                 upload_bytes(u, data, size);
         return MHD_YES;
@@ -260,6 +270,7 @@ void e2b_upload_free(struct request *rq)
         json_decref(u->written);
         corral_error_free(u->err);
         free(u->path);
+        free(u->part_name);
         free(u);
         rq->e2b_up = NULL;
 }
@@ -471,6 +482,17 @@ static void follow_run(struct body_stream *bs, void *ud)
                 return;
         }
         while (!body_stream_gone(bs)) {
+                if (atomic_load(&f->sb->session_ended) || atomic_load(&f->s->stopping)) {
+                        /* Its jail is gone, and the command with it: what it
+                         * wrote is sent, then the stream ends, as envd's
+                         * would when the sandbox goes. */
+                        pump(f, ws, &out, "log", "stdout");
+                        pump(f, ws, &err_fd, "err", "stderr");
+                        end = json_pack("{s:{s:s,s:s}}", "error", "code", "unavailable", "message",
+                                        atomic_load(&f->s->stopping) ? "the server is stopping"
+                                                                     : "the sandbox has ended");
+                        break;
+                }
                 /* The exit first, then the logs: what was written before it
                  * ended is all there once the exit is. */
                 status = exit_status(ws, f->pid);

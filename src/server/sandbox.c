@@ -28,6 +28,7 @@ static void on_session_end(void *userdata, const char *id)
         for (struct sandbox **p = &s->sandboxes; *p; p = &(*p)->next) {
                 if (strcmp((*p)->id, id) != 0)
                         continue;
+                atomic_store(&(*p)->session_ended, true);
                 s->n_sandboxes--;
                 if ((*p)->pausing)
                         break; /* stopped to be paused: it stays, without a session */

@@ -38,6 +38,7 @@ struct sandbox {
         double paused_at;
         unsigned refs;           /* the registry's and each request's; under the server's lock */
         struct e2b_sandbox *e2b; /* made by E2B's API (e2b.h), or NULL */
+        atomic_bool session_ended; /* its session has ended (killed, expired, paused): its commands too */
 };
 
 struct server {
