@@ -201,10 +201,13 @@ def test_python_data_stack_and_no_dotfiles(corral, tmp_path):
 
 
 def test_hostname_and_filesystem_view(jail):
-    r = jail("import os, socket; print(socket.gethostname(), sorted(os.listdir('/')), sorted(os.listdir('/dev')))")
+    r = jail("import os, socket; print(socket.gethostname(), sorted(os.listdir('/')), sorted(os.listdir('/dev')), "
+             "os.listdir('/home'), os.readlink('/home/user'))")
     host, *rest = r["stdout"].split(" ", 1)
     assert host == "corral"
-    assert "'sys'" not in rest[0] and "'root'" not in rest[0] and "'home'" not in rest[0]
+    assert "'sys'" not in rest[0] and "'root'" not in rest[0]
+    # No host home: /home holds only user, the workspace's other name.
+    assert rest[0].rstrip().endswith("['user'] /workspace"), rest
     for node in ["null", "zero", "full", "random", "urandom"]:
         assert f"'{node}'" in rest[0]
 
