@@ -44,7 +44,7 @@ def _host_shadow_lines():
         return []
 
 
-@pytest.mark.parametrize("path", ["/etc/shadow", "/etc/gshadow", "/root", "/root/.bashrc", "/home",
+@pytest.mark.parametrize("path", ["/etc/shadow", "/etc/gshadow", "/root", "/root/.bashrc",
                                   "/proc/1/root/etc/shadow", "/proc/1/root/root", "/var/log", "/boot",
                                   "/etc/ssh"])
 def test_host_system_files_absent(run_jail, path):
@@ -58,6 +58,23 @@ def test_host_system_files_absent(run_jail, path):
         assert out_json(r)[path] == "err:No such file or directory", r
     for line in _host_shadow_lines():
         assert line not in r["stdout"]
+
+
+def test_home_is_only_the_workspace(run_jail):
+    """The jail's /home is its own: one entry, user, a link to /workspace
+    (for programs written for E2B); no host user's home is there."""
+    host_homes = sorted(os.listdir("/home")) if os.path.isdir("/home") else []
+    probes = ["/home", "/proc/self/root/home"] + [f"/home/{h}" for h in host_homes if h != "user"]
+    code = PROBE.replace("print(json.dumps(res))",
+                         "res['link'] = os.readlink('/home/user')\n"
+                         "res['same'] = os.path.samefile('/home/user', '/workspace')\nprint(json.dumps(res))")
+    r = run_jail([], code, argv=probes)
+    res = out_json(r)
+    assert r["status"] == "ok", r
+    assert res["/home"] == res["/proc/self/root/home"] == "dir:user", res
+    assert res["link"] == "/workspace" and res["same"] is True, res
+    for p in probes[2:]:
+        assert res[p] == "err:No such file or directory", (p, res[p])
 
 
 def test_host_tmp_file_invisible(run_jail, host_secret):
@@ -91,8 +108,9 @@ def test_proc_1_root_is_the_jail(run_jail):
     jail_root = set(res["/proc/self/root"].split(":", 1)[1].split(","))
     assert res["/proc/self/root"] == res["/"], res  # the same tree as the program's /
     assert "workspace" in jail_root and "run" in jail_root, jail_root
-    # Host-only top-level entries are not there.
-    assert not jail_root & {"root", "home", "sys", "var", "boot", "srv", "opt", "mnt"}, jail_root
+    # Host-only top-level entries are not there (/home is the jail's own:
+    # test_home_is_only_the_workspace).
+    assert not jail_root & {"root", "sys", "var", "boot", "srv", "opt", "mnt"}, jail_root
     with open("/etc/passwd") as f:
         host_passwd = f.read()
     assert res["/proc/self/root/etc/passwd"] != "data:" + host_passwd[:4096]
@@ -272,7 +290,7 @@ def test_devices(run_jail):
 
 
 def test_absent_host_dirs_and_hostname(run_jail):
-    dirs = ["/sys", "/root", "/home", "/mnt", "/media", "/srv", "/var", "/opt", "/boot", "/snap", "/lost+found"]
+    dirs = ["/sys", "/root", "/mnt", "/media", "/srv", "/var", "/opt", "/boot", "/snap", "/lost+found"]
     code = PROBE.replace("print(json.dumps(res))",
                          "import socket\nres['hostname'] = socket.gethostname()\n"
                          "res['uname'] = os.uname().nodename\nprint(json.dumps(res))")
