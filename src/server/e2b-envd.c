@@ -679,7 +679,7 @@ static enum MHD_Result process(struct request *rq, const char *method, struct sa
                 for (struct e2b_command *c = sb->e2b->commands; c; c = c->next) {
                         if (exit_status(ws, c->pid) >= 0)
                                 continue;
-                        json_t *p = json_pack("{s:O,s:i}", "config", c->config, "pid", (int)c->pid);
+                        json_t *p = json_pack("{s:o,s:i}", "config", json_deep_copy(c->config), "pid", (int)c->pid);
                         if (p && c->tag)
                                 json_object_set_new(p, "tag", json_string(c->tag));
                         json_array_append_new(list, p);

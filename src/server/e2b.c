@@ -157,8 +157,11 @@ json_t *e2b_env(struct sandbox *sb, json_t *extra)
         json_t *env = json_object();
         if (env == NULL)
                 return NULL;
-        if (sb->e2b && sb->e2b->env)
-                json_object_update(env, sb->e2b->env);
+        /* A copy: the sandbox's own values are never shared across threads. */
+        json_t *own = sb->e2b && sb->e2b->env ? json_deep_copy(sb->e2b->env) : NULL;
+        if (own)
+                json_object_update(env, own);
+        json_decref(own);
         json_object_set_new(env, "HOME", json_string(E2B_HOME));
         if (json_is_object(extra))
                 json_object_update(env, extra);
@@ -309,9 +312,9 @@ static json_t *describe(struct server *s, struct sandbox *sb, bool with_tokens)
         double memory = json_number_value(json_object_get(limits, "memory"));
         double cpus = json_number_value(json_object_get(limits, "cpus"));
         double disk = json_number_value(json_object_get(limits, "disk"));
-        json_t *d = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:O,s:i,s:i,s:i,s:n}", "sandboxID", sb->id, "templateID",
+        json_t *d = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:i,s:i,s:i,s:n}", "sandboxID", sb->id, "templateID",
                               e->template_id, "alias", e->template_id, "clientID", "corral", "envdVersion",
-                              E2B_ENVD_VERSION, "startedAt", started, "endAt", end, "metadata", sb->metadata,
+                              E2B_ENVD_VERSION, "startedAt", started, "endAt", end, "metadata", json_deep_copy(sb->metadata),
                               "cpuCount", cpus > 0 ? (int)ceil(cpus) : 1, "memoryMB", (int)(memory / 1048576),
                               "diskSizeMB", (int)(disk / 1048576), "domain");
         pthread_mutex_lock(&s->lock);

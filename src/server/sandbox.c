@@ -321,7 +321,9 @@ int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral
         corral_jail_config_init(&sb->cfg);
         sb->interrupt_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         sb->owner = who;
-        sb->metadata = meta ? json_incref(meta) : json_object();
+        /* Copies, never shared: jansson's reference counts give another
+         * thread's read no ordering against the last free. */
+        sb->metadata = meta ? json_deep_copy(meta) : json_object();
         sb->limits = granted;
         json_object_del(granted, "workspace"); /* a host path */
         sb->max_upload = spec.cfg.disk_bytes && spec.cfg.disk_bytes < s->cfg.max_upload ? spec.cfg.disk_bytes
@@ -417,8 +419,9 @@ json_t *sandbox_describe(struct server *s, struct sandbox *sb)
         json_t *info = paused ? NULL : session_host_info(s->host, sb->id, NULL);
         char created[32];
         iso_time(sb->created, created);
-        json_t *d = json_pack("{s:s,s:s,s:s,s:O,s:O}", "id", sb->id, "state", paused ? "paused" : "running",
-                              "created_at", created, "metadata", sb->metadata, "limits", sb->limits);
+        json_t *d = json_pack("{s:s,s:s,s:s,s:o,s:o}", "id", sb->id, "state", paused ? "paused" : "running",
+                              "created_at", created, "metadata", json_deep_copy(sb->metadata), "limits",
+                              json_deep_copy(sb->limits));
         if (d && paused) {
                 char when[32];
                 iso_time(paused_at, when);
