@@ -189,18 +189,17 @@ static int env_check(json_t *env, const char *field, corral_error **ret_err)
         return 0;
 }
 
-int e2b_bash(struct server *s, struct sandbox *sb, const char *code, json_t *env, bool background, json_t **ret_result,
-             corral_error **ret_err)
+/* A step of the server's own (lim as given, code copied), waited for:
+ * 0 with its result, or -1 with err. */
+static int own_step(struct server *s, struct sandbox *sb, const char *code, const struct session_step_limits *lim,
+                    json_t **ret_result, corral_error **ret_err)
 {
-        struct step_request sr = { 0 };
+        struct step_request sr = { .lim = *lim };
         sr.lim.cancel_fd = -1;
-        sr.lim.language = "bash";
-        sr.lim.background = background;
         sr.lim.timeout_s = 30;
-        sr.lim.env = env;
         sr.code = strdup(code);
         if (sr.code == NULL)
-                return corral_fail(ret_err, ENOMEM, "cannot run the command");
+                return corral_fail(ret_err, ENOMEM, "cannot run a step");
         sr.len = strlen(sr.code);
         if (!step_begin(s, sb)) {
                 step_request_release(&sr);
@@ -210,8 +209,15 @@ int e2b_bash(struct server *s, struct sandbox *sb, const char *code, json_t *env
         struct step_ctx ctx = { 0 };
         int rc = step_run(s, sb, &sr, &ctx, ret_result, ret_err);
         step_end(s, sb);
-        step_request_release(&sr);
+        step_request_release(&sr); /* the code; lim's context and env are the caller's */
         return rc;
+}
+
+int e2b_bash(struct server *s, struct sandbox *sb, const char *code, json_t *env, bool background, json_t **ret_result,
+             corral_error **ret_err)
+{
+        struct session_step_limits lim = { .language = "bash", .background = background, .env = env };
+        return own_step(s, sb, code, &lim, ret_result, ret_err);
 }
 
 /* A step of our own in the sandbox (no output kept): 0 when it ran
@@ -219,25 +225,9 @@ int e2b_bash(struct server *s, struct sandbox *sb, const char *code, json_t *env
 static int quiet_step(struct server *s, struct sandbox *sb, const char *code, const char *context, bool end_context,
                       corral_error **ret_err)
 {
-        struct step_request sr = { 0 };
-        sr.lim.cancel_fd = -1;
-        sr.lim.timeout_s = 30;
-        sr.lim.context = context;
-        sr.lim.end_context = end_context;
-        sr.code = strdup(code);
-        if (sr.code == NULL)
-                return corral_fail(ret_err, ENOMEM, "cannot make the context");
-        sr.len = strlen(sr.code);
-        if (!step_begin(s, sb)) {
-                step_request_release(&sr);
-                return corral_make_error(ret_err, CORRAL_ERR_LIMIT, 0,
-                                         "this token runs its most steps at once: wait for one to end");
-        }
-        struct step_ctx ctx = { 0 };
+        struct session_step_limits lim = { .context = context, .end_context = end_context };
         json_t *result = NULL;
-        int rc = step_run(s, sb, &sr, &ctx, &result, ret_err);
-        step_end(s, sb);
-        step_request_release(&sr);
+        int rc = own_step(s, sb, code, &lim, &result, ret_err);
         if (rc == 0 && strcmp(json_string_value(json_object_get(result, "status")) ?: "", "ok") != 0) {
                 json_t *e = json_object_get(result, "error");
                 rc = corral_usage(ret_err, "%s: %s", json_string_value(json_object_get(e, "name")) ?: "error",
