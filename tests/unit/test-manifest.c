@@ -333,6 +333,12 @@ TEST(staging)
         CHECK_FAILS(workspace_read_file(ws, "ref/../../etc/passwd", 1000, &data, NULL, NULL, &err), "'..'");
         json_t *list = NULL;
         CHECK_INT(workspace_list_files(ws, "", 0, 0, &list, &err), 0);
+        size_t k;
+        json_t *entry;
+        json_array_foreach(list, k, entry) {
+                json_object_del(entry, "mode"); /* test-workspace.c checks them */
+                json_object_del(entry, "mtime");
+        }
         char *text = json_dumps(list, JSON_COMPACT);
         CHECK(text && strstr(text, "{\"path\":\"data/sales.csv\",\"type\":\"file\",\"size\":25}") &&
               strstr(text, "{\"path\":\"ref/sub/b.txt\",\"type\":\"file\",\"size\":5}") &&
