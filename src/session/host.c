@@ -191,7 +191,6 @@ static void hosted_end(struct session_host *h, struct hosted *e)
         if (e->ws_lock >= 0)
                 close(e->ws_lock);
         e->ws_lock = -1;
-        corral_jail_config_release(&e->cfg);
         close_fds(e);
         pthread_mutex_lock(&h->lock);
         bool was_ready = e->ready;
@@ -207,6 +206,9 @@ static void hosted_end(struct session_host *h, struct hosted *e)
         if (--h->live == 0)
                 h->idle_since_ms = monotonic_ms();
         pthread_mutex_unlock(&h->lock);
+        /* Out of the registry first: session_host_info() reads it (its
+         * workspace) under the host's lock, not the step lock. */
+        corral_jail_config_release(&e->cfg);
         pthread_mutex_unlock(&e->step);
         if (was_ready && h->opt.on_session_end)
                 h->opt.on_session_end(h->opt.userdata, e->id);
@@ -517,10 +519,10 @@ int session_host_set_expiry(struct session_host *h, const char *id, double secon
 static json_t *hosted_info(const struct hosted *e, double now)
 {
         double left = (e->deadline_ms - now) / 1000;
-        return json_pack("{s:s,s:I,s:s?,s:I,s:b,s:b,s:f,s:s?,s:O?,s:b}", "id", e->id, "started",
+        return json_pack("{s:s,s:I,s:s?,s:I,s:b,s:b,s:f,s:s?,s:o?,s:b}", "id", e->id, "started",
                          (json_int_t)e->started, "workspace", e->cfg.workspace, "steps", (json_int_t)e->steps,
                          "alive", e->alive, "busy", e->busy, "expires_in_s", left > 0 ? left : 0, "expires_by",
-                         e->expires_by, "from", e->from, "warm", e->warm);
+                         e->expires_by, "from", json_deep_copy(e->from), "warm", e->warm);
 }
 
 json_t *session_host_info(struct session_host *h, const char *id, corral_error **ret_err)
