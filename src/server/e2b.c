@@ -692,8 +692,8 @@ static enum MHD_Result execute(struct request *rq, struct sandbox *sb)
                         x->sr.lim.language = "bash";
                 else
                         x->sr.context = strdup(c->name);
-        } else {
-                x->count = ++e->count;
+        } else if (context_id == NULL) {
+                x->count = ++e->count; /* an unknown context's call runs nothing: no count */
         }
         const char *cwd = c && c->bash ? c->cwd : NULL;
         cleanup_free char *cd = cwd ? e2b_shell_word(cwd) : NULL;

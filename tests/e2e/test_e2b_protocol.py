@@ -241,3 +241,5 @@ def test_contexts_in_their_directories(serve):  # noqa: F811
     status, _, data = call(s, "POST", "/contexts", {"cwd": "/nowhere"}, h)
     assert status == 400 and b"FileNotFoundError" in data, data
     assert call(s, "POST", "/execute", {"code": "1", "context_id": "no-such"}, h)[0] == 404
+    # Only what ran is counted: the default context's second execution.
+    assert execute(s, made, "1")[0] == {"type": "number_of_executions", "execution_count": 2}
