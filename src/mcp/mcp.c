@@ -207,6 +207,7 @@ static int tools_ready(struct mcp_session *m, corral_error **ret_err)
         m->ac.review = cfg->review;
         m->ac.secrets = cfg->secrets;
         m->ac.cancel_fd = m->step_cancel_fd;
+        m->ac.cancel_interrupts = true; /* a cancelled call keeps the session's state */
         /* A client shows what it is given: more than a model's 8 KiB. */
         m->ac.observation_bytes = 64 << 10;
         m->ac.read_bytes = 1 << 20;
