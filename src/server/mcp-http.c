@@ -516,8 +516,12 @@ double mcp_http_expire(struct server *s)
         size_t n = 0;
         pthread_mutex_lock(&h->lock);
         for (struct mcp_http_session *ms = h->sessions; ms; ms = ms->next) {
-                if (ms->open)
-                        continue; /* a request is being answered: not idle */
+                if (ms->open) {
+                        /* A request is being answered: not idle; looked at
+                         * again an idle time from now at the latest. */
+                        next = fmin(next, now + idle_ms);
+                        continue;
+                }
                 double at = ms->last_ms + idle_ms;
                 if (at <= now && n < ARRAY_SIZE(idle)) {
                         ms->refs++;
