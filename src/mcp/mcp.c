@@ -409,9 +409,9 @@ static void *ticker(void *arg)
                 last = s;
                 char text[64];
                 snprintf(text, sizeof(text), "%s running for %ld s", c->name, s);
-                json_t *n = json_pack("{s:s,s:s,s:{s:O,s:I,s:s}}", "jsonrpc", "2.0", "method", "notifications/progress",
-                                      "params", "progressToken", c->progress_token, "progress", (json_int_t)s,
-                                      "message", text);
+                json_t *n = json_pack("{s:s,s:s,s:{s:o,s:I,s:s}}", "jsonrpc", "2.0", "method", "notifications/progress",
+                                      "params", "progressToken", json_deep_copy(c->progress_token), "progress",
+                                      (json_int_t)s, "message", text);
                 json_t *id = json_deep_copy(c->id); /* c is the worker's once we unlock */
                 pthread_mutex_unlock(&m->lock);
                 send_msg(m, n, id);
@@ -545,7 +545,7 @@ void mcp_session_receive(struct mcp_session *m, const char *text, size_t len)
         } else if (strcmp(method, "ping") == 0) {
                 send_result(m, id, json_object());
         } else if (strcmp(method, "tools/list") == 0) {
-                send_result(m, id, json_pack("{s:O}", "tools", m->tools));
+                send_result(m, id, json_pack("{s:o}", "tools", json_deep_copy(m->tools))); /* any thread's */
         } else if (strcmp(method, "tools/call") == 0) {
                 tools_call(m, id, params);
         } else {

@@ -384,6 +384,12 @@ static enum MHD_Result initialize(struct request *rq, json_t *id)
         }
         struct mcp_http_session *ms = calloc(1, sizeof(*ms));
         corral_error *err = NULL;
+        if (ms) {
+                ms->h = h;
+                ms->owner = rq->who;
+                ms->refs = 2; /* the registry's and this request's */
+                ms->last_ms = monotonic_ms();
+        }
         if (ms == NULL || auth_random_hex(ms->id, 32) < 0 ||
             mcp_session_new(&h->cfg, on_send, ms, &ms->core, &err) < 0) {
                 pthread_mutex_lock(&h->lock);
@@ -395,10 +401,6 @@ static enum MHD_Result initialize(struct request *rq, json_t *id)
                 corral_error_free(err);
                 return r;
         }
-        ms->h = h;
-        ms->owner = rq->who;
-        ms->refs = 2; /* the registry's and this request's */
-        ms->last_ms = monotonic_ms();
         pthread_mutex_lock(&h->lock);
         stopping = h->stopping;
         if (!stopping) {
