@@ -352,11 +352,13 @@ static enum MHD_Result exchange(struct request *rq, struct mcp_http_session *ms,
         char *response = done ? TAKE_PTR(x->response) : NULL;
         pthread_mutex_unlock(&h->lock);
         if (done) {
+                /* Answered before the exchange ends (session_id is the
+                 * session's); no answer: a request cancelled before it was
+                 * made, nothing to say. */
+                enum MHD_Result r = response ? reply_text(rq, response, session_id)
+                                             : reply_empty(rq, MHD_HTTP_ACCEPTED, NULL, NULL);
                 exchange_end(x);
-                /* No answer (a request cancelled before it was made):
-                 * nothing to say. */
-                return response ? reply_text(rq, response, session_id)
-                                : reply_empty(rq, MHD_HTTP_ACCEPTED, NULL, NULL);
+                return r;
         }
         static const struct body_stream_hooks hooks = { exchange_run, exchange_hangup, exchange_release };
         return body_stream_reply(rq, MHD_HTTP_OK, x->sse ? "text/event-stream" : "application/json", &hooks, x);
