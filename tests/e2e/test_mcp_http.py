@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from test_serve import Server, LIVE, alive  # noqa: E402 (the same server harness)
+from test_serve import Server, LIVE, alive, raw_request  # noqa: E402 (the same server harness)
 
 LATEST = "2025-11-25"
 INIT = {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": "corral-raw-http", "version": "0"}}
@@ -181,9 +181,10 @@ def test_the_protocol_edges(serve, tmp_path):
     assert s.request("DELETE", "/mcp", headers={"Mcp-Session-Id": sid})[0] == 200
     assert post(s, ping, sid)[0] == 404
     assert s.request("DELETE", "/mcp", headers={"Mcp-Session-Id": sid})[0] == 404
-    # A body over the server's cap.
-    big = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * (2 << 20)}}
-    assert post(s, big, sid)[0] == 413
+    # A body over the server's cap: refused from its length, before it is read.
+    line, _ = raw_request(s, f"POST /mcp HTTP/1.1\r\nExpect: 100-continue\r\nMcp-Session-Id: {sid}\r\n"
+                             f"Content-Length: {2 << 20}\r\n", b" " * (2 << 20))
+    assert line.startswith("HTTP/1.1 413"), line
 
 
 def test_sessions_are_isolated_and_deleted(serve):
