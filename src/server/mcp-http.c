@@ -289,14 +289,13 @@ static void exchange_run(struct body_stream *bs, void *ud)
                 if (events)
                         body_stream_write(bs, events, n);
                 free(events);
-                if (response && x->sse) {
-                        static const char head[] = "event: message\ndata: ";
-                        body_stream_write(bs, head, sizeof(head) - 1);
-                        body_stream_write(bs, response, strlen(response));
-                        body_stream_write(bs, "\n\n", 2);
-                } else if (response) {
-                        body_stream_write(bs, response, strlen(response));
-                        body_stream_write(bs, "\n", 1);
+                if (response) {
+                        /* One write: the event, or the JSON body and its newline. */
+                        char *out = NULL;
+                        int n_out = asprintf(&out, x->sse ? "event: message\ndata: %s\n\n" : "%s\n", response);
+                        if (n_out > 0)
+                                body_stream_write(bs, out, (size_t)n_out);
+                        free(out);
                 }
                 free(response);
                 pthread_mutex_lock(&h->lock);
