@@ -71,14 +71,18 @@ echo
 $py "$bench/serve.py" --json "$out/serve.json" --md "$out/serve.md" --plot "$root/docs/img/serve-bench.png" ||
 	echo "serve: failed (bench/serve.py exited $?); see its output above" | tee "$out/serve.md"
 echo
-# corral mcp over stdio through the official MCP SDK (bench/mcp.mjs; Node and
-# the SDK from the npm registry by tests/mcp/setup.sh, which exits 77 without them).
+# corral mcp over stdio, and corral serve's /mcp over Streamable HTTP, through
+# the official MCP SDK (bench/mcp.mjs; Node and the SDK from the npm registry by
+# tests/mcp/setup.sh, which exits 77 without them).
 if mcp_setup=$("$root/tests/mcp/setup.sh"); then
-	CORRAL_MCP_MODULES=$(echo "$mcp_setup" | sed -n 2p) "$(echo "$mcp_setup" | sed -n 1p)" "$bench/mcp.mjs" \
-		--json "$out/mcp.json" --md "$out/mcp.md" ||
-		echo "mcp: failed (bench/mcp.mjs exited $?); see its output above" | tee "$out/mcp.md"
+	for t in stdio http; do
+		f=mcp; [ "$t" = http ] && f=mcp-http
+		CORRAL_MCP_MODULES=$(echo "$mcp_setup" | sed -n 2p) "$(echo "$mcp_setup" | sed -n 1p)" "$bench/mcp.mjs" \
+			--transport "$t" --json "$out/$f.json" --md "$out/$f.md" ||
+			echo "mcp ($t): failed (bench/mcp.mjs exited $?); see its output above" | tee "$out/$f.md"
+	done
 else
-	echo "mcp: skipped: tests/mcp/setup.sh could not provide Node and the MCP SDK" | tee "$out/mcp.md"
+	echo "mcp: skipped: tests/mcp/setup.sh could not provide Node and the MCP SDK" | tee "$out/mcp.md" "$out/mcp-http.md"
 fi
 echo
 # The official E2B SDK (npm, through tests/e2b/setup.sh) against corral serve's E2B API: create then the
@@ -171,6 +175,10 @@ EOF
 	echo "### corral mcp (\`bench/mcp.mjs\`)"
 	echo
 	cat "$out/mcp.md"
+	echo
+	echo "### corral serve's /mcp over Streamable HTTP (\`bench/mcp.mjs --transport http\`)"
+	echo
+	cat "$out/mcp-http.md"
 	echo
 	echo "### The E2B SDK against corral serve (\`bench/e2b.py\`)"
 	echo

@@ -68,6 +68,10 @@ struct agent_config {
         uint64_t image_bytes;         /* PNG bytes per image (default 300 KiB) */
         unsigned image_side;          /* long side in pixels (default 768) */
         int cancel_fd;                /* readable: stop (status cancelled); -1 none */
+        bool cancel_interrupts;       /* the cancel interrupts a run_python step in this process's
+                                       * session (KeyboardInterrupt, its state kept; killed after
+                                       * the grace period) rather than stopping the interpreter, as
+                                       * the session host's sessions do (MCP) */
         const char *const *secrets;   /* redacted from observations */
         /* The safety review of every run_python/run_shell step before it
          * runs (review/review.h); NULL: none.  Borrowed. */

@@ -546,6 +546,12 @@ static int host_session_exec(struct toolbox *tb, const char *code, const struct 
         return 0;
 }
 
+static bool cancel_interrupts(void *userdata)
+{
+        (void)userdata;
+        return true;
+}
+
 /* run_python in the run's session: started at the first step, over the
  * same jail configuration a fresh process would get (jc), kept for the
  * whole run.  The observation adds the trailing expression's value and
@@ -604,10 +610,22 @@ started:;
         if (tb->host_session[0]) {
                 if (host_session_exec(tb, code, &lim, &r, s) < 0)
                         return;
-        } else if (session_exec(tb->session, code, strlen(code), &lim, NULL, &r, &err) < 0) {
-                s->fatal = true;
-                s->err = err;
-                return;
+        } else {
+                /* cfg->cancel_interrupts: the cancel interrupts the step as
+                 * the session host does (KeyboardInterrupt, the state kept),
+                 * instead of stopping the interpreter. */
+                struct session_callbacks cb = { .interrupt_fd = cfg->cancel_fd, .on_interrupt_fd = cancel_interrupts };
+                bool soft = cfg->cancel_interrupts && cfg->cancel_fd >= 0;
+                if (soft)
+                        lim.cancel_fd = -1;
+                if (session_exec(tb->session, code, strlen(code), &lim, soft ? &cb : NULL, &r, &err) < 0) {
+                        s->fatal = true;
+                        s->err = err;
+                        return;
+                }
+                struct pollfd p = { .fd = cfg->cancel_fd, .events = POLLIN };
+                if (soft && r.status == SESSION_STEP_INTERRUPTED && poll(&p, 1, 0) > 0)
+                        r.status = SESSION_STEP_CANCELLED;
         }
         double jail_ms = monotonic_ms() - t0;
         corral_jail_result res;

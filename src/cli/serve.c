@@ -14,11 +14,13 @@
 static const char help_text[] =
         "usage: corral serve [--listen ADDR:PORT | --socket PATH] [--tokens FILE] [--allow-host NAME]...\n"
         "                    [--max-sandboxes N] [--max-per-token N] [--max-steps-per-token N] [--max-rate N]\n"
-        "                    [--data DIR] [--grace S] [JAIL LIMITS]\n"
+        "                    [--max-mcp-sessions N] [--mcp-idle-timeout S] [--data DIR] [--grace S]\n"
+        "                    [JAIL LIMITS]\n"
         "\n"
         "Serve sandboxes over HTTP (docs/api.md): create one, run Python in it with its output\n"
         "streamed, read and write its files, delete it.  Every request but /healthz and /readyz\n"
-        "needs a token; each token sees only its own sandboxes.\n"
+        "needs a token; each token sees only its own sandboxes.  /mcp serves MCP clients over\n"
+        "Streamable HTTP with the same tokens (docs/mcp.md).\n"
         "\n"
         "  --listen ADDR:PORT      where to listen (default 127.0.0.1:8745; port 0 picks one); an\n"
         "                          address beyond loopback needs --tokens\n"
@@ -32,6 +34,8 @@ static const char help_text[] =
         "      --max-per-token N   sandboxes at once per token (default 16)\n"
         "      --max-steps-per-token N  steps running at once per token (default 8)\n"
         "      --max-rate N        requests a second per token, in bursts of up to 2N (default 1000)\n"
+        "      --max-mcp-sessions N  MCP sessions at /mcp at once, all tokens together (default 64)\n"
+        "      --mcp-idle-timeout S  an MCP session unused for S seconds ends (default 1800)\n"
         "      --data DIR          where the made token goes (default $XDG_STATE_HOME/corral/serve)\n"
         "      --grace S           on SIGTERM or Ctrl-C, let running steps end for S seconds\n"
         "                          before cancelling them (default 10)\n"
@@ -55,6 +59,8 @@ enum {
         OPT_MAX_RATE,
         OPT_DATA,
         OPT_GRACE,
+        OPT_MAX_MCP_SESSIONS,
+        OPT_MCP_IDLE_TIMEOUT,
 };
 
 static const struct option serve_options[] = {
@@ -68,6 +74,8 @@ static const struct option serve_options[] = {
         { "max-rate", required_argument, NULL, OPT_MAX_RATE },
         { "data", required_argument, NULL, OPT_DATA },
         { "grace", required_argument, NULL, OPT_GRACE },
+        { "max-mcp-sessions", required_argument, NULL, OPT_MAX_MCP_SESSIONS },
+        { "mcp-idle-timeout", required_argument, NULL, OPT_MCP_IDLE_TIMEOUT },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
@@ -121,6 +129,14 @@ static int apply(int c, const char *arg, void *userdata, corral_error **err)
                 return 0;
         case OPT_GRACE:
                 return corral_parse_seconds(arg, &o->grace_s, err) < 0 ? corral_error_prefix(err, "--grace") : 0;
+        case OPT_MAX_MCP_SESSIONS:
+                return count(arg, "--max-mcp-sessions", &o->c.max_mcp_sessions, err);
+        case OPT_MCP_IDLE_TIMEOUT:
+                if (corral_parse_seconds(arg, &o->c.mcp_idle_timeout_s, err) < 0)
+                        return corral_error_prefix(err, "--mcp-idle-timeout");
+                if (!(o->c.mcp_idle_timeout_s > 0))
+                        return corral_usage(err, "--mcp-idle-timeout: expected a time above 0, not '%s'", arg);
+                return 0;
         default:
                 return 0;
         }

@@ -1,4 +1,8 @@
-/* mcp.c: the MCP server over the agent's toolbox (mcp.h, docs/mcp.md). */
+/* mcp.c: the MCP server over the agent's toolbox (mcp.h, docs/mcp.md): the
+ * protocol's core, a session that reads JSON-RPC messages and hands every
+ * message it sends to its transport, and the stdio transport over it
+ * (mcp_serve()).  The Streamable HTTP transport is corral serve's
+ * (src/server/mcp-http.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -22,10 +26,10 @@
 
 /* JSON-RPC's codes. */
 enum {
-        RPC_PARSE_ERROR = -32700,
-        RPC_INVALID_REQUEST = -32600,
-        RPC_METHOD_NOT_FOUND = -32601,
-        RPC_INVALID_PARAMS = -32602,
+        RPC_PARSE_ERROR = MCP_RPC_PARSE_ERROR,
+        RPC_INVALID_REQUEST = MCP_RPC_INVALID_REQUEST,
+        RPC_METHOD_NOT_FOUND = MCP_RPC_METHOD_NOT_FOUND,
+        RPC_INVALID_PARAMS = MCP_RPC_INVALID_PARAMS,
 };
 
 static const char *const protocols[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
@@ -87,10 +91,10 @@ struct call {
         bool cancelled;
 };
 
-struct mcp {
+struct mcp_session {
         const struct mcp_config *cfg;
-        int out_fd;
-        pthread_mutex_t write_lock;
+        mcp_send_fn send;
+        void *send_ud;
         pthread_mutex_t lock;    /* the fields below */
         pthread_cond_t changed;
         struct call *queue, *running;
@@ -103,6 +107,7 @@ struct mcp {
         struct agent_config ac;
         struct toolbox *tb;
         json_t *tools;
+        pthread_t work, tick;
 };
 
 void mcp_config_init(struct mcp_config *c)
@@ -112,19 +117,15 @@ void mcp_config_init(struct mcp_config *c)
 
 /* ---- writing ---- */
 
-static void send_msg(struct mcp *m, json_t *msg)
+/* Hand msg (taken) to the transport, as the message of request id (NULL:
+ * none).  A transport whose peer is gone ends the session. */
+static void send_msg(struct mcp_session *m, json_t *msg, json_t *id)
 {
-        char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
-        json_decref(msg);
-        if (text == NULL)
+        if (msg == NULL)
                 return;
-        size_t n = strlen(text);
-        text[n] = '\n'; /* over the NUL: one message a line (strings never hold a raw newline) */
-        pthread_mutex_lock(&m->write_lock);
-        bool ok = write_all(m->out_fd, text, n + 1) == 0;
-        pthread_mutex_unlock(&m->write_lock);
-        free(text);
-        if (!ok) {
+        int rc = m->send(m->send_ud, msg, id);
+        json_decref(msg);
+        if (rc < 0) {
                 /* The client is gone: nothing more to answer. */
                 pthread_mutex_lock(&m->lock);
                 m->ending = true;
@@ -133,15 +134,28 @@ static void send_msg(struct mcp *m, json_t *msg)
         }
 }
 
-static void send_result(struct mcp *m, json_t *id, json_t *result)
+static void send_result(struct mcp_session *m, json_t *id, json_t *result)
 {
-        send_msg(m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "result", result));
+        send_msg(m, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "result", result), id);
 }
 
-static void send_error(struct mcp *m, json_t *id, int code, const char *message)
+static void send_error(struct mcp_session *m, json_t *id, int code, const char *message)
 {
-        send_msg(m, json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", "code",
-                              code, "message", message));
+        send_msg(m, mcp_error_message(id, code, message), id);
+}
+
+json_t *mcp_error_message(json_t *id, int code, const char *message)
+{
+        return json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", "code",
+                         code, "message", message);
+}
+
+bool mcp_protocol_supported(const char *version)
+{
+        for (size_t i = 0; version && i < ARRAY_SIZE(protocols); i++)
+                if (strcmp(version, protocols[i]) == 0)
+                        return true;
+        return false;
 }
 
 /* ---- the tools ---- */
@@ -172,7 +186,7 @@ static json_t *tools_list(void)
 
 /* The workspace and the toolbox, at the first call: a client that only
  * probes the server never makes either. */
-static int tools_ready(struct mcp *m, corral_error **ret_err)
+static int tools_ready(struct mcp_session *m, corral_error **ret_err)
 {
         if (m->tb)
                 return 0;
@@ -193,6 +207,7 @@ static int tools_ready(struct mcp *m, corral_error **ret_err)
         m->ac.review = cfg->review;
         m->ac.secrets = cfg->secrets;
         m->ac.cancel_fd = m->step_cancel_fd;
+        m->ac.cancel_interrupts = true; /* a cancelled call keeps the session's state */
         /* A client shows what it is given: more than a model's 8 KiB. */
         m->ac.observation_bytes = 64 << 10;
         m->ac.read_bytes = 1 << 20;
@@ -249,7 +264,7 @@ static json_t *execution(const struct tool_result *r, size_t figures)
 }
 
 /* read_file of a PNG or JPEG: an image block; NULL for anything else. */
-static json_t *read_image(struct mcp *m, const char *path)
+static json_t *read_image(struct mcp_session *m, const char *path)
 {
         size_t n = strlen(path);
         const char *mime = n > 4 && strcasecmp(path + n - 4, ".png") == 0    ? "image/png"
@@ -273,7 +288,7 @@ static json_t *read_image(struct mcp *m, const char *path)
         return b;
 }
 
-static json_t *run_call(struct mcp *m, struct call *c)
+static json_t *run_call(struct mcp_session *m, struct call *c)
 {
         corral_error *err = NULL;
         if (tools_ready(m, &err) < 0) {
@@ -326,9 +341,20 @@ static json_t *run_call(struct mcp *m, struct call *c)
 
 /* ---- the worker and the progress ---- */
 
+/* Tell the transport that request id gets no answer (cancelled). */
+static void send_none(struct mcp_session *m, json_t *id)
+{
+        if (m->send(m->send_ud, NULL, id) < 0) {
+                pthread_mutex_lock(&m->lock);
+                m->ending = true;
+                pthread_cond_broadcast(&m->changed);
+                pthread_mutex_unlock(&m->lock);
+        }
+}
+
 static void *worker(void *arg)
 {
-        struct mcp *m = arg;
+        struct mcp_session *m = arg;
         for (;;) {
                 pthread_mutex_lock(&m->lock);
                 while (m->queue == NULL && !m->ending)
@@ -348,11 +374,13 @@ static void *worker(void *arg)
                 bool cancelled = c->cancelled;
                 pthread_mutex_unlock(&m->lock);
                 /* A cancelled request gets no answer (the client has
-                 * forgotten it). */
-                if (!cancelled)
+                 * forgotten it): the transport is told so. */
+                if (!cancelled) {
                         send_result(m, c->id, result);
-                else
+                } else {
                         json_decref(result);
+                        send_none(m, c->id);
+                }
                 call_free(c);
         }
 }
@@ -361,7 +389,7 @@ static void *worker(void *arg)
  * them (clients give up on a silent call after about a minute). */
 static void *ticker(void *arg)
 {
-        struct mcp *m = arg;
+        struct mcp_session *m = arg;
         long last = 0;
         pthread_mutex_lock(&m->lock);
         while (!m->ending) {
@@ -381,11 +409,13 @@ static void *ticker(void *arg)
                 last = s;
                 char text[64];
                 snprintf(text, sizeof(text), "%s running for %ld s", c->name, s);
-                json_t *n = json_pack("{s:s,s:s,s:{s:O,s:I,s:s}}", "jsonrpc", "2.0", "method", "notifications/progress",
-                                      "params", "progressToken", c->progress_token, "progress", (json_int_t)s,
-                                      "message", text);
+                json_t *n = json_pack("{s:s,s:s,s:{s:o,s:I,s:s}}", "jsonrpc", "2.0", "method", "notifications/progress",
+                                      "params", "progressToken", json_deep_copy(c->progress_token), "progress",
+                                      (json_int_t)s, "message", text);
+                json_t *id = json_deep_copy(c->id); /* c is the worker's once we unlock */
                 pthread_mutex_unlock(&m->lock);
-                send_msg(m, n);
+                send_msg(m, n, id);
+                json_decref(id);
                 pthread_mutex_lock(&m->lock);
         }
         pthread_mutex_unlock(&m->lock);
@@ -394,7 +424,7 @@ static void *ticker(void *arg)
 
 /* ---- reading ---- */
 
-static void cancel(struct mcp *m, json_t *id)
+static void cancel(struct mcp_session *m, json_t *id)
 {
         if (id == NULL)
                 return;
@@ -406,19 +436,22 @@ static void cancel(struct mcp *m, json_t *id)
                         /* an eventfd's counter does not overflow from this */
                 }
         }
+        struct call *dropped = NULL;
         for (struct call **p = &m->queue; *p; p = &(*p)->next)
                 if (json_equal((*p)->id, id)) {
-                        struct call *c = *p;
-                        *p = c->next;
-                        call_free(c);
+                        dropped = *p;
+                        *p = dropped->next;
                         break;
                 }
         pthread_mutex_unlock(&m->lock);
+        if (dropped)
+                send_none(m, dropped->id);
+        call_free(dropped);
 }
 
 /* A tools/call: checked here (an unknown tool or a missing argument is the
  * caller's error, -32602), run by the worker. */
-static void tools_call(struct mcp *m, json_t *id, json_t *params)
+static void tools_call(struct mcp_session *m, json_t *id, json_t *params)
 {
         const char *name = json_string_value(json_object_get(params, "name"));
         json_t *args = json_object_get(params, "arguments");
@@ -443,9 +476,10 @@ static void tools_call(struct mcp *m, json_t *id, json_t *params)
                 if (!json_is_string(json_object_get(args, needs[k].required[i])))
                         snprintf(why, sizeof(why), "%s needs \"%s\" (a string)", name, needs[k].required[i]);
         json_t *timeout = json_object_get(args, "timeout");
+        double most = m->cfg->max_timeout_s > 0 ? m->cfg->max_timeout_s : 86400;
         if (!why[0] && timeout &&
-            !(json_is_number(timeout) && json_number_value(timeout) > 0 && json_number_value(timeout) <= 86400))
-                snprintf(why, sizeof(why), "timeout must be a number of seconds above 0 and at most 86400");
+            !(json_is_number(timeout) && json_number_value(timeout) > 0 && json_number_value(timeout) <= most))
+                snprintf(why, sizeof(why), "timeout must be a number of seconds above 0 and at most %g", most);
         if (why[0]) {
                 send_error(m, id, RPC_INVALID_PARAMS, why);
                 return;
@@ -456,10 +490,11 @@ static void tools_call(struct mcp *m, json_t *id, json_t *params)
                 send_error(m, id, -32603, "out of memory");
                 return;
         }
-        c->id = json_incref(id);
-        c->args = args ? json_incref(args) : json_object();
+        /* Copies: the message is the reader's, the call the worker's. */
+        c->id = json_deep_copy(id);
+        c->args = args ? json_deep_copy(args) : json_object();
         json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
-        c->progress_token = token ? json_incref(token) : NULL;
+        c->progress_token = token ? json_deep_copy(token) : NULL;
         pthread_mutex_lock(&m->lock);
         struct call **p = &m->queue;
         while (*p)
@@ -469,10 +504,10 @@ static void tools_call(struct mcp *m, json_t *id, json_t *params)
         pthread_mutex_unlock(&m->lock);
 }
 
-static void handle(struct mcp *m, const char *line, size_t len)
+void mcp_session_receive(struct mcp_session *m, const char *text, size_t len)
 {
         json_error_t je;
-        json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+        json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
         if (msg == NULL) {
                 char why[256];
                 snprintf(why, sizeof(why), "Parse error: %s", je.text);
@@ -510,7 +545,7 @@ static void handle(struct mcp *m, const char *line, size_t len)
         } else if (strcmp(method, "ping") == 0) {
                 send_result(m, id, json_object());
         } else if (strcmp(method, "tools/list") == 0) {
-                send_result(m, id, json_pack("{s:O}", "tools", m->tools));
+                send_result(m, id, json_pack("{s:o}", "tools", json_deep_copy(m->tools))); /* any thread's */
         } else if (strcmp(method, "tools/call") == 0) {
                 tools_call(m, id, params);
         } else {
@@ -521,38 +556,128 @@ static void handle(struct mcp *m, const char *line, size_t len)
         json_decref(msg);
 }
 
-int mcp_serve(const struct mcp_config *cfg, int in_fd, int out_fd, int cancel_fd, corral_error **ret_err)
+/* ---- a session's life ---- */
+
+int mcp_session_new(const struct mcp_config *cfg, mcp_send_fn send, void *userdata, struct mcp_session **ret,
+                    corral_error **ret_err)
 {
-        struct mcp m = { .cfg = cfg, .out_fd = out_fd };
-        pthread_mutex_init(&m.write_lock, NULL);
-        pthread_mutex_init(&m.lock, NULL);
-        pthread_cond_init(&m.changed, NULL);
-        m.step_cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        m.tools = tools_list();
-        pthread_t work, tick;
-        bool threads = m.step_cancel_fd >= 0 && m.tools && pthread_create(&work, NULL, worker, &m) == 0;
-        if (threads && pthread_create(&tick, NULL, ticker, &m) != 0) {
-                pthread_mutex_lock(&m.lock);
-                m.ending = true;
-                pthread_cond_broadcast(&m.changed);
-                pthread_mutex_unlock(&m.lock);
-                pthread_join(work, NULL);
+        *ret = NULL;
+        struct mcp_session *m = calloc(1, sizeof(*m));
+        if (m == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot start the MCP server");
+        m->cfg = cfg;
+        m->send = send;
+        m->send_ud = userdata;
+        pthread_mutex_init(&m->lock, NULL);
+        pthread_cond_init(&m->changed, NULL);
+        m->step_cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        m->tools = tools_list();
+        errno = 0;
+        bool threads = m->step_cancel_fd >= 0 && m->tools && pthread_create(&m->work, NULL, worker, m) == 0;
+        if (threads && pthread_create(&m->tick, NULL, ticker, m) != 0) {
+                pthread_mutex_lock(&m->lock);
+                m->ending = true;
+                pthread_cond_broadcast(&m->changed);
+                pthread_mutex_unlock(&m->lock);
+                pthread_join(m->work, NULL);
                 threads = false;
         }
-        int rc = 0;
         if (!threads) {
-                rc = corral_fail(ret_err, errno ? errno : ENOMEM, "cannot start the MCP server");
-                goto out;
+                int e = errno ? errno : ENOMEM;
+                if (m->step_cancel_fd >= 0)
+                        close(m->step_cancel_fd);
+                json_decref(m->tools);
+                pthread_cond_destroy(&m->changed);
+                pthread_mutex_destroy(&m->lock);
+                free(m);
+                return corral_fail(ret_err, e, "cannot start the MCP server");
+        }
+        *ret = m;
+        return 0;
+}
+
+bool mcp_session_ended(struct mcp_session *m)
+{
+        pthread_mutex_lock(&m->lock);
+        bool ending = m->ending;
+        pthread_mutex_unlock(&m->lock);
+        return ending;
+}
+
+void mcp_session_free(struct mcp_session *m)
+{
+        if (m == NULL)
+                return;
+        /* The end: the running call interrupted, the session and a
+         * temporary workspace gone. */
+        pthread_mutex_lock(&m->lock);
+        m->ending = true;
+        if (m->running) {
+                m->running->cancelled = true;
+                uint64_t one = 1;
+                if (write(m->step_cancel_fd, &one, sizeof(one)) < 0) {
+                        /* an eventfd's counter does not overflow from this */
+                }
+        }
+        pthread_cond_broadcast(&m->changed);
+        pthread_mutex_unlock(&m->lock);
+        pthread_join(m->work, NULL);
+        pthread_join(m->tick, NULL);
+        while (m->queue) {
+                struct call *c = m->queue;
+                m->queue = c->next;
+                call_free(c);
+        }
+        toolbox_free(m->tb);
+        if (m->jail_copied)
+                corral_jail_config_release(&m->jail);
+        if (m->ws)
+                workspace_close(m->ws, m->ws->created);
+        json_decref(m->tools);
+        close(m->step_cancel_fd);
+        pthread_cond_destroy(&m->changed);
+        pthread_mutex_destroy(&m->lock);
+        free(m);
+}
+
+/* ---- the stdio transport ---- */
+
+struct stdio_out {
+        int fd;
+        pthread_mutex_t lock;    /* one message a line, whole */
+};
+
+static int stdio_send(void *userdata, json_t *msg, json_t *for_request)
+{
+        (void)for_request;
+        struct stdio_out *o = userdata;
+        if (msg == NULL)
+                return 0; /* a cancelled request: nothing is written */
+        char *text = json_dumps(msg, JSON_COMPACT);
+        if (text == NULL)
+                return 0;
+        size_t n = strlen(text);
+        text[n] = '\n'; /* over the NUL: one message a line (strings never hold a raw newline) */
+        pthread_mutex_lock(&o->lock);
+        int rc = write_all(o->fd, text, n + 1);
+        pthread_mutex_unlock(&o->lock);
+        free(text);
+        return rc < 0 ? -1 : 0;
+}
+
+int mcp_serve(const struct mcp_config *cfg, int in_fd, int out_fd, int cancel_fd, corral_error **ret_err)
+{
+        struct stdio_out out = { .fd = out_fd };
+        pthread_mutex_init(&out.lock, NULL);
+        struct mcp_session *m = NULL;
+        if (mcp_session_new(cfg, stdio_send, &out, &m, ret_err) < 0) {
+                pthread_mutex_destroy(&out.lock);
+                return -1;
         }
         char *buf = NULL;
         size_t len = 0, cap = 0;
         bool skipping = false; /* the rest of a line over the cap */
-        for (;;) {
-                pthread_mutex_lock(&m.lock);
-                bool ending = m.ending;
-                pthread_mutex_unlock(&m.lock);
-                if (ending)
-                        break;
+        while (!mcp_session_ended(m)) {
                 struct pollfd p[2] = { { .fd = in_fd, .events = POLLIN }, { .fd = cancel_fd, .events = POLLIN } };
                 if (poll(p, cancel_fd >= 0 ? 2 : 1, -1) < 0) {
                         if (errno == EINTR)
@@ -579,51 +704,25 @@ int mcp_serve(const struct mcp_config *cfg, int in_fd, int out_fd, int cancel_fd
                 while ((nl = memchr(start, '\n', len - (size_t)(start - buf))) != NULL) {
                         size_t l = (size_t)(nl - start);
                         if (!skipping && l && !(l == 1 && start[0] == '\r'))
-                                handle(&m, start, l);
+                                mcp_session_receive(m, start, l);
                         skipping = false;
                         start = nl + 1;
                 }
                 len -= (size_t)(start - buf);
                 memmove(buf, start, len);
                 if (len > LINE_MAX_BYTES) {
-                        if (!skipping)
-                                send_error(&m, NULL, RPC_PARSE_ERROR, "Parse error: a message over 64 MiB");
+                        if (!skipping) {
+                                json_t *e = mcp_error_message(NULL, RPC_PARSE_ERROR,
+                                                              "Parse error: a message over 64 MiB");
+                                stdio_send(&out, e, NULL);
+                                json_decref(e);
+                        }
                         skipping = true;
                         len = 0;
                 }
         }
         free(buf);
-        /* The end: the running call interrupted, the session and a
-         * temporary workspace gone. */
-        pthread_mutex_lock(&m.lock);
-        m.ending = true;
-        if (m.running) {
-                m.running->cancelled = true;
-                uint64_t one = 1;
-                if (write(m.step_cancel_fd, &one, sizeof(one)) < 0) {
-                        /* an eventfd's counter does not overflow from this */
-                }
-        }
-        pthread_cond_broadcast(&m.changed);
-        pthread_mutex_unlock(&m.lock);
-        pthread_join(work, NULL);
-        pthread_join(tick, NULL);
-        while (m.queue) {
-                struct call *c = m.queue;
-                m.queue = c->next;
-                call_free(c);
-        }
-out:
-        toolbox_free(m.tb);
-        if (m.jail_copied)
-                corral_jail_config_release(&m.jail);
-        if (m.ws)
-                workspace_close(m.ws, m.ws->created);
-        json_decref(m.tools);
-        if (m.step_cancel_fd >= 0)
-                close(m.step_cancel_fd);
-        pthread_cond_destroy(&m.changed);
-        pthread_mutex_destroy(&m.lock);
-        pthread_mutex_destroy(&m.write_lock);
-        return rc;
+        mcp_session_free(m);
+        pthread_mutex_destroy(&out.lock);
+        return 0;
 }

@@ -43,12 +43,13 @@ static void on_session_end(void *userdata, const char *id)
 }
 
 /* The host ends a session only when asked to look (session_host_expire()):
- * this thread asks at each deadline, and at once when one moved. */
+ * this thread asks at each deadline, and at once when one moved; MCP's
+ * idle sessions too (mcp_http_expire()). */
 static void *expire_thread(void *arg)
 {
         struct server *s = arg;
         for (;;) {
-                double next = session_host_expire(s->host) - monotonic_ms();
+                double next = fmin(session_host_expire(s->host), mcp_http_expire(s)) - monotonic_ms();
                 struct pollfd p[2] = { { .fd = s->stop_fd, .events = POLLIN },
                                        { .fd = s->expire_wake_fd, .events = POLLIN } };
                 int r = poll(p, 2, next > 60000 ? 60000 : next < 0 ? 0 : (int)next + 1);

@@ -1,5 +1,6 @@
 /* server-internal.h: what server.c (HTTP and the gate), sandbox.c (the
- * sandboxes each token owns) and routes.c (the API's answers) share.
+ * sandboxes each token owns), routes.c (the API's answers) and the other
+ * protocols' files (e2b.c, mcp-http.c) share.
  * Internal to src/server/. */
 #ifndef CORRAL_SERVER_INTERNAL_H
 #define CORRAL_SERVER_INTERNAL_H
@@ -73,7 +74,10 @@ struct server {
         pthread_t expirer;       /* ends sandboxes at their idle timeout or lifetime */
         bool expirer_started;
         int expire_wake_fd;      /* eventfd: a deadline moved */
+        struct mcp_http *mcp;    /* MCP's sessions at /mcp (mcp-http.c) */
 };
+
+struct mcp_http;
 
 /* One request: the connection's state from its headers to the answer. */
 struct request {
@@ -197,6 +201,20 @@ enum MHD_Result body_stream_reply(struct request *rq, unsigned status, const cha
 void body_stream_write(struct body_stream *bs, const void *data, size_t len);
 /* The client has hung up: nothing written reaches it any more. */
 bool body_stream_gone(struct body_stream *bs);
+
+/* ---- MCP's Streamable HTTP transport at /mcp (mcp-http.c) ---- */
+int mcp_http_init(struct server *s, corral_error **ret_err);
+/* POST, DELETE (and GET, refused) /mcp, past the gate. */
+enum MHD_Result mcp_http_route(struct request *rq, const char *method);
+/* End the sessions idle for the server's MCP idle time; the next such
+ * deadline (CLOCK_MONOTONIC ms; INFINITY: none).  The expiry thread's. */
+double mcp_http_expire(struct server *s);
+/* Sessions open now. */
+unsigned mcp_http_count(struct server *s);
+/* Every session ended (running calls interrupted, waiting answers ended),
+ * no new one; mcp_http_free() once no request is left. */
+void mcp_http_end_all(struct server *s);
+void mcp_http_free(struct server *s);
 
 /* ---- WebSocket (websocket.c) ---- */
 /* GET /v1/sandboxes/{id}/ws: the upgrade, or an error answer.  Takes the

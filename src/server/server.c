@@ -45,6 +45,8 @@ void server_config_init(struct server_config *cfg)
         cfg->request_timeout_s = 60;
         cfg->max_lifetime_s = 86400;
         cfg->max_rate = 1000;
+        cfg->max_mcp_sessions = 64;
+        cfg->mcp_idle_timeout_s = 1800;
 }
 
 /* ---- answers ---- */
@@ -264,6 +266,7 @@ static enum MHD_Result metrics_page(struct request *rq)
         metrics_set(s->metrics, "corral_sandboxes", NULL, s->n_sandboxes);
         metrics_set(s->metrics, "corral_steps_running", NULL, s->steps);
         pthread_mutex_unlock(&s->lock);
+        metrics_set(s->metrics, "corral_mcp_sessions", NULL, mcp_http_count(s));
         char *text = metrics_render(s->metrics);
         struct MHD_Response *r = text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
                                       : NULL;
@@ -517,6 +520,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
                 return index_page(rq);
         if (strcmp(url, "/metrics") == 0)
                 return metrics_page(rq);
+        if (strcmp(url, "/mcp") == 0)
+                return mcp_http_route(rq, method);
         return route_api(rq, method, url);
 }
 
@@ -728,6 +733,7 @@ int server_start(const struct server_config *cfg, struct server **ret, corral_er
                 goto fail_nomem;
         metrics_define(s->metrics, "corral_sandboxes", METRIC_GAUGE, "Sandboxes alive.", NULL, NULL, 0);
         metrics_define(s->metrics, "corral_steps_running", METRIC_GAUGE, "Steps running now.", NULL, NULL, 0);
+        metrics_define(s->metrics, "corral_mcp_sessions", METRIC_GAUGE, "MCP sessions open at /mcp.", NULL, NULL, 0);
         metrics_define(s->metrics, "corral_executions_total", METRIC_COUNTER, "Steps run, by their status.",
                        "status", NULL, 0);
         metrics_define(s->metrics, "corral_execution_seconds", METRIC_HISTOGRAM,
@@ -740,7 +746,7 @@ int server_start(const struct server_config *cfg, struct server **ret, corral_er
                        "Requests refused before reaching a sandbox, by reason.", "reason", NULL, 0);
         /* What a server killed before us left: its temporary workspaces. */
         workspace_sweep(NULL);
-        if (sandboxes_init(s, ret_err) < 0)
+        if (mcp_http_init(s, ret_err) < 0 || sandboxes_init(s, ret_err) < 0)
                 goto fail;
         /* The zygote now, so that the first warm sandbox is as quick as the
          * rest (its imports take a second or two). */
@@ -821,6 +827,9 @@ void server_shutdown(struct server *s, double grace_s)
         if (s->host)
                 session_host_cancel_all(s->host);
         atomic_store(&s->stopping, true);
+        /* MCP's sessions end here: their calls interrupted, their
+         * streams ended. */
+        mcp_http_end_all(s);
         uint64_t one = 1;
         if (write(s->stop_fd, &one, sizeof(one)) < 0) {
                 /* an eventfd written once does not fail */
@@ -847,6 +856,7 @@ void server_free(struct server *s)
         for (char **h = s->hosts; h && *h; h++)
                 free(*h);
         free(s->hosts);
+        mcp_http_free(s);
         auth_free(s->auth);
         metrics_free(s->metrics);
         if (s->work_dir) {

@@ -5,7 +5,8 @@
  * thread per connection (a step blocks its connection's thread, and a
  * streamed one a thread of its own that feeds the response).  It never
  * calls the CLI.  Every request but /healthz and /readyz carries a token
- * (auth.h); each token sees its own sandboxes only.
+ * (auth.h); each token sees its own sandboxes only.  /mcp is MCP's
+ * Streamable HTTP transport (docs/mcp.md) over the same gate.
  *
  *   server_config_init(&cfg);  ...
  *   server_start(&cfg, &srv, &err);        listening
@@ -42,6 +43,8 @@ struct server_config {
         uint64_t max_upload;      /* a file's PUT (default 256 MiB, and the sandbox's disk) */
         double request_timeout_s; /* an idle connection is closed after (default 60) */
         double max_lifetime_s;    /* the longest lifetime or idle timeout a sandbox may ask for (default 86400) */
+        unsigned max_mcp_sessions; /* MCP sessions at /mcp at once, all tokens together (default 64) */
+        double mcp_idle_timeout_s; /* an MCP session unused this long ends (default 1800) */
         /* Each sandbox's defaults, and the most a request may ask for:
          * borrowed for server_start() only. */
         const corral_jail_config *limits;

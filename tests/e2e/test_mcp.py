@@ -2,7 +2,9 @@
 (tests/mcp/client.test.mjs under `node --test`): the v1 SDK that most hosts
 embed, the v2 client in its legacy and auto modes, the Inspector's CLI, and
 a raw newline-JSON client for the probe before initialize, parse errors,
-version echoes, a stdout of protocol only and the exit when stdin closes.
+version echoes, a stdout of protocol only and the exit when stdin closes;
+then the same clients over Streamable HTTP against the /mcp of a `corral
+serve` the test file starts.
 
 tests/mcp/setup.sh provides Node and the clients (from the npm registry);
 the test is skipped only when neither Node nor npm can be had."""

@@ -3,6 +3,9 @@
 // auto modes, the Inspector's CLI), and by a raw newline-JSON client for
 // what the SDKs hide: the probe before initialize, parse errors, version
 // echoes, stdout holding nothing but protocol, and the exit on stdin's end.
+// Then the same clients over Streamable HTTP, against the /mcp of a
+// `corral serve` this file starts (127.0.0.1, a port and a token of its
+// own); tests/e2e/test_mcp_http.py has the transport's edges.
 //
 // Run by tests/e2e/test_mcp.py.  By hand:
 //   out=$(tests/mcp/setup.sh); node=$(echo "$out" | head -1)
@@ -13,7 +16,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, execFile } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -31,6 +34,8 @@ const { Client: Client1 } = await load('@modelcontextprotocol/sdk/client/index.j
 const { StdioClientTransport: Stdio1 } = await load('@modelcontextprotocol/sdk/client/stdio.js')
 const { Client: Client2 } = await load('@modelcontextprotocol/client')
 const { StdioClientTransport: Stdio2 } = await load('@modelcontextprotocol/client/stdio')
+const { StreamableHTTPClientTransport: Http1 } = await load('@modelcontextprotocol/sdk/client/streamableHttp.js')
+const { StreamableHTTPClientTransport: Http2 } = await load('@modelcontextprotocol/client')
 const inspector = join(dirname(requireFrom.resolve('@modelcontextprotocol/inspector/package.json')),
   'clients', 'launcher', 'build', 'index.js')
 
@@ -624,5 +629,230 @@ describe('MCP Inspector CLI (@modelcontextprotocol/inspector 2.12)', () => {
     const { result } = JSON.parse(r.stdout)
     assert.match(textOf(result), /42/)
     assert.equal(result.structuredContent.value, '42')
+  })
+})
+
+// ---- Streamable HTTP: corral serve's /mcp ----
+
+// A `corral serve` of this file's: a port of its own on 127.0.0.1 (port 0
+// picks one; the URL it prints says which) and a token of its own.
+class HttpServer {
+  async start() {
+    this.dir = mkdtempSync(join(tmpdir(), 'mcp-http-'))
+    this.token = randomBytes(24).toString('hex')
+    const tokens = join(this.dir, 'tokens')
+    writeFileSync(tokens, `${this.token} tests\n`, { mode: 0o600 })
+    this.proc = spawn(CORRAL, ['serve', '--listen', '127.0.0.1:0', '--tokens', tokens, '--data', join(this.dir, 'data')],
+      { env: { ...serverEnv(), PATH: process.env.PATH, HOME: process.env.HOME || '/' }, stdio: ['ignore', 'pipe', 'inherit'] })
+    this.exited = new Promise((resolve) => this.proc.on('exit', (code, signal) => resolve({ code, signal })))
+    const first = await new Promise((resolve, reject) => {
+      let buf = ''
+      this.proc.stdout.setEncoding('utf8')
+      this.proc.stdout.on('data', (chunk) => {
+        buf += chunk
+        if (buf.includes('\n')) resolve(buf.split('\n')[0])
+      })
+      this.exited.then(({ code, signal }) => reject(new Error(`corral serve exited (${code ?? signal}) before its URL`)))
+    })
+    this.url = new URL('/mcp', first.trim())
+    this.headers = { Authorization: `Bearer ${this.token}` }
+    return this
+  }
+
+  // A POST of one message with fetch: {status, headers, body (parsed or null)}.
+  async post(msg, headers = {}) {
+    const r = await fetch(this.url, {
+      method: 'POST',
+      headers: { ...this.headers, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+      body: typeof msg === 'string' ? msg : JSON.stringify(msg),
+    })
+    const text = await r.text()
+    return { status: r.status, headers: r.headers, body: text ? JSON.parse(text) : null }
+  }
+
+  async stop() {
+    if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) return
+    this.proc.kill('SIGTERM')
+    const t = setTimeout(() => this.proc.kill('SIGKILL'), 20000)
+    const r = await this.exited
+    clearTimeout(t)
+    rmSync(this.dir, { recursive: true, force: true })
+    return r
+  }
+}
+
+describe('over Streamable HTTP (corral serve\'s /mcp)', () => {
+  let srv
+  before(async () => { srv = await new HttpServer().start() })
+  after(async () => {
+    const r = await srv?.stop()
+    assert.deepEqual(r, { code: 0, signal: null }, 'corral serve did not stop cleanly on SIGTERM')
+  })
+
+  describe('v1 SDK client, StreamableHTTPClientTransport', () => {
+    let client, transport
+    const clientErrors = []
+    before(async () => {
+      transport = new Http1(srv.url, { requestInit: { headers: srv.headers } })
+      client = new Client1({ name: 'corral-tests-http', version: '0' })
+      client.onerror = (e) => clientErrors.push(e)
+      await client.connect(transport)
+    })
+    after(() => client?.close())
+
+    const call = (name, args, opts) => client.callTool({ name, arguments: args }, undefined, opts)
+    const py = (code, opts) => call('run_python', { code }, opts)
+
+    it('initializes: a session id, protocol 2025-11-25, the tools', async () => {
+      assert.match(transport.sessionId ?? '', /^[0-9a-f]{64}$/)
+      assert.equal(transport.protocolVersion, LATEST)
+      assert.match(client.getServerVersion()?.name ?? '', /corral/)
+      const { tools } = await client.listTools()
+      assert.deepEqual(tools.map((t) => t.name).sort(), TOOLS)
+    })
+
+    it('run_python twice keeps state', async () => {
+      assert.ok(!(await py('x = 6')).isError)
+      const r = await py('x * 7')
+      assert.equal(r.structuredContent.value, '42', textOf(r))
+    })
+
+    it('a figure comes back as a PNG image block', async () => {
+      const r = await py('import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])')
+      const images = r.content.filter((c) => c.type === 'image')
+      assert.equal(images.length, 1, JSON.stringify(r.content.map((c) => c.type)))
+      assert.deepEqual(Buffer.from(images[0].data, 'base64').subarray(0, 8), PNG)
+    })
+
+    it('a failing step is a result with isError', async () => {
+      const r = await py('1/0')
+      assert.equal(r.isError, true)
+      assert.equal(r.structuredContent.error?.name, 'ZeroDivisionError')
+      await assert.rejects(call('no_such_tool', {}), (e) => e.code === -32602)
+    })
+
+    it('a long step streams progress notifications', async () => {
+      const progress = []
+      const r = await py('import time; time.sleep(6.5); 5', { onprogress: (p) => progress.push(p) })
+      assert.equal(r.structuredContent.value, '5')
+      assert.ok(progress.length >= 1, 'no notifications/progress during a 6.5 s step')
+    })
+
+    it('a cancelled step is stopped; the next call runs at once, state kept', async () => {
+      await py('kept = 1234')
+      const ac = new AbortController()
+      setTimeout(() => ac.abort(), 1000)
+      await assert.rejects(py('import time; time.sleep(60)', { signal: ac.signal }))
+      const t1 = Date.now()
+      const r = await py('kept + 1')
+      assert.equal(r.structuredContent.value, '1235', textOf(r))
+      assert.ok(Date.now() - t1 < 5000, `the next call took ${Date.now() - t1} ms: the cancelled step went on`)
+      await sleep(300)
+      assert.deepEqual(clientErrors.map(String), [])
+    })
+
+    it('terminateSession() ends it: its id is then unknown (404)', async () => {
+      const sid = transport.sessionId
+      await transport.terminateSession()
+      const r = await srv.post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { 'Mcp-Session-Id': sid })
+      assert.equal(r.status, 404)
+      assert.equal(r.body?.error?.code, -32001)
+    })
+  })
+
+  for (const mode of ['legacy', 'auto']) {
+    describe(`v2 client in ${mode} mode, StreamableHTTPClientTransport`, () => {
+      let client, transport
+      before(async () => {
+        transport = new Http2(srv.url, { requestInit: { headers: srv.headers } })
+        client = new Client2({ name: 'corral-tests-http', version: '0' }, { versionNegotiation: { mode } })
+        // auto probes with server/discover on the same transport first.
+        await client.connect(transport)
+      })
+      after(async () => {
+        await transport?.terminateSession().catch(() => {})
+        await client?.close()
+      })
+
+      it('negotiates 2025-11-25, lists the tools, keeps Python\'s state', async () => {
+        assert.equal(client.getNegotiatedProtocolVersion(), LATEST)
+        const { tools } = await client.listTools()
+        assert.deepEqual(tools.map((t) => t.name).sort(), TOOLS)
+        await client.callTool({ name: 'run_python', arguments: { code: 'y = 20' } })
+        const r = await client.callTool({ name: 'run_python', arguments: { code: 'y + 22' } })
+        assert.equal(r.structuredContent.value, '42', textOf(r))
+      })
+
+      it('a failing call is isError; a cancelled one stops', async () => {
+        const bad = await client.callTool({ name: 'run_python', arguments: { code: 'raise ValueError("no")' } })
+        assert.equal(bad.isError, true)
+        const ac = new AbortController()
+        setTimeout(() => ac.abort(), 1000)
+        await assert.rejects(client.callTool({ name: 'run_python', arguments: { code: 'import time; time.sleep(60)' } },
+          { signal: ac.signal }))
+        const t1 = Date.now()
+        const r = await client.callTool({ name: 'run_python', arguments: { code: 'y' } })
+        assert.equal(r.structuredContent.value, '20')
+        assert.ok(Date.now() - t1 < 5000, `took ${Date.now() - t1} ms`)
+      })
+    })
+  }
+
+  describe('raw HTTP', () => {
+    it('server/discover: an error at once, then a normal session', async () => {
+      const t0 = Date.now()
+      const probe = await srv.post({ jsonrpc: '2.0', id: 'server-discover-probe-1', method: 'server/discover',
+        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } }, { 'MCP-Protocol-Version': '2026-07-28' })
+      assert.ok(Date.now() - t0 < 1500, `answered after ${Date.now() - t0} ms`)
+      assert.equal(probe.status, 400)
+      assert.equal(probe.body?.error?.code, -32601, JSON.stringify(probe.body))
+      const init = await srv.post({ jsonrpc: '2.0', id: 1, method: 'initialize',
+        params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: 'raw', version: '0' } } })
+      assert.equal(init.status, 200)
+      assert.equal(init.body.result.protocolVersion, LATEST)
+      const sid = init.headers.get('mcp-session-id')
+      const list = await srv.post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'Mcp-Session-Id': sid })
+      assert.equal(list.body?.result?.tools?.length, TOOLS.length)
+      const r = await fetch(srv.url, { method: 'DELETE', headers: { ...srv.headers, 'Mcp-Session-Id': sid } })
+      assert.equal(r.status, 200)
+    })
+
+    it('malformed JSON-RPC is answered with the right codes', async () => {
+      const parse = await srv.post('{"jsonrpc": "2.0", "id": 1, "method": ')
+      assert.deepEqual([parse.status, parse.body?.error?.code, parse.body?.id], [400, -32700, null])
+      const batch = await srv.post([{ jsonrpc: '2.0', id: 1, method: 'ping' }])
+      assert.deepEqual([batch.status, batch.body?.error?.code], [400, -32600])
+      const noToken = await fetch(srv.url, { method: 'POST', body: '{}' })
+      assert.equal(noToken.status, 401)
+    })
+  })
+
+  describe('MCP Inspector CLI, --transport http', () => {
+    const [major, minor] = process.versions.node.split('.').map(Number)
+    const skip = major > 22 || (major === 22 && minor >= 19) ? false : `the Inspector needs Node >= 22.19, this is ${process.version}`
+    let home
+    before(() => { home = mkdtempSync(join(tmpdir(), 'mcp-inspector-home-')) })
+    after(() => home && rmSync(home, { recursive: true, force: true }))
+
+    function inspect(...args) {
+      return new Promise((resolve) => {
+        execFile(process.execPath, [inspector, '--cli', '--format', 'json', '--transport', 'http', '--server-url', String(srv.url),
+          ...args, '--header', `Authorization: Bearer ${srv.token}`],
+        { env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, timeout: 30000 },
+        (error, stdout, stderr) => resolve({ code: error ? error.code ?? error.signal : 0, stdout, stderr }))
+      })
+    }
+
+    it('tools/list', { skip }, async () => {
+      const r = await inspect('--method', 'tools/list')
+      assert.equal(r.code, 0, r.stderr)
+      assert.deepEqual(JSON.parse(r.stdout).result.tools.map((t) => t.name).sort(), TOOLS)
+    })
+
+    it('tools/call run_python 6*7', { skip }, async () => {
+      const r = await inspect('--method', 'tools/call', '--tool-name', 'run_python', '--tool-args-json', '{"code":"6*7"}')
+      assert.equal(r.code, 0, r.stderr)
+      assert.equal(JSON.parse(r.stdout).result.structuredContent.value, '42')
+    })
   })
 })
