@@ -215,7 +215,8 @@ int cmd_mcp_jail(int argc, char **argv)
         }
         status = res.exit_code;
         if (res.limit == CORRAL_LIMIT_CANCELLED && cli_cancel_signal()) {
-                cli_error("mcp-jail", "interrupted by %s; the server was stopped", cli_signal_name(cli_cancel_signal()));
+                cli_error("mcp-jail", "interrupted by %s; the server was stopped",
+                          cli_signal_name(cli_cancel_signal()));
                 status = 128 + cli_cancel_signal();
         } else if (res.limit == CORRAL_LIMIT_CANCELLED) {
                 cli_error("mcp-jail", "%s", res.reason ? res.reason : "the server was stopped");

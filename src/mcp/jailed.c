@@ -194,16 +194,17 @@ static void on_output(void *userdata, int stream, const char *data, size_t len)
                 }
                 return;
         }
+        /* stderr that cannot be written is dropped: it is not the protocol */
         if (p->err_fd < 0)
                 return;
+        if (!p->err_tty) {
+                write_out(p->err_fd, data, len);
+                return;
+        }
         struct sigpipe_guard g;
         sigpipe_block(&g);
-        if (p->err_tty)
-                term_filter_write(&p->err_filter, p->err_fd, data, len);
-        else
-                write_out(p->err_fd, data, len);
+        term_filter_write(&p->err_filter, p->err_fd, data, len);
         sigpipe_unblock(&g);
-        /* stderr that cannot be written is dropped: it is not the protocol */
 }
 
 /* The reason of a run corral stopped, in words. */

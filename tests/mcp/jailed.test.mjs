@@ -270,7 +270,8 @@ describe('a Python server (netprobe_server.py)', () => {
 
 // corral mcp-jail as a plain child: its exit and what it leaves.
 function start(opts, server) {
-  const proc = spawn(CORRAL, ['mcp-jail', ...opts, '--', ...server], { env: hostEnv(), stdio: ['pipe', 'pipe', 'pipe'] })
+  const proc = spawn(CORRAL, ['mcp-jail', ...opts, '--', ...server],
+    { env: hostEnv(), stdio: ['pipe', 'pipe', 'pipe'] })
   let stderr = ''
   proc.stderr.on('data', (d) => { stderr += d })
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })))
