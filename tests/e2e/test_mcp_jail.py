@@ -3,7 +3,8 @@
 The servers from npm (@modelcontextprotocol/server-filesystem and
 server-everything) and a Python one (tests/mcp/netprobe_server.py), driven
 by the v1 SDK client (tests/mcp/jailed.test.mjs under `node --test`); the
-usage errors and the stream's limits here, without Node.
+usage errors and the stream's limits here, without Node; and the library's
+mcp_jail_run() from several threads over socketpairs (mcp-jail-threads.c).
 
 tests/mcp/setup.sh provides Node and the packages (from the npm registry);
 the Node test is skipped only when neither Node nor npm can be had."""
@@ -16,6 +17,11 @@ from conftest import CORRAL
 
 MCP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mcp")
 NO_NODE = 77  # setup.sh's exit status when no Node or npm can be had
+# tests/e2e/mcp-jail-threads.c, built beside corral (not under ThreadSanitizer:
+# a clone() child of a TSan process runs its interceptors, whose locks another
+# thread may hold; see test_serve.py)
+THREADS = os.environ.get("CORRAL_MCP_JAIL_THREADS") or os.path.join(
+    os.path.dirname(os.path.abspath(CORRAL)), "tests", "mcp-jail-threads")
 
 
 def test_third_party_servers_in_the_jail():
@@ -92,3 +98,13 @@ def test_help_names_the_options(corral):
     assert r.rc == 0
     for opt in (b"--allow-read", b"--allow-write", b"--env", b"--net", b"--memory", b"--address-space"):
         assert opt in r.out, opt
+
+
+def test_the_library_from_threads_over_socketpairs():
+    """mcp_jail_run() as an MCP client calls it: 8 servers at once, each on a
+    thread over a socketpair, and one cancelled; twice, the second round
+    leaving no file descriptor behind."""
+    if not os.access(THREADS, os.X_OK):
+        pytest.skip(f"no {THREADS}")
+    r = subprocess.run([THREADS, "8"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout, r.stderr)
