@@ -77,7 +77,8 @@ static const char *const allowed_syscalls[] = {
  * kills the whole tree. */
 static const char *const kill_syscalls[] = {
         "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise", "kcmp",
-        "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd", "io_uring_enter", "io_uring_register", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+        "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd", "io_uring_enter",
+        "io_uring_register", "kexec_load", "kexec_file_load", "init_module", "finit_module",
         "delete_module", "create_module", "open_by_handle_at", "uselib", "modify_ldt", "vm86", "vm86old",
 };
 

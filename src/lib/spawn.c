@@ -596,9 +596,10 @@ static int build_rlimits(const corral_jail_config *cfg, enum corral_limits_backe
                 /* SIGXCPU at the limit, SIGKILL a second later. */
                 rl[n++] = (struct init_rlimit){ .resource = RLIMIT_CPU, .cur = s, .max = s + 1 };
         }
+        uint64_t as = jail_address_space(cfg);
         if (mem_backend == CORRAL_BACKEND_RLIMIT)
-                rl[n++] = (struct init_rlimit){ .resource = RLIMIT_AS, .cur = jail_address_space(cfg),
-                                                .max = ceilings ? own_hard_limit(RLIMIT_AS) : jail_address_space(cfg) };
+                rl[n++] = (struct init_rlimit){ .resource = RLIMIT_AS, .cur = as,
+                                                .max = ceilings ? own_hard_limit(RLIMIT_AS) : as };
         if (!pids_in_cgroup)
                 /* Per user namespace since Linux 5.14, so per jail here. */
                 rl[n++] = (struct init_rlimit){ .resource = RLIMIT_NPROC, .cur = cfg->pids, .max = cfg->pids };
