@@ -75,7 +75,7 @@ typedef struct corral_jail_config {
         size_t n_binds;
 
         /* Limits; 0 means "no limit" only where documented. */
-        double timeout_s;        /* wall clock, whole tree (default 30) */
+        double timeout_s;        /* wall clock, whole tree (default 30; see no_timeout) */
         double cpu_time_s;       /* CPU seconds (0: none) */
         uint64_t memory_bytes;   /* default 512 MiB */
         uint64_t pids;           /* default 128 */
@@ -83,6 +83,19 @@ typedef struct corral_jail_config {
         uint64_t nofile;         /* default 256 */
         uint64_t disk_bytes;     /* workspace tmpfs, /tmp, per-file cap (256 MiB) */
         uint64_t output_limit;   /* per stream (default 1 MiB) */
+        /* The memory limit under the rlimit fallback is an address-space limit
+         * (RLIMIT_AS), which runtimes that reserve much more than they use
+         * (Node's V8 and WebAssembly reservations) cannot start under.  0 (the
+         * default): memory_bytes; else this many bytes of address space, at
+         * least memory_bytes.  Cgroup limits are unaffected. */
+        uint64_t address_space_bytes;
+        /* A long-lived program (a server), opted in by the caller; both false
+         * by default.  no_timeout: no wall-clock limit at all (timeout_s is
+         * neither checked nor used).  stream_unlimited: output that is
+         * streamed and not kept (a corral_jail_io with capture false) reaches
+         * on_output whole; output_limit then only bounds what is captured. */
+        bool no_timeout;
+        bool stream_unlimited;
 
         enum corral_net net;
         enum corral_stdin stdin_mode;

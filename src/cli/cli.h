@@ -96,6 +96,7 @@ int cmd_exec(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
+int cmd_mcp_jail(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_session(int argc, char **argv);

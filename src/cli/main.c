@@ -33,6 +33,7 @@ static const struct {
         { "review", cmd_review, "check code against the safety review's policy, without running it" },
         { "serve", cmd_serve, "serve sandboxes over HTTP (docs/api.md)" },
         { "mcp", cmd_mcp, "be the sandbox of an MCP client, on stdin and stdout (docs/mcp.md)" },
+        { "mcp-jail", cmd_mcp_jail, "run a third-party stdio MCP server inside a jail (docs/mcp.md)" },
         { "doctor", cmd_doctor, "show which isolation and limit mechanisms this host offers" },
 };
 
@@ -214,7 +215,7 @@ static void usage(FILE *f)
                    "           corral session start --from: the archive was refused\n"
                    "           corral workspace: the archive was refused or could not be read\n"
                    "           corral review: the code is rejected\n"
-                   "  1-123    corral exec: the program's own exit status\n"
+                   "  1-123    corral exec: the program's own exit status; corral mcp-jail: the server's\n"
                    "  123      corral exec --review: the safety review rejected the code; nothing ran\n"
                    "  2        usage error of a command that does not pass a status through\n"
                    "  3        corral run: the model could not be reached or refused\n"

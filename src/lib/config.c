@@ -319,12 +319,15 @@ int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **re
 {
         if (cfg->argv == NULL || cfg->argv[0] == NULL || cfg->argv[0][0] == '\0')
                 return corral_usage(ret_err, "no program to run");
-        if (!(cfg->timeout_s > 0) || !isfinite(cfg->timeout_s) || cfg->timeout_s > 31536000.0)
+        if (!cfg->no_timeout &&
+            (!(cfg->timeout_s > 0) || !isfinite(cfg->timeout_s) || cfg->timeout_s > 31536000.0))
                 return corral_usage(ret_err, "the timeout must be between 0 and a year");
         if (!(cfg->cpu_time_s >= 0) || !isfinite(cfg->cpu_time_s) || cfg->cpu_time_s > 31536000.0)
                 return corral_usage(ret_err, "the CPU-time limit must be between 0 and a year");
         if (cfg->memory_bytes < (8u << 20))
                 return corral_usage(ret_err, "the memory limit must be at least 8M");
+        if (cfg->address_space_bytes != 0 && cfg->address_space_bytes < cfg->memory_bytes)
+                return corral_usage(ret_err, "the address-space allowance must be at least the memory limit");
         /* corral-init is one process of the jail: the program is the second. */
         if (cfg->pids < 2 || cfg->pids > 1u << 22)
                 return corral_usage(ret_err, "the process limit must be between 2 and 4194304 (the jail's init "

@@ -77,8 +77,8 @@ static const char *const allowed_syscalls[] = {
  * kills the whole tree. */
 static const char *const kill_syscalls[] = {
         "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise", "kcmp",
-        "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
-        "io_uring_enter", "io_uring_register", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+        "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd", "io_uring_enter",
+        "io_uring_register", "kexec_load", "kexec_file_load", "init_module", "finit_module",
         "delete_module", "create_module", "open_by_handle_at", "uselib", "modify_ldt", "vm86", "vm86old",
 };
 
@@ -95,6 +95,10 @@ static const char *const eperm_syscalls[] = {
         "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "iopl",
         "ioperm", "quotactl", "quotactl_fd", "syslog", "vhangup", "name_to_handle_at", "fanotify_init",
         "lookup_dcookie", "_sysctl", "nfsservctl",
+        /* Node (libuv >= 1.45) creates a ring at every start and falls back
+         * to epoll when it cannot: refused, the ring never exists, so
+         * io_uring_enter and io_uring_register (which need one) still kill. */
+        "io_uring_setup",
 };
 
 #define CLONE_NAMESPACE_FLAGS                                                                                        \

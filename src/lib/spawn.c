@@ -404,12 +404,13 @@ static int supervise(struct jail *j, corral_error **ret_err)
         cleanup_close int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         if (ep < 0 || tfd < 0)
                 return corral_fail(ret_err, errno, "cannot set up supervision");
+        /* no_timeout: the timer stays disarmed and never fires. */
         double t = j->cfg->timeout_s;
         struct itimerspec its = { .it_value = { .tv_sec = (time_t)t,
                                                 .tv_nsec = (long)((t - floor(t)) * 1e9) } };
         if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
                 its.it_value.tv_nsec = 1;
-        if (timerfd_settime(tfd, 0, &its, NULL) < 0)
+        if (!j->cfg->no_timeout && timerfd_settime(tfd, 0, &its, NULL) < 0)
                 return corral_fail(ret_err, errno, "cannot arm the wall-clock timer");
 
         /* --cpu-time over the whole tree: RLIMIT_CPU bounds each process, and
@@ -570,6 +571,12 @@ static uint64_t own_hard_limit(int res)
         return rl.rlim_max;
 }
 
+/* RLIMIT_AS under the rlimit fallback. */
+static uint64_t jail_address_space(const corral_jail_config *cfg)
+{
+        return cfg->address_space_bytes ? cfg->address_space_bytes : cfg->memory_bytes;
+}
+
 /* ceilings: a zygote's.  Its own soft limits are its configuration's, but
  * the hard ones stay as high as corral's, so that each session it forks can
  * be given its caller's limits (it sets soft and hard to them). */
@@ -589,9 +596,10 @@ static int build_rlimits(const corral_jail_config *cfg, enum corral_limits_backe
                 /* SIGXCPU at the limit, SIGKILL a second later. */
                 rl[n++] = (struct init_rlimit){ .resource = RLIMIT_CPU, .cur = s, .max = s + 1 };
         }
+        uint64_t as = jail_address_space(cfg);
         if (mem_backend == CORRAL_BACKEND_RLIMIT)
-                rl[n++] = (struct init_rlimit){ .resource = RLIMIT_AS, .cur = cfg->memory_bytes,
-                                                .max = ceilings ? own_hard_limit(RLIMIT_AS) : cfg->memory_bytes };
+                rl[n++] = (struct init_rlimit){ .resource = RLIMIT_AS, .cur = as,
+                                                .max = ceilings ? own_hard_limit(RLIMIT_AS) : as };
         if (!pids_in_cgroup)
                 /* Per user namespace since Linux 5.14, so per jail here. */
                 rl[n++] = (struct init_rlimit){ .resource = RLIMIT_NPROC, .cur = cfg->pids, .max = cfg->pids };
@@ -657,9 +665,10 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
         struct jail j = { .cfg = cfg, .io = io, .pidfd = -1, .out_r = -1, .err_r = -1, .status_r = -1,
                           .sync_w = -1, .in = { .src = -1, .dst = -1 }, .lease = { .fd = -1 } };
         j.t_start = monotonic_ms();
-        j.out.cap = j.err.cap = (size_t)cfg->output_limit;
         /* Streaming callers get the bytes through on_output; keep none. */
         j.out.count_only = j.err.count_only = io != NULL && !io->capture;
+        /* stream_unlimited: what is only streamed is not capped. */
+        j.out.cap = j.err.cap = cfg->stream_unlimited && j.out.count_only ? SIZE_MAX : (size_t)cfg->output_limit;
         int child_fds[6] = { -1, -1, -1, -1, -1, -1 }; /* stdin, stdout, stderr, orders, status, sync */
         int rc = -1;
 

@@ -1346,7 +1346,9 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
                                   .uid = (uint32_t)w->slot, .nbinds = (uint32_t)cfg->n_binds,
                                   .disk_bytes = cfg->disk_bytes, .nofile = cfg->nofile,
                                   .cpu_time_s = cfg->cpu_time_s > 0 ? (uint64_t)ceil(cfg->cpu_time_s) : 0,
-                                  .rlimit_as = w->backend == CORRAL_BACKEND_RLIMIT ? cfg->memory_bytes : 0,
+                                  .rlimit_as = w->backend != CORRAL_BACKEND_RLIMIT ? 0
+                                               : cfg->address_space_bytes ? cfg->address_space_bytes
+                                                                          : cfg->memory_bytes,
                                   .rlimit_nproc = w->have_cg && w->cg.pids != CG_NONE ? 0 : cfg->pids };
         struct capbuf msg = { .cap = sizeof(c) + ZYGOTE_MAX_ENV + ZYGOTE_MAX_DESTS };
         capbuf_append(&msg, (const char *)&c, sizeof(c));

@@ -384,7 +384,7 @@ SYSCALL = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscal
 
 
 @pytest.mark.parametrize("name, nr", [("ptrace", 101), ("bpf", 321), ("keyctl", 250), ("userfaultfd", 323),
-                                      ("io_uring_setup", 425), ("perf_event_open", 298), ("kcmp", 312)])
+                                      ("io_uring_enter", 426), ("perf_event_open", 298), ("kcmp", 312)])
 def test_killed_syscalls_are_killed_as_in_exec(host, name, nr):
     a = host.start()
     assert host.step(a, "x = 1")["status"] == "ok"

@@ -38,6 +38,7 @@ def help_options(*cmd):
     (("doctor",), ["corral doctor"]),
     (("serve",), ["corral serve", "corral exec"]),
     (("mcp",), ["corral mcp", "corral run", "corral exec"]),  # --review-policy is run's too
+    (("mcp-jail",), ["corral mcp-jail", "corral exec"]),
 ])
 def test_help_and_readme_name_the_same_options(cmd, sections):
     helped = help_options(*cmd)
@@ -49,7 +50,7 @@ def test_help_and_readme_name_the_same_options(cmd, sections):
     # what the section names exists in some command's --help (a section may
     # point at another command's options: "corral run --review-policy")
     every = set()
-    for c in ("run", "exec", "session", "review", "workspace", "trace", "runs", "serve"):
+    for c in ("run", "exec", "session", "review", "workspace", "trace", "runs", "serve", "mcp", "mcp-jail"):
         every |= help_options(c)
     stale = sorted(set(OPT.findall(readme_section(sections[0]))) - ALIASES - every)
     assert not stale, f"the README's `{sections[0]}` names options no --help has: {stale}"

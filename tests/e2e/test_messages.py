@@ -4,7 +4,7 @@ The library (src/ outside src/cli/) is driven by the CLI and by servers
 (HTTP, MCP) whose callers have no flags: a message says "the request
 timeout" and names the config field in corral_error.field; the CLI adds the
 flag (src/cli/errors.c, docs/errors.md).  This scans every string literal of
-the library for one of corral's options, as `corral run|exec|session --help`
+the library for one of corral's options, as `corral run|exec|session|serve|mcp|mcp-jail --help`
 list them, and checks that every field the library names has a flag in the
 CLI's table."""
 import os
@@ -53,7 +53,7 @@ COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 def corral_options():
     longs, shorts = set(), set()
-    for cmd in ("run", "exec", "session", "serve"):
+    for cmd in ("run", "exec", "session", "serve", "mcp", "mcp-jail"):
         r = subprocess.run([CORRAL, cmd, "--help"], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         longs |= set(LONG.findall(r.stdout))

@@ -54,6 +54,9 @@ TEST(defaults)
         CHECK(cfg.net == CORRAL_NET_NONE);
         CHECK(cfg.stdin_mode == CORRAL_STDIN_NULL);
         CHECK(!cfg.require_cgroups);
+        /* A server's settings are opt-in: limits on time and output by default. */
+        CHECK(!cfg.no_timeout && !cfg.stream_unlimited);
+        CHECK(cfg.address_space_bytes == 0);
         CHECK(cfg.argv == NULL && cfg.env == NULL && cfg.script == NULL && cfg.script_name == NULL);
         CHECK(cfg.script_len == 0);
         CHECK(cfg.workspace == NULL && cfg.rootfs == NULL);
@@ -400,6 +403,28 @@ TEST(validate)
         EXPECT_VALID(uid_base, 1000);
         EXPECT_VALID(net, CORRAL_NET_HOST);
         EXPECT_VALID(net, CORRAL_NET_DOWN);
+
+        EXPECT_VALID(address_space_bytes, 0);
+        EXPECT_VALID(address_space_bytes, 16ull << 30);
+        EXPECT_VALID(address_space_bytes, 512ull << 20); /* the memory limit itself */
+        EXPECT_INVALID(address_space_bytes, (512ull << 20) - 1, "address-space");
+
+        /* No wall-clock limit only when asked for: a timeout of 0 is refused
+         * unless no_timeout is set, and then no timeout value is checked. */
+        {
+                corral_jail_config c;
+                valid_config(&c);
+                c.no_timeout = true;
+                c.timeout_s = 0;
+                CHECK_INT(corral_jail_config_validate(&c, NULL), 0);
+                c.timeout_s = NAN;
+                CHECK_INT(corral_jail_config_validate(&c, NULL), 0);
+                c.no_timeout = false;
+                corral_error *e = NULL;
+                check_usage(corral_jail_config_validate(&c, &e), &e, "timeout");
+                corral_error_free(e);
+                corral_jail_config_release(&c);
+        }
 
         /* A hand-built env entry without '=' is caught. */
         {

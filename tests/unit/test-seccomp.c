@@ -510,10 +510,11 @@ TEST(eperm_set)
                                       __NR_setns, __NR_clone, __NR_clock_settime, __NR_settimeofday,
                                       __NR_adjtimex, __NR_clock_adjtime, __NR_sethostname, __NR_setdomainname,
                                       __NR_reboot, __NR_swapon, __NR_swapoff, __NR_acct, __NR_quotactl,
-                                      __NR_syslog, __NR_vhangup, __NR_fsopen, __NR_move_mount, __NR_open_tree };
+                                      __NR_syslog, __NR_vhangup, __NR_fsopen, __NR_move_mount, __NR_open_tree,
+                                      __NR_io_uring_setup };
         static const int kill[] = { __NR_ptrace, __NR_process_vm_readv, __NR_process_vm_writev, __NR_pidfd_getfd,
                                     __NR_kcmp, __NR_bpf, __NR_perf_event_open, __NR_userfaultfd, __NR_keyctl,
-                                    __NR_add_key, __NR_request_key, __NR_io_uring_setup, __NR_io_uring_enter,
+                                    __NR_add_key, __NR_request_key, __NR_io_uring_enter, __NR_io_uring_register,
                                     __NR_kexec_load, __NR_init_module, __NR_finit_module, __NR_delete_module,
                                     __NR_open_by_handle_at, __NR_ioctl, __NR_personality,
                                     /* allowed or ENOSYS, never notified: in the set would do no harm, but
