@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../lib/redact.h"
 #include "../session/client.h"
 #include "../session/session.h"
 #include "agent-internal.h"
@@ -333,6 +334,24 @@ static void attach_images(struct agent_state *st, json_t *messages)
         toolbox_images_clear(st->tools);
 }
 
+/* A tool of cfg->tools (an MCP server's): its result's text redacted as
+ * the toolbox's are; a cancel during it ends the run as one during code. */
+static void call_extra(struct agent_state *st, const char *name, const char *args, struct tool_result *s)
+{
+        const struct agent_config *cfg = st->cfg;
+        s->name = name;
+        cfg->tools->call(cfg->tools->userdata, name, args, cfg->cancel_fd, st->deadline_ms, s);
+        if (s->content == NULL)
+                s->content = strdup("error: the tool gave no result");
+        if (cfg->secrets && s->content) {
+                char *r = redact_text(s->content, cfg->secrets);
+                if (r) {
+                        free(s->content);
+                        s->content = r;
+                }
+        }
+}
+
 /* Run the tool calls of one reply in order. 1 = the run ends. */
 static int run_tool_calls(struct agent_state *st, json_t *messages, const struct chat_reply *reply,
                           struct agent_result *ret, char **ret_answer)
@@ -350,7 +369,10 @@ static int run_tool_calls(struct agent_state *st, json_t *messages, const struct
                 struct tool_result s = { 0 };
                 double t0 = monotonic_ms();
                 toolbox_set_turn(st->tools, st->iteration, st->deadline_ms);
-                toolbox_call(st->tools, name, args, &s);
+                if (cfg->tools && cfg->tools->owns(cfg->tools->userdata, name))
+                        call_extra(st, name, args, &s);
+                else
+                        toolbox_call(st->tools, name, args, &s);
                 emit(cfg, "tool_result", result_event(st->iteration, id, &s, monotonic_ms() - t0));
                 json_array_append_new(messages, json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id",
                                                           id ? id : "", "content",
@@ -431,6 +453,8 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 return -1;
         bool text = cfg->text_protocol;
         json_t *tools = text ? NULL : toolbox_schemas();
+        if (tools && cfg->tools && cfg->tools->schemas)
+                json_array_extend(tools, cfg->tools->schemas);
         json_t *messages = json_array();
         char *answer = NULL;
         bool context_retry = false;
@@ -463,6 +487,8 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                                                                (int)cfg->images_per_run, "bytes",
                                                                (json_int_t)cfg->image_bytes, "side",
                                                                (int)cfg->image_side));
+        if (start && !text && cfg->tools && cfg->tools->describe)
+                json_object_set(start, "tools_extra", cfg->tools->describe);
         if (start && cfg->run_info)
                 json_object_update(start, cfg->run_info);
         emit(cfg, "run_start", start);

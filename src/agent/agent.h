@@ -31,6 +31,24 @@ struct review_policy;
 
 #define AGENT_MAX_STEP_IMAGES 8
 
+struct tool_result;
+
+/* Tools of someone else's beside the toolbox's: the tools of the MCP
+ * servers of the config file (mcp/servers.h), offered to the model with
+ * the built-in ones and called when it names one of them.  Not offered
+ * under the text protocol (it has code blocks only). */
+struct agent_tools {
+        json_t *schemas;         /* OpenAI function tools (borrowed) */
+        const char *prompt;      /* what the system prompt says of them, or NULL */
+        json_t *describe;        /* the run_start event's "tools_extra" (borrowed), or NULL */
+        bool (*owns)(void *userdata, const char *name);
+        /* ret->name is set; fill ok and content (ret->args when parsed).
+         * cancel_fd readable: stop; deadline_ms: CLOCK_MONOTONIC, 0 none. */
+        void (*call)(void *userdata, const char *name, const char *arguments, int cancel_fd, double deadline_ms,
+                     struct tool_result *ret);
+        void *userdata;
+};
+
 /* The longest task: it is sent with every model turn.  Longer text belongs
  * in an input file the task names. */
 #define AGENT_TASK_MAX (64u << 10)
@@ -80,6 +98,8 @@ struct agent_config {
          * warns about; NULL: none.  Borrowed. */
         model_client *reviewer;
         const char *reviewer_model;   /* its model id, for the trace */
+        /* More tools (MCP servers'); NULL: the toolbox's only.  Borrowed. */
+        const struct agent_tools *tools;
 
         /* Streamed model text, for a live view; optional. */
         void (*on_content)(void *userdata, const char *delta, size_t len);

@@ -149,6 +149,8 @@ char *agent_system_prompt(const struct agent_config *cfg, bool text_protocol)
                            "When a run fails, read the error and fix the cause; do not repeat code that failed.\n"
                            "When the task is done, call final_answer (or reply with plain text) with a concise "
                            "answer: the key numbers and the files you wrote.\n");
+                if (cfg->tools && cfg->tools->prompt)
+                        fprintf(f, "\n# More tools\n%s", cfg->tools->prompt);
         }
         fclose(f);
         return out;

@@ -563,6 +563,11 @@ int run_subscribe(struct run *r, trace_subscriber_fn fn, void *userdata, bool sy
         return sync ? trace_subscribe_sync(r->tr, fn, userdata) : trace_subscribe(r->tr, fn, userdata, 0);
 }
 
+void run_set_tools(struct run *r, const struct agent_tools *tools)
+{
+        r->agent.tools = tools;
+}
+
 void run_on_content(struct run *r, void (*fn)(void *userdata, const char *delta, size_t len), void *userdata)
 {
         r->agent.on_content = fn;

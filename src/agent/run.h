@@ -77,6 +77,9 @@ CORRAL_HIDDEN int run_open(const struct run_config *cfg, struct run **ret, corra
  * run's thread; queued ones never slow it).  The id for trace_unsubscribe(),
  * or -1. */
 CORRAL_HIDDEN int run_subscribe(struct run *r, trace_subscriber_fn fn, void *userdata, bool sync);
+/* More tools for the agent (agent_config.tools: MCP servers'), borrowed
+ * until run_free(); before run_execute(). */
+CORRAL_HIDDEN void run_set_tools(struct run *r, const struct agent_tools *tools);
 /* Streamed model text (a live view); before run_execute(). */
 CORRAL_HIDDEN void run_on_content(struct run *r, void (*fn)(void *userdata, const char *delta, size_t len),
                                   void *userdata);

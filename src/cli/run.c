@@ -21,6 +21,7 @@
 #include "../agent/agent.h"
 #include "../agent/run.h"
 #include "../lib/redact.h"
+#include "../mcp/servers.h"
 #include "../model/provider.h"
 #include "../review/review.h"
 #include "../trace/render.h"
@@ -43,6 +44,8 @@ static const char help_text[] =
         "      --provider NAME     preset: openai, ollama, llamacpp, vllm (base URL and quirks),\n"
         "                          or a provider of the config file\n"
         "      --config FILE       config file (default $XDG_CONFIG_HOME/corral/config.json)\n"
+        "      --no-mcp            do not start the MCP servers of the config file's \"mcp\" section\n"
+        "                          (by default their tools are offered beside corral's: docs/mcp.md)\n"
         "      --no-tools          use the text protocol (code in fenced blocks) instead of tool\n"
         "                          calls; chosen automatically when the endpoint rejects tools\n"
         "      --no-stream         ask for whole replies instead of a stream\n"
@@ -148,6 +151,7 @@ enum {
         OPT_STATELESS,
         OPT_COLD,
         OPT_NO_SESSION_HOST,
+        OPT_NO_MCP,
         OPT_REVIEW_POLICY,
         OPT_LLM_REVIEW,
         OPT_REVIEWER_MODEL,
@@ -187,6 +191,7 @@ static const struct option run_options[] = {
         { "stateless", no_argument, NULL, OPT_STATELESS },
         { "cold", no_argument, NULL, OPT_COLD },
         { "no-session-host", no_argument, NULL, OPT_NO_SESSION_HOST },
+        { "no-mcp", no_argument, NULL, OPT_NO_MCP },
         { "review-policy", required_argument, NULL, OPT_REVIEW_POLICY },
         { "llm-review", no_argument, NULL, OPT_LLM_REVIEW },
         { "reviewer-model", required_argument, NULL, OPT_REVIEWER_MODEL },
@@ -211,6 +216,7 @@ struct run_opts {
         bool quiet;
         bool no_color;                /* --no-color */
         bool no_session_host;         /* --no-session-host */
+        bool no_mcp;                  /* --no-mcp */
 };
 
 static int parse_count_max(const char *arg, const char *opt, uint64_t min, uint64_t max, uint64_t *ret,
@@ -250,6 +256,9 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 return 0;
         case OPT_NO_SESSION_HOST:
                 o->no_session_host = true;
+                return 0;
+        case OPT_NO_MCP:
+                o->no_mcp = true;
                 return 0;
         case OPT_COLD:
                 o->c.agent.cold = true;
@@ -514,6 +523,19 @@ static void print_error_notice(void *ud, const json_t *event)
                 cli_error("run", "%s", msg);
 }
 
+static int start_mcp_servers(struct run_opts *o, struct run *r, struct mcp_servers **ret, corral_error **err)
+{
+        json_t *doc = NULL;
+        cleanup_free char *path = NULL;
+        if (provider_config_load(o->c.provider.config_path, &doc, &path, err) < 0)
+                return -1;
+        int rc = mcp_servers_open(doc, path, ret, err);
+        json_decref(doc);
+        if (rc == 0 && *ret)
+                run_set_tools(r, mcp_servers_tools(*ret));
+        return rc;
+}
+
 int cmd_run(int argc, char **argv)
 {
         struct run_opts o = { 0 };
@@ -521,6 +543,7 @@ int cmd_run(int argc, char **argv)
         corral_jail_config_init(&o.jail);
         corral_error *err = NULL;
         struct run *r = NULL;
+        struct mcp_servers *servers = NULL;
         render *view = NULL;
         const char *task = NULL;
         int status;
@@ -549,6 +572,13 @@ int cmd_run(int argc, char **argv)
                 status = err && err->kind == CORRAL_ERR_USAGE ? EXIT_USAGE_SUBCOMMAND
                          : err && is_model_error(err->kind)   ? EXIT_RUN_MODEL
                                                               : EXIT_CORRAL;
+                cli_error_obj("run", err);
+                goto out;
+        }
+        /* The config file's MCP servers, once the run's settings are known
+         * good: a mistake in them is the user's to fix (2). */
+        if (!o.no_mcp && start_mcp_servers(&o, r, &servers, &err) < 0) {
+                status = err && err->kind == CORRAL_ERR_USAGE ? EXIT_USAGE_SUBCOMMAND : EXIT_CORRAL;
                 cli_error_obj("run", err);
                 goto out;
         }
@@ -584,6 +614,7 @@ out:
         corral_error_free(err);
         /* The run first: its trace holds the view as a subscriber. */
         run_free(r);
+        mcp_servers_close(servers);
         render_free(view);
         corral_jail_config_release(&o.jail);
         review_policy_free(o.review);

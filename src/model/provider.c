@@ -61,8 +61,7 @@ static char *default_config_path(void)
         return p;
 }
 
-/* Replace "{env:VAR}" in a string value; an unset variable is an error. */
-static int expand_env(const char *path, const char *where, const char *value, char **ret, corral_error **err)
+int provider_config_expand(const char *path, const char *where, const char *value, char **ret, corral_error **err)
 {
         const char *open = strstr(value, "{env:");
         if (open == NULL) {
@@ -80,7 +79,7 @@ static int expand_env(const char *path, const char *where, const char *value, ch
                 return corral_usage(err, "config file '%s': %s names the environment variable '%s', which is not set",
                                     path, where, var);
         cleanup_free char *rest = NULL;
-        if (expand_env(path, where, close + 1, &rest, err) < 0)
+        if (provider_config_expand(path, where, close + 1, &rest, err) < 0)
                 return -1;
         if (asprintf(ret, "%.*s%s%s", (int)(open - value), value, v, rest) < 0)
                 return corral_fail(err, ENOMEM, "cannot read the config file");
@@ -100,12 +99,13 @@ static int config_string(const char *path, json_t *obj, const char *key, const c
                 return corral_fail(err, ENOMEM, "cannot read the config file");
         free(*ret);
         *ret = NULL;
-        return expand_env(path, w, json_string_value(v), ret, err);
+        return provider_config_expand(path, w, json_string_value(v), ret, err);
 }
 
 /* The keys each object of the config file may have: a typo ("modle",
  * "baseUrl") is an error naming the nearest key, not silently nothing. */
-static const char *const top_keys[] = { "$schema", "provider", "model", NULL };
+/* "mcp": the MCP servers of corral run's agent, read by mcp/servers.c. */
+static const char *const top_keys[] = { "$schema", "provider", "model", "mcp", NULL };
 static const char *const provider_keys[] = { "name", "npm", "options", "models", "baseURL", "apiKey", "quirks", NULL };
 static const char *const options_keys[] = { "baseURL", "apiKey", NULL };
 static const char *const model_keys[] = { "name", "limit", "modalities", NULL };
@@ -251,6 +251,22 @@ static int apply_entry(const char *path, const char *name, json_t *entry, struct
                                                  "no_stream_usage, max_tokens_legacy)", path, where);
                 c->quirks |= quirk_names[k].bit;
         }
+        return 0;
+}
+
+int provider_config_load(const char *path, json_t **ret_doc, char **ret_path, corral_error **err)
+{
+        *ret_doc = NULL;
+        *ret_path = NULL;
+        if (path && *path == '\0')
+                return 0;
+        cleanup_free char *p = path ? strdup(path) : default_config_path();
+        if (p == NULL)
+                return path ? corral_fail(err, ENOMEM, "cannot read the config file") : 0;
+        if (load_config(p, path != NULL, ret_doc, err) < 0)
+                return -1;
+        if (*ret_doc)
+                *ret_path = TAKE_PTR(p);
         return 0;
 }
 

@@ -56,6 +56,15 @@ struct provider_choice {
         int images;               /* the model's "modalities.input": 1 lists "image", -1 does
                                    * not, 0 not given (no preset says; docs/providers.md) */
 };
+/* The config file itself, for its other sections (mcp/servers.c): path
+ * as provider_request.config_path says (NULL: the usual place, which may be
+ * absent; "": none).  *ret_doc NULL when there is none; its keys are
+ * checked.  ret_path: the file read (malloc'd) or NULL. */
+CORRAL_HIDDEN int provider_config_load(const char *path, json_t **ret_doc, char **ret_path, corral_error **ret_err);
+/* value with each "{env:VAR}" replaced (an unset VAR is a usage error
+ * naming path and where, e.g. "mcp.notes.environment.TOKEN"). */
+CORRAL_HIDDEN int provider_config_expand(const char *path, const char *where, const char *value, char **ret,
+                                         corral_error **ret_err);
 CORRAL_HIDDEN int provider_resolve(const struct provider_request *req, struct provider_choice *ret,
                                    corral_error **ret_err);
 CORRAL_HIDDEN void provider_choice_release(struct provider_choice *c);

@@ -11,7 +11,7 @@
  *
  * Threads: one caller at a time per parser.
  *
- * Internal to src/model/ (openai.c); the tests use it too.
+ * openai.c reads model replies with it, mcp/client.c Streamable HTTP answers.
  */
 #ifndef CORRAL_MODEL_SSE_H
 #define CORRAL_MODEL_SSE_H
