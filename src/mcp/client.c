@@ -113,7 +113,9 @@ static void on_line(struct mcp_client *c, const char *line, size_t len)
         } else if (method == NULL && json_is_integer(id)) {
                 pthread_mutex_lock(&c->lock);
                 if (json_integer_value(id) == c->waiting_id && c->answer == NULL) {
-                        c->answer = json_incref(msg);
+                        /* Handed over, not shared: jansson's reference
+                         * counts are not for two threads at once. */
+                        c->answer = TAKE_PTR(msg);
                         wake(c->answer_fd);
                 }
                 pthread_mutex_unlock(&c->lock);
@@ -458,11 +460,12 @@ static int handshake(struct mcp_client *c, double timeout_s, corral_error **err)
         while (v && i < ARRAY_SIZE(known_protocols) && strcmp(v, known_protocols[i]) != 0)
                 i++;
         if (v == NULL || i == ARRAY_SIZE(known_protocols)) {
-                json_decref(result);
-                return corral_usage(err, "the MCP server '%s' speaks protocol revision %.40s, which corral does not "
-                                         "(it speaks %s to %s)",
-                                    c->name, v ? v : "(none given)", known_protocols[ARRAY_SIZE(known_protocols) - 1],
-                                    PROTOCOL);
+                corral_usage(err, "the MCP server '%s' speaks protocol revision %.40s, which corral does not (it "
+                                  "speaks %s to %s)",
+                             c->name, v ? v : "(none given)", known_protocols[ARRAY_SIZE(known_protocols) - 1],
+                             PROTOCOL);
+                json_decref(result); /* after the message: v is its string */
+                return -1;
         }
         c->protocol = strdup(v);
         json_decref(result);
@@ -568,7 +571,8 @@ int mcp_client_call(struct mcp_client *c, const char *tool, json_t *arguments, d
         pthread_mutex_lock(&c->call_lock);
         json_t *result = NULL;
         int r = request(c, "tools/call",
-                        json_pack("{s:s,s:O}", "name", tool, "arguments", arguments ? arguments : json_object()),
+                        json_pack("{s:s,s:o}", "name", tool, "arguments",
+                                  arguments ? json_incref(arguments) : json_object()),
                         timeout_s, cancel_fd, &result, err);
         pthread_mutex_unlock(&c->call_lock);
         if (r < 0)

@@ -378,9 +378,9 @@ static int add_tools(struct mcp_servers *m, struct server *s, const char *path, 
                              s->name) < 0)
                         return corral_fail(err, ENOMEM, "cannot start the MCP servers");
                 json_array_append_new(m->schemas,
-                                      json_pack("{s:s, s:{s:s, s:s, s:O}}", "type", "function", "function", "name",
+                                      json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "function", "function", "name",
                                                 exposed, "description", description, "parameters",
-                                                json_is_object(schema) ? schema
+                                                json_is_object(schema) ? json_incref(schema)
                                                                        : json_pack("{s:s,s:{}}", "type", "object",
                                                                                    "properties")));
         }
