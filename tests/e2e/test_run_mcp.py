@@ -233,3 +233,32 @@ def test_a_remote_server_over_streamable_http(tmp_path):
     finally:
         serve.terminate()
         serve.wait(30)
+
+
+def test_the_agent_calls_a_third_party_node_server(tmp_path):
+    """@modelcontextprotocol/server-everything from npm (tests/mcp/setup.sh),
+    a Node server, jailed from the config file with its node_modules tree
+    readable: its tool names (with '-') made function names, its results
+    read back by the model."""
+    mcp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mcp")
+    setup = subprocess.run([os.path.join(mcp, "setup.sh")], capture_output=True, text=True, timeout=900)
+    if setup.returncode == 77:
+        pytest.skip(setup.stderr.strip())
+    assert setup.returncode == 0, setup.stderr
+    node, modules = (os.path.realpath(p) for p in setup.stdout.split("\n")[:2])
+    tree = os.path.join(modules, "node_modules")
+    server = os.path.join(tree, "@modelcontextprotocol", "server-everything", "dist", "index.js")
+    config = write_config(tmp_path, {"everything": {
+        "type": "local", "command": [node, server], "jail": {"allowRead": [tree]}}})
+    turns = [
+        tool_call("everything_get-sum", a=2, b=40)
+        | {"expect": {"tool_names": ["everything_echo", "everything_get-sum"]}},
+        tool_call("everything_echo", message="through the jail") | {"expect": {"contains": ["42"]}},
+        text("42") | {"expect": {"contains": ["through the jail"]}},
+    ]
+    with ScriptedServer(turns) as srv:
+        r = corral_run(tmp_path, srv, config, "add")
+    srv.assert_ok()
+    assert r.returncode == 0, r.stderr
+    results = [e for e in trace_events(tmp_path) if e["type"] == "tool_result"]
+    assert [(e["name"], e["ok"]) for e in results] == [("everything_get-sum", True), ("everything_echo", True)]
