@@ -361,7 +361,7 @@ int provider_resolve(const struct provider_request *req, struct provider_choice 
                         c->images = 1;
         }
 
-        const char *env_key = env_nonempty("OPENAI_API_KEY");
+        const char *env_key = req->api_key && req->api_key[0] ? req->api_key : env_nonempty("OPENAI_API_KEY");
         if (env_key) {
                 free(api_key);
                 api_key = strdup(env_key);
