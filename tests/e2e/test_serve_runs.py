@@ -292,3 +292,45 @@ def test_wrk_list_runs(serve, tmp_path):
     rps = float(next(x for x in r.stdout.splitlines() if x.startswith("Requests/sec:")).split()[1])
     print(f"wrk GET /v1/runs: {rps:.0f} req/s")
     assert rps > 100
+
+
+def test_a_slow_client_is_dropped_never_the_run(serve):
+    """A follower that reads nothing: the run goes on at its own pace; the
+    client, once it reads, finds `event: dropped` naming the last event it
+    has, and resumes from there with Last-Event-ID to run_end."""
+    import socket
+    s = serve()
+    # a 7 MB answer: in model_reply and run_end, more than a stalled
+    # socket's buffers and the follower's 1 MiB take
+    turns = [text("z" * 7_000_000) | {"stream": {"chunk_content": 1 << 20}}]
+    with ScriptedServer(turns) as srv:
+        rid = start_run(s, srv)
+        slow = socket.socket()
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.connect(("127.0.0.1", s.port))
+        slow.sendall(f"GET /v1/runs/{rid}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     f"Authorization: Bearer {s.token}\r\n\r\n".encode())
+        t0 = time.time()
+        j = wait_end(s, rid, timeout=120)
+        took = time.time() - t0
+        srv.assert_ok()
+    assert j["status"] == "answered", j
+    # the run did not wait for the client (its 5 s of grace would show)
+    fast = sse(s, rid)
+    assert fast[-1][1] == "run_end"
+    time.sleep(6)  # past the grace: the slow client is dropped
+    slow.settimeout(30)
+    got = b""
+    while True:
+        b = slow.recv(1 << 20)
+        got += b
+        if not b or got.endswith(b"\r\n0\r\n\r\n"):  # the last chunk: the connection stays open
+            break
+    slow.close()
+    assert b"event: dropped" in got, got[-500:]
+    last = int(got.split(b"event: dropped\ndata: ")[1].split(b"\n")[0].decode().split('"last_event_id":')[1]
+               .split(",")[0])
+    assert 0 < last < len(fast)
+    rest = sse(s, rid, headers={"Last-Event-ID": str(last)})
+    assert rest == fast[last:]
+    print(f"run with a stalled follower: {took:.1f} s; dropped after event {last} of {len(fast)}")
