@@ -78,6 +78,8 @@ struct srv_run {
         char *manifest;          /* inputs, a file in the server's work dir until run_open() */
         char *archive;           /* the workspace's archive, in the server's work dir until the end */
         json_t *body;            /* the request: run_config's strings point into it */
+        char *staging;           /* sandboxes' files for the inputs, until the run ends */
+        size_t n_staged;
 };
 
 struct runs {
@@ -225,10 +227,29 @@ static json_t *record_read(struct runs *rs, const char *id, const char *name)
 
 /* ---- the registry ---- */
 
+/* Remove the staging directory and the files in it. */
+static void staging_remove(struct srv_run *sr)
+{
+        if (sr->staging == NULL)
+                return;
+        int dfd = open(sr->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        for (size_t i = 0; dfd >= 0 && i < sr->n_staged; i++) {
+                char name[32];
+                snprintf(name, sizeof(name), "%zu", i);
+                unlinkat(dfd, name, 0);
+        }
+        if (dfd >= 0)
+                close(dfd);
+        rmdir(sr->staging);
+        free(TAKE_PTR(sr->staging));
+        sr->n_staged = 0;
+}
+
 static void srv_run_free(struct srv_run *sr)
 {
         if (sr == NULL)
                 return;
+        staging_remove(sr);
         free(sr->status);
         json_decref(sr->info);
         json_decref(sr->result);
@@ -486,6 +507,7 @@ static void *run_thread_main(void *arg)
                 unlink(sr->archive);
         free(TAKE_PTR(sr->archive));
         json_decref(TAKE_PTR(sr->body)); /* the run's strings, borrowed until now */
+        staging_remove(sr); /* read-only inputs may have been bound from there into its jails */
         const char *st = json_string_value(json_object_get(pub, "status"));
         metrics_add(s->metrics, "corral_runs_total", st ? st : "failed", 1);
         pthread_mutex_lock(&s->lock);
@@ -504,20 +526,107 @@ static void *run_thread_main(void *arg)
 
 /* ---- POST /v1/runs ---- */
 
-/* inputs: [{"path", "content_base64"}] as a manifest of base64 entries
- * at input/PATH, in a file of the server's (0600). */
-static int inputs_manifest(struct server *s, struct srv_run *sr, json_t *inputs, corral_error **ret_err)
+/* inputs[i] {"sandbox", "path"}: that sandbox's file (who's own; opened
+ * beneath its workspace, never through a link) copied into the run's
+ * staging directory in the server's work directory; the manifest's source,
+ * relative to that directory, in *ret_source. */
+static int stage_from_sandbox(struct server *s, int who, struct srv_run *sr, size_t i, const char *sid,
+                              const char *path, uint64_t *budget, char **ret_source, corral_error **ret_err)
+{
+        unsigned status;
+        struct sandbox *sb = sandbox_get(s, who, sid, &status);
+        if (sb == NULL)
+                return corral_usage_field(ret_err, "inputs", "inputs[%zu]: %s", i,
+                                          status == 403 ? "the sandbox belongs to another token" : "no such sandbox");
+        struct workspace *ws = NULL;
+        struct stat st;
+        int in = -1, out = -1, rc = -1;
+        char name[32];
+        snprintf(name, sizeof(name), "%zu", sr->n_staged);
+        if (sandbox_live(s, sb, ret_err) < 0 || workspace_attach(sb->workspace, &ws, ret_err) < 0 ||
+            (in = workspace_open_file(ws, path, &st, ret_err)) < 0) {
+                corral_error_prefix(ret_err, "inputs[%zu]", i);
+                corral_error_set_field(ret_err, "inputs");
+                goto out;
+        }
+        if ((uint64_t)st.st_size > *budget) {
+                corral_make_error(ret_err, CORRAL_ERR_LIMIT, 0, "inputs[%zu]: the inputs from sandboxes are larger "
+                                                                "than the %ju bytes a run may take", i,
+                                  (uintmax_t)s->cfg.max_upload);
+                corral_error_set_field(ret_err, "inputs");
+                goto out;
+        }
+        if (sr->staging == NULL) {
+                sr->staging = server_work_path(s, "run-staging-XXXXXX");
+                if (sr->staging == NULL || mkdtemp(sr->staging) == NULL) {
+                        free(TAKE_PTR(sr->staging));
+                        corral_fail(ret_err, errno ? errno : ENOMEM, "cannot stage the inputs");
+                        goto out;
+                }
+        }
+        int dfd = open(sr->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        out = dfd < 0 ? -1 : openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (dfd >= 0)
+                close(dfd);
+        if (out < 0) {
+                corral_fail(ret_err, errno, "cannot stage the inputs");
+                goto out;
+        }
+        sr->n_staged++;
+        fcntl(in, F_SETFL, fcntl(in, F_GETFL) & ~O_NONBLOCK);
+        char buf[65536];
+        uint64_t total = 0;
+        for (;;) {
+                ssize_t n = read(in, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 || (n > 0 && write_all(out, buf, (size_t)n) < 0)) {
+                        corral_fail(ret_err, errno, "inputs[%zu]: cannot copy '%s'", i, path);
+                        goto out;
+                }
+                if (n == 0)
+                        break;
+                total += (uint64_t)n;
+                if (total > *budget) {
+                        corral_make_error(ret_err, CORRAL_ERR_LIMIT, 0, "inputs[%zu]: '%s' grew past the inputs' "
+                                                                        "cap", i, path);
+                        goto out;
+                }
+        }
+        *budget -= total;
+        if (asprintf(ret_source, "%s/%s", strrchr(sr->staging, '/') + 1, name) < 0) {
+                *ret_source = NULL;
+                corral_fail(ret_err, ENOMEM, "cannot stage the inputs");
+                goto out;
+        }
+        rc = 0;
+out:
+        if (in >= 0)
+                close(in);
+        if (out >= 0)
+                close(out);
+        workspace_close(ws, false);
+        sandbox_put(s, sb);
+        return rc;
+}
+
+/* inputs: [{"path", "content_base64"} | {"sandbox", "path"}] as a manifest
+ * at input/PATH (base64 entries, and files staged from sandboxes), in a
+ * file of the server's (0600). */
+static int inputs_manifest(struct server *s, int who, struct srv_run *sr, json_t *inputs, corral_error **ret_err)
 {
         if (inputs == NULL)
                 return 0;
         if (!json_is_array(inputs) || json_array_size(inputs) > RUN_INPUTS_MAX)
                 return corral_usage_field(ret_err, "inputs", "inputs must be an array of at most %d "
-                                                             "{\"path\", \"content_base64\"} objects", RUN_INPUTS_MAX);
+                                                             "{\"path\", \"content_base64\"} or {\"sandbox\", \"path\"} "
+                                                             "objects", RUN_INPUTS_MAX);
         json_t *entries = json_array();
+        uint64_t budget = s->cfg.max_upload;
         size_t i;
         json_t *in;
         json_array_foreach(inputs, i, in) {
-                static const char *const known[] = { "path", "content_base64" };
+                static const char *const known[] = { "path", "content_base64", "sandbox" };
                 if (fields_known(in, known, ARRAY_SIZE(known), "inputs[].", "a field of an input", "inputs", ret_err) <
                     0) {
                         json_decref(entries);
@@ -525,14 +634,20 @@ static int inputs_manifest(struct server *s, struct srv_run *sr, json_t *inputs,
                 }
                 const char *path = json_string_value(json_object_get(in, "path"));
                 const char *b64 = json_string_value(json_object_get(in, "content_base64"));
-                if (path == NULL || b64 == NULL) {
+                const char *sid = json_string_value(json_object_get(in, "sandbox"));
+                if (path == NULL || (b64 == NULL) == (sid == NULL)) {
                         json_decref(entries);
-                        return corral_usage_field(ret_err, "inputs", "inputs[%zu] needs \"path\" and "
-                                                                     "\"content_base64\" (strings)", i);
+                        return corral_usage_field(ret_err, "inputs", "inputs[%zu] needs \"path\" and either "
+                                                                     "\"content_base64\" or \"sandbox\" (strings)", i);
                 }
-                cleanup_free char *dest = NULL;
+                cleanup_free char *dest = NULL, *source = NULL;
+                if (sid && stage_from_sandbox(s, who, sr, i, sid, path, &budget, &source, ret_err) < 0) {
+                        json_decref(entries);
+                        return -1;
+                }
                 if (asprintf(&dest, "input/%s", path) < 0 ||
-                    json_array_append_new(entries, json_pack("{s:s,s:s}", "dest", dest, "base64", b64)) < 0) {
+                    json_array_append_new(entries, json_pack("{s:s,s:s}", "dest", dest, sid ? "file" : "base64",
+                                                             sid ? source : b64)) < 0) {
                         json_decref(entries);
                         return corral_fail(ret_err, ENOMEM, "cannot take the inputs");
                 }
@@ -632,7 +747,7 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                                                              "a policy object");
         }
         c->review = sr->review;
-        if (inputs_manifest(s, sr, json_object_get(body, "inputs"), ret_err) < 0)
+        if (inputs_manifest(s, rq->who, sr, json_object_get(body, "inputs"), ret_err) < 0)
                 return -1;
         c->manifest = sr->manifest;
         return 0;

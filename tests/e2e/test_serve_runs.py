@@ -334,3 +334,30 @@ def test_a_slow_client_is_dropped_never_the_run(serve):
     rest = sse(s, rid, headers={"Last-Event-ID": str(last)})
     assert rest == fast[last:]
     print(f"run with a stalled follower: {took:.1f} s; dropped after event {last} of {len(fast)}")
+
+
+def test_inputs_from_a_sandbox(serve):
+    """{"sandbox", "path"}: a file of the token's own sandbox, staged at
+    input/PATH; a symlink out, another token's sandbox, a missing file are
+    refused."""
+    tokens = {"alice": "a" * 32, "bob": "b" * 32}
+    s = serve(tokens=tokens)
+    sid = s.create()
+    assert s.request("PUT", f"/v1/sandboxes/{sid}/files/data/x.csv", b"k,v\nsandboxed,7\n")[0] == 201
+    s.exec(sid, "import os; os.symlink('/etc/shadow', '/workspace/link.csv')")
+    code = "print(open('input/data/x.csv').read())\n"
+    with ScriptedServer([tool_call("run_python", code=code), text("ok")]) as srv:
+        model = {"base_url": srv.base_url, "model": "gpt-test"}
+        for bad, who in (({"sandbox": sid, "path": "link.csv"}, True), ({"sandbox": sid, "path": "nope.csv"}, True),
+                         ({"sandbox": sid, "path": "../x"}, True), ({"sandbox": sid, "path": "data/x.csv"}, tokens["bob"]),
+                         ({"sandbox": "0" * 12, "path": "data/x.csv"}, True)):
+            status, j = s.json("POST", "/v1/runs", {"task": "t", "model": model, "inputs": [bad]}, token=who)
+            assert status in (400, 404) and j["error"]["field"] == "inputs", (bad, j)
+        rid = start_run(s, srv, {"inputs": [{"sandbox": sid, "path": "data/x.csv"}]})
+        j = wait_end(s, rid)
+        srv.assert_ok()
+    assert j["status"] == "answered", j
+    tr = next(e[2] for e in sse(s, rid) if e[1] == "tool_result")
+    assert "sandboxed,7" in tr["content"], tr
+    assert not [p for p in os.listdir(s.data) if p.startswith("corral-ws")
+                for q in os.listdir(s.data / p) if q.startswith("run-staging")]
