@@ -42,7 +42,7 @@ struct provider_request {
         const char *model;
         const char *provider;
         const char *config_path;  /* NULL: the usual place; "" none */
-        const char *api_key;      /* NULL: the environment's, then the config file's; borrowed */
+        const char *api_key;      /* NULL: the environment's, then the config file's; "": none; borrowed */
 };
 
 /* The resolved choice; strings are owned. */

@@ -714,6 +714,24 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
         if (key && (strlen(key) > RUN_API_KEY_MAX || (sr->api_key = strdup(key)) == NULL))
                 return corral_usage_field(ret_err, "api_key", "the X-Model-Api-Key header is too long");
         c->provider.api_key = sr->api_key;
+        /* The server's key goes to the server's own endpoint only: a
+         * base_url of the caller's (one the server would not pick by
+         * itself) gets the caller's key, or none. */
+        if (sr->api_key == NULL && c->provider.base_url) {
+                struct provider_request own = c->provider;
+                own.base_url = NULL;
+                struct provider_choice mine, theirs;
+                bool same = false;
+                if (provider_resolve(&own, &mine, NULL) == 0) {
+                        if (provider_resolve(&c->provider, &theirs, NULL) == 0) {
+                                same = mine.base_url && theirs.base_url && strcmp(mine.base_url, theirs.base_url) == 0;
+                                provider_choice_release(&theirs);
+                        }
+                        provider_choice_release(&mine);
+                }
+                if (!same)
+                        c->provider.api_key = "";
+        }
         uint64_t iters = c->agent.max_iterations, tokens = c->agent.token_budget, wall = 0;
         if (get_count(body, "max_iterations", 1000, &iters, ret_err) < 0 ||
             get_count(body, "token_budget", UINT64_C(1) << 40, &tokens, ret_err) < 0 ||

@@ -29,9 +29,10 @@ HEADER_KEY = "sk-header-corral-secret-fedcba9876543210"
 
 # The model's code: whether the key is anywhere in its environment, as a
 # word redaction cannot hide, and the environment itself as an artifact.
+# (the code names a part both keys share, not a key: the trace keeps the
+# code, and only the run's own key is redacted there)
 ENV_CODE = ("import os\n"
-            "keys = ('" + KEY + "', '" + HEADER_KEY + "')\n"
-            "leak = any(k in v for v in os.environ.values() for k in keys)\n"
+            "leak = any('corral-' + 'secret' in k + '=' + v for k, v in os.environ.items())\n"
             "print('ENV-LEAK' if leak else 'ENV-CLEAN')\n"
             "open('output/env.txt', 'w').write(repr(dict(os.environ)))\n"
             "print(open('input/sales.csv').read().strip())\n")
@@ -109,9 +110,11 @@ def scenario(delay=0.0):
             text("Done: the environment is clean.") | {"delay": 2 * delay}]
 
 
-def test_run_followed_by_two_clients(serve, tmp_path):
-    s = serve()
+def test_run_followed_by_two_clients(serve, tmp_path, monkeypatch):
     with ScriptedServer(scenario(delay=1.0)) as srv:
+        # the server's own endpoint: its key goes there
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        s = serve()
         csv = base64.b64encode(b"product,sales\nwidget,3\n").decode()
         rid = start_run(s, srv, {"inputs": [{"path": "sales.csv", "content_base64": csv}]})
         first, second = [], []
@@ -192,6 +195,13 @@ def test_run_followed_by_two_clients(serve, tmp_path):
 def test_header_key_restart_and_owners(serve, tmp_path):
     tokens = {"alice": "a" * 32, "bob": "b" * 32}
     s = serve(tokens=tokens)
+    # a base_url of the caller's own, no key given: the server's is not sent there
+    with ScriptedServer(scenario()) as other:
+        j = wait_end(s, start_run(s, other))
+        other.assert_ok()
+        assert j["status"] == "answered", j
+        for h in other.request_headers:
+            assert KEY not in str(h.get("authorization")), h
     with ScriptedServer(scenario()) as srv:
         rid = start_run(s, srv, headers={"X-Model-Api-Key": HEADER_KEY})
         j = wait_end(s, rid)
@@ -219,7 +229,7 @@ def test_header_key_restart_and_owners(serve, tmp_path):
     s.stop()
     s2 = serve(tokens=tokens)
     status, j = s2.json("GET", "/v1/runs")
-    assert status == 200 and [r["id"] for r in j["runs"]] == [rid]
+    assert status == 200 and [r["id"] for r in j["runs"]][0] == rid and len(j["runs"]) == 2
     assert j["runs"][0]["status"] == "answered" and j["runs"][0]["answer"].startswith("Done")
     assert sse(s2, rid) == events
     assert s2.request("GET", f"/v1/runs/{rid}", token=bob)[0] == 403
