@@ -79,6 +79,7 @@ struct srv_run {
         char *archive;           /* the workspace's archive, in the server's work dir until the end */
         json_t *body;            /* the request: run_config's strings point into it */
         char *staging;           /* sandboxes' files for the inputs, until the run ends */
+        char *desc_text;         /* an ended run's description as JSON text (it no longer changes) */
         size_t n_staged;
 };
 
@@ -254,6 +255,7 @@ static void srv_run_free(struct srv_run *sr)
         json_decref(sr->info);
         json_decref(sr->result);
         json_decref(sr->body);
+        free(sr->desc_text);
         if (sr->cancel_fd >= 0)
                 close(sr->cancel_fd);
         log_put(sr->log);
@@ -1094,24 +1096,67 @@ static enum MHD_Result run_archive(struct request *rq, const char *id)
         return reply_fd(rq, fd, (uint64_t)st.st_size, "application/x-tar");
 }
 
+/* GET /v1/runs: the list as text joined from each run's (an ended run's
+ * made once), so that a long list costs copies, not JSON work. */
+static enum MHD_Result run_list(struct request *rq)
+{
+        struct server *s = rq->s;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (f == NULL)
+                return MHD_NO;
+        fputs("{\"runs\":[", f);
+        bool first = true, ok = true;
+        pthread_mutex_lock(&s->lock);
+        for (struct srv_run *sr = s->runs->list; sr && ok; sr = sr->next) {
+                if (sr->owner != rq->who)
+                        continue;
+                char *text = sr->desc_text;
+                bool going = sr->r != NULL;
+                if (text == NULL) {
+                        json_t *d = describe_locked(sr);
+                        text = d ? json_dumps(d, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+                        json_decref(d);
+                        if (!going)
+                                sr->desc_text = text;
+                }
+                ok = text != NULL;
+                if (ok) {
+                        if (!first)
+                                fputc(',', f);
+                        fputs(text, f);
+                        first = false;
+                }
+                if (going)
+                        free(text);
+        }
+        pthread_mutex_unlock(&s->lock);
+        fputs("]}\n", f);
+        if (fclose(f) != 0 || !ok) {
+                free(buf);
+                return MHD_NO;
+        }
+        struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+        if (r == NULL) {
+                free(buf);
+                return MHD_NO;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        return reply(rq, MHD_HTTP_OK, r);
+}
+
 /* ---- the table ---- */
 
 enum MHD_Result runs_route(struct request *rq, const char *method, const char *path)
 {
         struct server *s = rq->s;
-        struct runs *rs = s->runs;
         if (strcmp(path, PREFIX) == 0) {
                 if (strcmp(method, "POST") == 0)
                         return run_create(rq);
                 if (strcmp(method, "GET") != 0)
                         return reply_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "usage", "%s takes GET and POST", PREFIX);
-                json_t *list = json_array();
-                pthread_mutex_lock(&s->lock);
-                for (struct srv_run *sr = rs->list; sr && list; sr = sr->next)
-                        if (sr->owner == rq->who)
-                                json_array_append_new(list, describe_locked(sr));
-                pthread_mutex_unlock(&s->lock);
-                return reply_json(rq, MHD_HTTP_OK, json_pack("{s:o}", "runs", list));
+                return run_list(rq);
         }
         const char *p = path + sizeof(PREFIX);
         size_t n = strcspn(p, "/");
