@@ -39,7 +39,7 @@ class Serve:
         env = dict(os.environ, TMPDIR=tmp, XDG_CONFIG_HOME=os.path.join(tmp, "config"),
                    OPENAI_API_KEY="sk-bench-not-a-real-key-000000")
         self.proc = subprocess.Popen([corral, "serve", "--listen", "127.0.0.1:0", "--data", self.data,
-                                      "--max-rate", "100000", *args],
+                                      "--max-rate", "100000", "--model-url", "any", *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
         url = self.proc.stdout.readline().strip()
         self.port = int(url.split(":")[2].split("/")[0])

@@ -14,7 +14,8 @@
 static const char help_text[] =
         "usage: corral serve [--listen ADDR:PORT | --socket PATH] [--tokens FILE] [--allow-host NAME]...\n"
         "                    [--max-sandboxes N] [--max-per-token N] [--max-steps-per-token N] [--max-rate N]\n"
-        "                    [--max-mcp-sessions N] [--mcp-idle-timeout S] [--max-runs N] [--data DIR]\n"
+        "                    [--max-mcp-sessions N] [--mcp-idle-timeout S] [--max-runs N] [--model-url URL]...\n"
+        "                    [--data DIR]\n"
         "                    [--grace S]\n"
         "                    [JAIL LIMITS]\n"
         "\n"
@@ -38,6 +39,10 @@ static const char help_text[] =
         "      --max-mcp-sessions N  MCP sessions at /mcp at once, all tokens together (default 64)\n"
         "      --max-runs N        agent runs (POST /v1/runs) going at once, all tokens together\n"
         "                          (default 4; more are answered 503)\n"
+        "      --model-url URL     a model endpoint a run's request may name as its base_url,\n"
+        "                          besides the server's own ($OPENAI_BASE_URL or the config file's);\n"
+        "                          repeatable; 'any': every URL (the server may then be made to\n"
+        "                          post to any address it reaches)\n"
         "      --mcp-idle-timeout S  an MCP session unused for S seconds ends (default 1800)\n"
         "      --data DIR          where the made token goes (default $XDG_STATE_HOME/corral/serve)\n"
         "      --grace S           on SIGTERM or Ctrl-C, let running steps end for S seconds\n"
@@ -64,6 +69,7 @@ enum {
         OPT_GRACE,
         OPT_MAX_MCP_SESSIONS,
         OPT_MAX_RUNS,
+        OPT_MODEL_URL,
         OPT_MCP_IDLE_TIMEOUT,
 };
 
@@ -80,6 +86,7 @@ static const struct option serve_options[] = {
         { "grace", required_argument, NULL, OPT_GRACE },
         { "max-mcp-sessions", required_argument, NULL, OPT_MAX_MCP_SESSIONS },
         { "max-runs", required_argument, NULL, OPT_MAX_RUNS },
+        { "model-url", required_argument, NULL, OPT_MODEL_URL },
         { "mcp-idle-timeout", required_argument, NULL, OPT_MCP_IDLE_TIMEOUT },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -89,6 +96,8 @@ struct serve_opts {
         struct server_config c;
         const char *hosts[33];
         size_t n_hosts;
+        const char *model_urls[33];
+        size_t n_model_urls;
         double grace_s;
 };
 
@@ -138,6 +147,15 @@ static int apply(int c, const char *arg, void *userdata, corral_error **err)
                 return count(arg, "--max-mcp-sessions", &o->c.max_mcp_sessions, err);
         case OPT_MAX_RUNS:
                 return count(arg, "--max-runs", &o->c.max_runs, err);
+        case OPT_MODEL_URL:
+                if (o->n_model_urls + 1 >= ARRAY_SIZE(o->model_urls))
+                        return corral_usage(err, "--model-url: at most %zu URLs", ARRAY_SIZE(o->model_urls) - 1);
+                if (strcmp(arg, "any") != 0 && strncmp(arg, "http://", 7) != 0 && strncmp(arg, "https://", 8) != 0)
+                        return corral_usage(err, "--model-url: expected an http:// or https:// URL, or 'any', not "
+                                                 "'%s'",
+                                            arg);
+                o->model_urls[o->n_model_urls++] = arg;
+                return 0;
         case OPT_MCP_IDLE_TIMEOUT:
                 if (corral_parse_seconds(arg, &o->c.mcp_idle_timeout_s, err) < 0)
                         return corral_error_prefix(err, "--mcp-idle-timeout");
@@ -179,6 +197,8 @@ int cmd_serve(int argc, char **argv)
                 goto out;
         o.hosts[o.n_hosts] = NULL;
         o.c.allowed_hosts = o.hosts;
+        o.model_urls[o.n_model_urls] = NULL;
+        o.c.model_urls = o.model_urls;
         o.c.limits = &limits;
         int cancel_fd = cli_catch_signals();
         if (server_start(&o.c, &srv, &err) < 0) {

@@ -680,6 +680,40 @@ static int get_count(json_t *body, const char *key, uint64_t max, uint64_t *ret,
 }
 
 /* The request's settings onto c (and sr's jail, review, manifest). */
+
+/* The same URL, give or take a trailing '/'. */
+static bool same_url(const char *a, const char *b)
+{
+        size_t la = strlen(a), lb = strlen(b);
+        while (la && a[la - 1] == '/')
+                la--;
+        while (lb && b[lb - 1] == '/')
+                lb--;
+        return la == lb && strncmp(a, b, la) == 0;
+}
+
+/* A caller's base_url: the server's own endpoint (what it resolves with
+ * no base_url of the caller's), or one it was started to allow.  Else a
+ * token holder could make the server post to any address it reaches (an
+ * internal service, a cloud's metadata address): the jails have no
+ * network, the server does. */
+static bool model_url_allowed(struct server *s, const struct provider_request *req)
+{
+        for (const char *const *u = s->cfg.model_urls; u && *u; u++)
+                if (strcmp(*u, "any") == 0 || same_url(*u, req->base_url))
+                        return true;
+        struct provider_request own = *req;
+        own.base_url = NULL;
+        own.provider = NULL;
+        struct provider_choice mine;
+        bool same = false;
+        if (provider_resolve(&own, &mine, NULL) == 0) {
+                same = mine.base_url && same_url(mine.base_url, req->base_url);
+                provider_choice_release(&mine);
+        }
+        return same;
+}
+
 static int parse_run(struct server *s, struct request *rq, json_t *body, struct srv_run *sr, struct run_config *c,
                      corral_error **ret_err)
 {
@@ -712,6 +746,12 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
         /* A replay reads a file of the host's: not a caller's to name. */
         if (c->provider.model && strncmp(c->provider.model, "replay:", 7) == 0)
                 return corral_usage_field(ret_err, "model", "a replay model cannot be asked for over HTTP");
+        if (c->provider.base_url && !model_url_allowed(rq->s, &c->provider))
+                return corral_usage_field(ret_err, "model",
+                                          "model.base_url '%.200s' is not an endpoint this server may call: it calls "
+                                          "its own model endpoint and the model URLs it was started to allow "
+                                          "(docs/api.md, \"Runs\")",
+                                          c->provider.base_url);
         const char *key = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "X-Model-Api-Key");
         if (key && (strlen(key) > RUN_API_KEY_MAX || (sr->api_key = strdup(key)) == NULL))
                 return corral_usage_field(ret_err, "api_key", "the X-Model-Api-Key header is too long");

@@ -46,6 +46,10 @@ struct server_config {
         unsigned max_mcp_sessions; /* MCP sessions at /mcp at once, all tokens together (default 64) */
         double mcp_idle_timeout_s; /* an MCP session unused this long ends (default 1800) */
         unsigned max_runs;        /* agent runs going at once, all tokens together (default 4) */
+        /* Model endpoints a run's request may name as its base_url besides
+         * the server's own ("any": every one); NULL-terminated or NULL.
+         * Borrowed for the server's life. */
+        const char *const *model_urls;
         /* Each sandbox's defaults, and the most a request may ask for:
          * borrowed for server_start() only. */
         const corral_jail_config *limits;

@@ -44,10 +44,14 @@ def serve(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no config file of the user's
     made = []
 
-    def start(*args, sub="s", **kw):
+    def start(*args, sub="s", model_urls=("any",), **kw):
         d = tmp_path / sub
         d.mkdir(exist_ok=True)
-        s = Server(d, *args, **kw)
+        # The scripted model servers' ports are not known in advance:
+        # "any" lets a run name its own (test_model_urls_a_run_may_name
+        # checks the default, which refuses them).
+        urls = [a for u in model_urls for a in ("--model-url", u)]
+        s = Server(d, *urls, *args, **kw)
         made.append(s)
         return s
     yield start
@@ -371,3 +375,23 @@ def test_inputs_from_a_sandbox(serve):
     assert "sandboxed,7" in tr["content"], tr
     assert not [p for p in os.listdir(s.data) if p.startswith("corral-ws")
                 for q in os.listdir(s.data / p) if q.startswith("run-staging")]
+
+
+def test_model_urls_a_run_may_name(serve, monkeypatch):
+    """A caller's base_url is the server's own endpoint, or one it was
+    started to allow: else a token could make the server post anywhere it
+    reaches."""
+    with ScriptedServer(scenario()) as own, ScriptedServer(scenario()) as allowed:
+        monkeypatch.setenv("OPENAI_BASE_URL", own.base_url)
+        s = serve(model_urls=(allowed.base_url + "/",))
+        for url in ("http://127.0.0.1:9/v1", "http://169.254.169.254/latest", own.base_url + "/../x"):
+            status, j = s.json("POST", "/v1/runs", {"task": "x", "model": {"base_url": url, "model": "m"}})
+            assert status == 400 and j["error"]["field"] == "model", j
+            assert "not an endpoint this server may call" in j["error"]["message"], j
+        for srv in (own, allowed):
+            j = wait_end(s, start_run(s, srv))
+            assert j["status"] == "answered", j
+            srv.assert_ok()
+        # the server's key goes to its own endpoint only
+        assert own.request_headers[0]["authorization"] == f"Bearer {KEY}"
+        assert KEY not in str(allowed.request_headers[0].get("authorization"))
