@@ -107,6 +107,17 @@ def test_interrupting_a_long_step(sb):
     with pytest.raises(Conflict):
         sb.interrupt()  # no step runs
 
+    # A callback that raises ends the stream and interrupts the silent step.
+    class Stop(Exception):
+        pass
+
+    def stop(s):
+        raise Stop()
+    with pytest.raises(Stop):
+        sb.run_code("import time\nprint('started', flush=True)\ntime.sleep(60)", on_stdout=stop)
+    t0 = time.monotonic()
+    assert sb.run_code("x + 1").text == "43" and time.monotonic() - t0 < 20
+
 
 def test_a_background_command(sb):
     cmd = sb.commands.run("echo begun; sleep 30")

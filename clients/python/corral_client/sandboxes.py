@@ -227,29 +227,50 @@ class Sandbox:
         if not streamed:
             return Execution(self._t.request("POST", f"{self._path}/exec", body, timeout=request_timeout))
         result = None
-        for ev in self._t.stream("POST", f"{self._path}/exec", body, timeout=request_timeout):
-            if on_event:
-                on_event(ev)
-            kind = ev.get("type")
-            if kind == "stdout" and on_stdout:
-                on_stdout(ev.get("data", ""))
-            elif kind == "stderr" and on_stderr:
-                on_stderr(ev.get("data", ""))
-            elif kind == "figure" and on_figure:
-                on_figure(ev.get("figure") or {})
-            elif kind == "result":
-                result = Execution(ev.get("result") or {})
-                if on_result:
-                    on_result(result)
-            elif kind == "error":
-                e = ev.get("error") or {}
-                err = CorralError(e.get("message", "the step could not run"), kind=e.get("kind"))
-                if on_error:
-                    on_error(err)
-                raise err
+        running = False
+        try:
+            for ev in self._t.stream("POST", f"{self._path}/exec", body, timeout=request_timeout):
+                running = True
+                result = self._dispatch(ev, on_stdout, on_stderr, on_result, on_figure, on_error, on_event) or result
+        except BaseException:
+            # A callback that raised, Ctrl-C, a client timeout: the server
+            # notices the hangup only when it next writes, so a silent step
+            # would run on.  One that has sent an event is the running step:
+            # interrupt it outright.
+            if running and result is None:
+                try:
+                    self.interrupt()
+                except CorralError:
+                    pass
+            raise
         if result is None:
             raise CorralError("the stream ended without a result")
         return result
+
+    @staticmethod
+    def _dispatch(ev, on_stdout, on_stderr, on_result, on_figure, on_error, on_event):
+        """Hand one event to the callbacks; the Execution when it is the result."""
+        if on_event:
+            on_event(ev)
+        kind = ev.get("type")
+        if kind == "stdout" and on_stdout:
+            on_stdout(ev.get("data", ""))
+        elif kind == "stderr" and on_stderr:
+            on_stderr(ev.get("data", ""))
+        elif kind == "figure" and on_figure:
+            on_figure(ev.get("figure") or {})
+        elif kind == "result":
+            result = Execution(ev.get("result") or {})
+            if on_result:
+                on_result(result)
+            return result
+        elif kind == "error":
+            e = ev.get("error") or {}
+            err = CorralError(e.get("message", "the step could not run"), kind=e.get("kind"))
+            if on_error:
+                on_error(err)
+            raise err
+        return None
 
     def run_shell(self, cmd, **kw):
         """Run a bash step (same jail, files and processes); an Execution
