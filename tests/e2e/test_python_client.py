@@ -242,3 +242,21 @@ def test_the_example(server):
     assert "error: ZeroDivisionError" in r.stdout and "gone:" in r.stdout
     assert "'data/out.csv'" in r.stdout or "data/out.csv" in r.stdout
     assert corral_client.__version__
+
+
+def test_pip_installs_it_offline(tmp_path):
+    """pip install of the package with no index (the offline form docs/clients.md gives)."""
+    import importlib.util
+    import shutil
+    if importlib.util.find_spec("pip") is None or importlib.util.find_spec("wheel") is None:
+        pytest.skip("no pip or wheel for this Python")
+    src = tmp_path / "src"
+    shutil.copytree(CLIENT, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    target = tmp_path / "site"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation",
+                        "--target", str(target), str(src)], capture_output=True, text=True, timeout=300,
+                       cwd=tmp_path, env=dict(os.environ, HOME=str(tmp_path), PIP_NO_CACHE_DIR="1"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-c", "import corral_client; print(corral_client.__file__)"],
+                       env=dict(os.environ, PYTHONPATH=str(target)), capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith(str(target)), r.stderr
