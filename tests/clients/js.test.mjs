@@ -9,7 +9,7 @@ import {spawnSync} from 'node:child_process'
 import path from 'node:path'
 
 const pkg = process.env.CORRAL_JS_CLIENT
-const {Corral, Conflict, ConnectionFailed, NotFound, RateLimited, Unauthorized, CorralError} =
+const {Corral, Conflict, ConnectionFailed, NotFound, RateLimited, Sandbox, Unauthorized, CorralError} =
   await import(path.join(pkg, 'src', 'index.js'))
 
 const URL_ = process.env.CORRAL_TEST_URL
@@ -172,6 +172,22 @@ test('a WebSocket for many steps', {skip: typeof globalThis.WebSocket !== 'funct
     assert.equal((await long).status, 'interrupted')
     assert.equal((await ws.runShell('echo $((6 * 7))')).stdout, '42\n')
   } finally { ws.close() }
+
+  // An injected implementation (the ws package on Node 20) gets the token as a header.
+  const inits = []
+  class Recording extends globalThis.WebSocket {
+    constructor(url, init) { inits.push([url, init]); super(url, init) }
+  }
+  const other = await new Corral({baseUrl: URL_, token: TOKEN, WebSocket: Recording}).sandboxes.get(sb.id)
+  const ws2 = await other.connect()
+  try {
+    assert.equal((await ws2.runCode('x')).text, '42')
+    assert.equal(inits[0][0], `${URL_.replace('http', 'ws')}/v1/sandboxes/${sb.id}/ws`)
+    assert.equal(inits[0][1].headers.Authorization, `Bearer ${TOKEN}`)
+  } finally { ws2.close() }
+  // A wrong token: the upgrade is refused.
+  const bad = new Corral({baseUrl: URL_, token: 'x'.repeat(40)})
+  await assert.rejects(new Sandbox(bad._t, {id: sb.id}, bad).connect(), ConnectionFailed)
 })
 
 test('a background command', async () => {
