@@ -62,6 +62,8 @@ export class Execution {
   stderr: string
   value: {text?: string; type?: string; html?: string; markdown?: string; json?: unknown} | null
   text: string | null
+  html: string | null
+  markdown: string | null
   error: {name: string; value: string; traceback: string} | null
   figures: Figure[]
   exitCode: number | undefined

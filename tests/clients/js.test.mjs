@@ -133,6 +133,9 @@ test('a figure', async () => {
   assert.ok(r.ok, JSON.stringify(r.raw))
   assert.ok(figures.length >= 1 && figures[0].width > 0 && figures[0].bytes > 0)
   assert.ok(r.figures.length >= 1 && !('host_path' in r.figures[0]))
+  const df = await sb.runCode("import pandas as pd\npd.DataFrame({'a': [1, 2]})")
+  assert.equal(df.value.type, 'dataframe')
+  assert.match(df.html, /<table/)
 })
 
 test('interrupting a long step, and an AbortSignal', async () => {

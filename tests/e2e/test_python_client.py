@@ -93,6 +93,8 @@ def test_a_figure(sb):
     assert r.ok, r.raw
     assert figures and figures[0]["width"] > 0 and figures[0]["bytes"] > 0
     assert r.figures and "host_path" not in r.figures[0]
+    r = sb.run_code("import pandas as pd\npd.DataFrame({'a': [1, 2]})")
+    assert r.value["type"] == "dataframe" and "<table" in r.html and "a" in r.text
 
 
 def test_interrupting_a_long_step(sb):

@@ -13,6 +13,8 @@ export class Execution {
     this.stderr = raw.stderr ?? ''
     this.value = raw.value ?? null
     this.text = raw.value?.text ?? null
+    this.html = raw.value?.html ?? null // a DataFrame's table, an object's _repr_html_()
+    this.markdown = raw.value?.markdown ?? null
     this.error = raw.error ? {name: raw.error.name ?? '', value: raw.error.value ?? '', traceback: raw.error.traceback ?? ''} : null
     this.figures = raw.figures ?? []
     this.exitCode = raw.exit_code

@@ -26,6 +26,7 @@ class Execution:
 
     status: ok, error, timeout, interrupted, oom, ...; stdout, stderr: text;
     text: the last expression's value as text (None when there was none);
+    html, markdown: its rich forms where it has them (a DataFrame's html);
     value: the value as the server gave it ({text, type, html, markdown, json});
     error: an ExecutionError or None; figures: list of dicts; exit_code;
     state_lost; raw: the whole result object."""
@@ -36,7 +37,10 @@ class Execution:
         self.stdout = d.get("stdout", "")
         self.stderr = d.get("stderr", "")
         self.value = d.get("value")
-        self.text = self.value.get("text") if isinstance(self.value, dict) else None
+        v = self.value if isinstance(self.value, dict) else {}
+        self.text = v.get("text")
+        self.html = v.get("html")  # a DataFrame's table, an object's _repr_html_()
+        self.markdown = v.get("markdown")
         self.error = ExecutionError(d["error"]) if d.get("error") else None
         self.figures = d.get("figures") or []
         self.exit_code = d.get("exit_code")
