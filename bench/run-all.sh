@@ -71,6 +71,11 @@ echo
 $py "$bench/serve.py" --json "$out/serve.json" --md "$out/serve.md" --plot "$root/docs/img/serve-bench.png" ||
 	echo "serve: failed (bench/serve.py exited $?); see its output above" | tee "$out/serve.md"
 echo
+# corral serve's agent runs: POST, event latency, replay, and wrk on GET /v1/runs (bench/runs.py;
+# about half a minute, against the scripted model server on loopback).
+$py "$bench/runs.py" --json "$out/runs.json" --md "$out/runs.md" ||
+	echo "runs: failed (bench/runs.py exited $?); see its output above" | tee "$out/runs.md"
+echo
 # corral mcp over stdio, and corral serve's /mcp over Streamable HTTP, through
 # the official MCP SDK (bench/mcp.mjs; Node and the SDK from the npm registry by
 # tests/mcp/setup.sh, which exits 77 without them).
@@ -171,6 +176,10 @@ EOF
 	echo "### corral serve (\`bench/serve.py\`)"
 	echo
 	cat "$out/serve.md"
+	echo
+	echo "### corral serve's agent runs (\`bench/runs.py\`)"
+	echo
+	cat "$out/runs.md"
 	echo
 	echo "### corral mcp (\`bench/mcp.mjs\`)"
 	echo

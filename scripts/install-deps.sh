@@ -15,6 +15,8 @@ runtime="python3 python3-numpy python3-pandas python3-matplotlib python3-scipy"
 test="python3-pytest python3-nbformat python3-openpyxl procps util-linux passwd"
 # A real WebSocket client for corral serve (tests/e2e/test_serve.py).
 test="$test python3-websocket"
+# A short load test of corral serve's GET /v1/runs (tests/e2e/test_serve_runs.py; skipped without it).
+test="$test wrk"
 # CPython's own regression suite, run bare and in the jail (tests/compat/, docs/compatibility.md).
 test="$test libpython3.11-testsuite"
 # clang's parser over every source (tests/clang-syntax.sh).

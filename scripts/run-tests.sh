@@ -77,11 +77,11 @@ done
 
 # The server is the most threaded front end: its end-to-end tests once more
 # over a ThreadSanitizer build (any report fails, as above).
-note "tests/e2e/test_serve.py, test_e2b_protocol.py and test_mcp_http.py over the ThreadSanitizer build"
+note "tests/e2e/test_serve.py, test_serve_runs.py, test_e2b_protocol.py and test_mcp_http.py over the ThreadSanitizer build"
 CORRAL="$root/$tsan/corral" CORRAL_INIT="$root/$tsan/corral-init" CORRAL_SOURCE_ROOT="$root" CORRAL_UNDER_TSAN=1 \
         CORRAL_ZYGOTE="$root/$tsan/corral-zygote" XDG_STATE_HOME="$root/$build/tests/test-state" \
         /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/e2e/test_serve.py" \
-        "$root/tests/e2e/test_e2b_protocol.py" "$root/tests/e2e/test_mcp_http.py" 2>&1 | tee "$log"
+        "$root/tests/e2e/test_serve_runs.py" "$root/tests/e2e/test_e2b_protocol.py" "$root/tests/e2e/test_mcp_http.py" 2>&1 | tee "$log"
 count "${PIPESTATUS[0]}"
 
 if [ "$(id -u)" -eq 0 ]; then

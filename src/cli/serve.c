@@ -14,7 +14,8 @@
 static const char help_text[] =
         "usage: corral serve [--listen ADDR:PORT | --socket PATH] [--tokens FILE] [--allow-host NAME]...\n"
         "                    [--max-sandboxes N] [--max-per-token N] [--max-steps-per-token N] [--max-rate N]\n"
-        "                    [--max-mcp-sessions N] [--mcp-idle-timeout S] [--data DIR] [--grace S]\n"
+        "                    [--max-mcp-sessions N] [--mcp-idle-timeout S] [--max-runs N] [--data DIR]\n"
+        "                    [--grace S]\n"
         "                    [JAIL LIMITS]\n"
         "\n"
         "Serve sandboxes over HTTP (docs/api.md): create one, run Python in it with its output\n"
@@ -35,6 +36,8 @@ static const char help_text[] =
         "      --max-steps-per-token N  steps running at once per token (default 8)\n"
         "      --max-rate N        requests a second per token, in bursts of up to 2N (default 1000)\n"
         "      --max-mcp-sessions N  MCP sessions at /mcp at once, all tokens together (default 64)\n"
+        "      --max-runs N        agent runs (POST /v1/runs) going at once, all tokens together\n"
+        "                          (default 4; more are answered 503)\n"
         "      --mcp-idle-timeout S  an MCP session unused for S seconds ends (default 1800)\n"
         "      --data DIR          where the made token goes (default $XDG_STATE_HOME/corral/serve)\n"
         "      --grace S           on SIGTERM or Ctrl-C, let running steps end for S seconds\n"
@@ -60,6 +63,7 @@ enum {
         OPT_DATA,
         OPT_GRACE,
         OPT_MAX_MCP_SESSIONS,
+        OPT_MAX_RUNS,
         OPT_MCP_IDLE_TIMEOUT,
 };
 
@@ -75,6 +79,7 @@ static const struct option serve_options[] = {
         { "data", required_argument, NULL, OPT_DATA },
         { "grace", required_argument, NULL, OPT_GRACE },
         { "max-mcp-sessions", required_argument, NULL, OPT_MAX_MCP_SESSIONS },
+        { "max-runs", required_argument, NULL, OPT_MAX_RUNS },
         { "mcp-idle-timeout", required_argument, NULL, OPT_MCP_IDLE_TIMEOUT },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -131,6 +136,8 @@ static int apply(int c, const char *arg, void *userdata, corral_error **err)
                 return corral_parse_seconds(arg, &o->grace_s, err) < 0 ? corral_error_prefix(err, "--grace") : 0;
         case OPT_MAX_MCP_SESSIONS:
                 return count(arg, "--max-mcp-sessions", &o->c.max_mcp_sessions, err);
+        case OPT_MAX_RUNS:
+                return count(arg, "--max-runs", &o->c.max_runs, err);
         case OPT_MCP_IDLE_TIMEOUT:
                 if (corral_parse_seconds(arg, &o->c.mcp_idle_timeout_s, err) < 0)
                         return corral_error_prefix(err, "--mcp-idle-timeout");

@@ -377,10 +377,14 @@ int provider_resolve(const struct provider_request *req, struct provider_choice 
                         c->images = 1;
         }
 
-        const char *env_key = env_nonempty("OPENAI_API_KEY");
+        /* The request's key wins; "" there means none at all (not the
+         * environment's, not the config file's). */
+        const char *env_key = req->api_key ? req->api_key : env_nonempty("OPENAI_API_KEY");
         if (env_key) {
+                if (api_key)
+                        explicit_bzero(api_key, strlen(api_key));
                 free(api_key);
-                api_key = strdup(env_key);
+                api_key = env_key[0] ? strdup(env_key) : NULL;
         }
         if (model == NULL)
                 goto usage_model;

@@ -5,7 +5,7 @@
  *             --model (its config entry, else its preset); $OPENAI_BASE_URL;
  *             the provider of the config file's "model"; OpenAI
  *   model     --model, $CORRAL_MODEL, the config file's "model"
- *   API key   $OPENAI_API_KEY, the config file's provider "apiKey"
+ *   API key   the request's, $OPENAI_API_KEY, the config file's provider "apiKey"
  * A model written "PROVIDER/ID" picks the provider from the config file (or
  * a preset of that name) and sends ID.  The config file is
  * $XDG_CONFIG_HOME/corral/config.json (~/.config/corral/config.json), e.g.
@@ -42,6 +42,7 @@ struct provider_request {
         const char *model;
         const char *provider;
         const char *config_path;  /* NULL: the usual place; "" none */
+        const char *api_key;      /* NULL: the environment's, then the config file's; "": none; borrowed */
 };
 
 /* The resolved choice; strings are owned. */

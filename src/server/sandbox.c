@@ -175,7 +175,7 @@ static int check_ceiling(const corral_jail_config *max, const corral_jail_config
 }
 
 /* The body's "limits" onto cfg (the server's copy). */
-static int apply_limits(struct server *s, corral_jail_config *cfg, json_t *limits, corral_error **ret_err)
+int sandbox_apply_limits(struct server *s, corral_jail_config *cfg, json_t *limits, corral_error **ret_err)
 {
         if (limits == NULL)
                 return 0;
@@ -284,7 +284,7 @@ int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral
                 return -1;
         char *placeholder[] = { "python3", NULL };
         double max_life = s->cfg.max_lifetime_s > 0 ? s->cfg.max_lifetime_s : 86400;
-        if (apply_limits(s, &spec.cfg, json_object_get(body, "limits"), ret_err) < 0 ||
+        if (sandbox_apply_limits(s, &spec.cfg, json_object_get(body, "limits"), ret_err) < 0 ||
             corral_jail_config_set_argv(&spec.cfg, placeholder, ret_err) < 0 ||
             get_seconds(body, "idle_timeout", spec.opt.idle_timeout_s, max_life, &spec.opt.idle_timeout_s,
                         ret_err) < 0 ||

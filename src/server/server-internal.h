@@ -75,6 +75,7 @@ struct server {
         bool expirer_started;
         int expire_wake_fd;      /* eventfd: a deadline moved */
         struct mcp_http *mcp;    /* MCP's sessions at /mcp (mcp-http.c) */
+        struct runs *runs;       /* agent runs at /v1/runs (runs.c) */
 };
 
 struct mcp_http;
@@ -147,6 +148,10 @@ char *server_work_path(struct server *s, const char *name);
 bool step_begin(struct server *s, struct sandbox *sb);
 void step_end(struct server *s, struct sandbox *sb);
 
+/* A body's "limits" (a profile's keys without host paths) onto cfg, a copy
+ * of the server's: each at most the server's (usage error, field "limits"). */
+int sandbox_apply_limits(struct server *s, corral_jail_config *cfg, json_t *limits, corral_error **ret_err);
+
 /* Every key of obj one of known[0..n): else a usage error naming the key
  * ("'PREFIXkey' is not WHAT (the list)") and field. */
 int fields_known(json_t *obj, const char *const *known, size_t n, const char *prefix, const char *what,
@@ -201,6 +206,8 @@ enum MHD_Result body_stream_reply(struct request *rq, unsigned status, const cha
 void body_stream_write(struct body_stream *bs, const void *data, size_t len);
 /* The client has hung up: nothing written reaches it any more. */
 bool body_stream_gone(struct body_stream *bs);
+/* Bytes written and not yet taken by the client. */
+size_t body_stream_pending(struct body_stream *bs);
 
 /* ---- MCP's Streamable HTTP transport at /mcp (mcp-http.c) ---- */
 int mcp_http_init(struct server *s, corral_error **ret_err);
@@ -215,6 +222,19 @@ unsigned mcp_http_count(struct server *s);
  * no new one; mcp_http_free() once no request is left. */
 void mcp_http_end_all(struct server *s);
 void mcp_http_free(struct server *s);
+
+/* ---- agent runs (runs.c) ---- */
+struct runs;
+/* The registry, with the runs recorded under DATA/runs (a run that was
+ * going when an earlier server died is listed as "interrupted"). */
+int runs_init(struct server *s, const char *data_dir, corral_error **ret_err);
+/* /v1/runs and below, past the gate. */
+enum MHD_Result runs_route(struct request *rq, const char *method, const char *path);
+/* Gauges for /metrics (corral_runs by status). */
+void runs_metrics(struct server *s);
+/* Cancel every run and wait for their threads; runs_free() after. */
+void runs_end(struct server *s);
+void runs_free(struct server *s);
 
 /* ---- WebSocket (websocket.c) ---- */
 /* GET /v1/sandboxes/{id}/ws: the upgrade, or an error answer.  Takes the

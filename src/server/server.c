@@ -47,6 +47,7 @@ void server_config_init(struct server_config *cfg)
         cfg->max_rate = 1000;
         cfg->max_mcp_sessions = 64;
         cfg->mcp_idle_timeout_s = 1800;
+        cfg->max_runs = 4;
 }
 
 /* ---- answers ---- */
@@ -267,6 +268,7 @@ static enum MHD_Result metrics_page(struct request *rq)
         metrics_set(s->metrics, "corral_steps_running", NULL, s->steps);
         pthread_mutex_unlock(&s->lock);
         metrics_set(s->metrics, "corral_mcp_sessions", NULL, mcp_http_count(s));
+        runs_metrics(s);
         char *text = metrics_render(s->metrics);
         struct MHD_Response *r = text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
                                       : NULL;
@@ -522,6 +524,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
                 return metrics_page(rq);
         if (strcmp(url, "/mcp") == 0)
                 return mcp_http_route(rq, method);
+        if (strcmp(url, "/v1/runs") == 0 || strncmp(url, "/v1/runs/", 9) == 0)
+                return runs_route(rq, method, url);
         return route_api(rq, method, url);
 }
 
@@ -746,7 +750,16 @@ int server_start(const struct server_config *cfg, struct server **ret, corral_er
                        "Requests refused before reaching a sandbox, by reason.", "reason", NULL, 0);
         /* What a server killed before us left: its temporary workspaces. */
         workspace_sweep(NULL);
-        if (mcp_http_init(s, ret_err) < 0 || sandboxes_init(s, ret_err) < 0)
+        metrics_define(s->metrics, "corral_runs", METRIC_GAUGE, "Agent runs known, by status.", "status", NULL, 0);
+        metrics_define(s->metrics, "corral_runs_started_total", METRIC_COUNTER, "Agent runs started.", NULL, NULL,
+                       0);
+        metrics_define(s->metrics, "corral_runs_total", METRIC_COUNTER, "Agent runs ended, by status.", "status",
+                       NULL, 0);
+        metrics_define(s->metrics, "corral_model_request_seconds", METRIC_HISTOGRAM,
+                       "Time a run waited for the model's answer, per request.", NULL, NULL, 0);
+        metrics_define(s->metrics, "corral_model_tokens_total", METRIC_COUNTER, "Tokens of runs' model requests.",
+                       "kind", NULL, 0);
+        if (mcp_http_init(s, ret_err) < 0 || sandboxes_init(s, ret_err) < 0 || runs_init(s, data, ret_err) < 0)
                 goto fail;
         /* The zygote now, so that the first warm sandbox is as quick as the
          * rest (its imports take a second or two). */
@@ -830,6 +843,8 @@ void server_shutdown(struct server *s, double grace_s)
         /* MCP's sessions end here: their calls interrupted, their
          * streams ended. */
         mcp_http_end_all(s);
+        /* Runs are cancelled (recorded as such), their followers end. */
+        runs_end(s);
         uint64_t one = 1;
         if (write(s->stop_fd, &one, sizeof(one)) < 0) {
                 /* an eventfd written once does not fail */
@@ -857,6 +872,7 @@ void server_free(struct server *s)
                 free(*h);
         free(s->hosts);
         mcp_http_free(s);
+        runs_free(s);
         auth_free(s->auth);
         metrics_free(s->metrics);
         if (s->work_dir) {

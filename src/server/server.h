@@ -45,6 +45,7 @@ struct server_config {
         double max_lifetime_s;    /* the longest lifetime or idle timeout a sandbox may ask for (default 86400) */
         unsigned max_mcp_sessions; /* MCP sessions at /mcp at once, all tokens together (default 64) */
         double mcp_idle_timeout_s; /* an MCP session unused this long ends (default 1800) */
+        unsigned max_runs;        /* agent runs going at once, all tokens together (default 4) */
         /* Each sandbox's defaults, and the most a request may ask for:
          * borrowed for server_start() only. */
         const corral_jail_config *limits;

@@ -44,6 +44,14 @@ bool body_stream_gone(struct body_stream *bs)
         return gone;
 }
 
+size_t body_stream_pending(struct body_stream *bs)
+{
+        pthread_mutex_lock(&bs->lock);
+        size_t n = bs->len - bs->off;
+        pthread_mutex_unlock(&bs->lock);
+        return n;
+}
+
 static void *body_stream_thread(void *arg)
 {
         struct body_stream *bs = arg;

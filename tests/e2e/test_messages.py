@@ -34,7 +34,7 @@ ALLOWED = {
 # The HTTP API's request fields ("limits", "code"): a caller's JSON, which no
 # CLI flag sets, so they need no flag in src/cli/errors.c.
 API_FIELD_SOURCES = {"src/server/routes.c", "src/server/sandbox.c", "src/server/e2b.c", "src/server/e2b-envd.c",
-                     "src/server/mcp-http.c"}
+                     "src/server/mcp-http.c", "src/server/runs.c"}
 # Not scanned: the parsers tree-sitter generates (fetched, not corral's text).
 SKIP_DIRS = {os.path.join(SRC, "cli"), os.path.join(SRC, "review", "grammars")}
 # Not corral options, so not matched at all (no entry needed): the CSS custom

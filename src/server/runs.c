@@ -1,0 +1,1218 @@
+/* runs.c: agent runs over HTTP (docs/api.md, "Runs"): POST /v1/runs starts
+ * one on a thread of its own (run_open() on the request's thread, so that
+ * what the caller can fix is a 400; run_execute() and run_finish() on the
+ * run's), GET lists and describes them, POST .../cancel cancels, and
+ * .../events sends the run's trace as server-sent events: from the start
+ * (or after Last-Event-ID), then live, to its run_end.
+ *
+ * Records: DATA/runs/ID/ (run.h's records: trace.jsonl, output/), with
+ * serve.json (the owner, written when the run starts), result.json (what
+ * GET answers, written when it ends) and workspace.tar.  The registry is
+ * rebuilt from them at start; a run without result.json was going when a
+ * server died: "interrupted".
+ *
+ * Events: while a run goes, every event it emits is kept in a log in memory
+ * (a synchronous subscriber: one copy per event, never a wait on a client);
+ * followers read the log at their own pace, each from a thread of its own.
+ * A follower whose client has not taken RUN_BACKLOG bytes for
+ * RUN_BACKLOG_WAIT_S is ended with an "event: dropped" (it reconnects with
+ * Last-Event-ID); the run never waits for one.  A finished run's events come
+ * from its trace file.
+ *
+ * The API key (the server's, or the request's X-Model-Api-Key) lives in the
+ * model client in this process alone: it is one of the run's secrets
+ * (redacted from the trace and the result), never in a record, an answer or
+ * a jail's environment.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../agent/records.h"
+#include "../agent/run.h"
+#include "../lib/redact.h"
+#include "../review/review.h"
+#include "server-internal.h"
+
+#define PREFIX "/v1/runs"
+#define RUN_ID_MAX 64
+#define RUN_BACKLOG (1u << 20)      /* bytes a follower may leave untaken */
+#define RUN_BACKLOG_WAIT_S 5.0      /* ... for this long before it is dropped */
+#define RUN_INPUTS_MAX 1000
+#define RUN_API_KEY_MAX 4096
+
+/* A live run's events, shared by the run and its followers. */
+struct run_log {
+        pthread_mutex_t lock;
+        pthread_cond_t more;
+        char **text;             /* each event's compact JSON */
+        char **type;
+        size_t n, cap;
+        bool ended;              /* no event will be added */
+        unsigned refs;           /* under lock */
+};
+
+struct srv_run {
+        struct srv_run *next;
+        char id[RUN_ID_MAX];
+        int owner;               /* principal; -1: one this server does not know */
+        char *status;            /* "running", run_end's status, "interrupted" */
+        json_t *info;            /* {task, model, created}: what GET shows while it goes */
+        json_t *result;          /* result.json, once ended */
+        struct run *r;           /* while its thread runs */
+        int cancel_fd;           /* eventfd, or -1 */
+        struct run_log *log;     /* while it runs; followers hold their own reference */
+        pthread_t thread;
+        bool thread_started, joined;
+        char *api_key;           /* the request's, until run_open(); zeroed */
+        corral_jail_config jail;
+        struct review_policy *review;
+        char *manifest;          /* inputs, a file in the server's work dir until run_open() */
+        char *archive;           /* the workspace's archive, in the server's work dir until the end */
+        json_t *body;            /* the request: run_config's strings point into it */
+        char *staging;           /* sandboxes' files for the inputs, until the run ends */
+        char *desc_text;         /* an ended run's description as JSON text (it no longer changes) */
+        size_t n_staged;
+};
+
+struct runs {
+        char *dir;               /* DATA/runs */
+        struct srv_run *list;    /* newest first; under s->lock */
+        unsigned running;
+};
+
+/* ---- the log ---- */
+
+static struct run_log *log_new(void)
+{
+        struct run_log *l = calloc(1, sizeof(*l));
+        if (l == NULL)
+                return NULL;
+        pthread_mutex_init(&l->lock, NULL);
+        pthread_cond_init(&l->more, NULL);
+        l->refs = 1;
+        return l;
+}
+
+static void log_put(struct run_log *l)
+{
+        if (l == NULL)
+                return;
+        pthread_mutex_lock(&l->lock);
+        bool last = --l->refs == 0;
+        pthread_mutex_unlock(&l->lock);
+        if (!last)
+                return;
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->text[i]);
+                free(l->type[i]);
+        }
+        free(l->text);
+        free(l->type);
+        pthread_mutex_destroy(&l->lock);
+        pthread_cond_destroy(&l->more);
+        free(l);
+}
+
+/* An event as a caller sees it: the host's paths (run_start's workspace and
+ * trace, run_end's output_dir) left out.  A new reference. */
+static json_t *event_public(const json_t *event)
+{
+        const char *type = json_string_value(json_object_get(event, "type"));
+        if (type == NULL || (strcmp(type, "run_start") != 0 && strcmp(type, "run_end") != 0))
+                return json_incref((json_t *)event);
+        json_t *c = json_copy((json_t *)event);
+        if (c) {
+                json_object_del(c, "workspace");
+                json_object_del(c, "trace");
+                json_object_del(c, "output_dir");
+                json_object_del(c, "cwd");
+        }
+        return c;
+}
+
+static void log_append(struct run_log *l, const json_t *event)
+{
+        const char *type = json_string_value(json_object_get(event, "type"));
+        json_t *pub = event_public(event);
+        char *text = pub ? json_dumps(pub, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+        json_decref(pub);
+        char *t = strdup(type ? type : "event");
+        pthread_mutex_lock(&l->lock);
+        if (text && t && l->n == l->cap) {
+                size_t cap = l->cap ? 2 * l->cap : 64;
+                char **a = realloc(l->text, cap * sizeof(*a));
+                if (a)
+                        l->text = a;
+                char **b = a ? realloc(l->type, cap * sizeof(*b)) : NULL;
+                if (b) {
+                        l->type = b;
+                        l->cap = cap;
+                }
+        }
+        if (text && t && l->n < l->cap) {
+                l->text[l->n] = TAKE_PTR(text);
+                l->type[l->n] = TAKE_PTR(t);
+                l->n++;
+                pthread_cond_broadcast(&l->more);
+        }
+        pthread_mutex_unlock(&l->lock);
+        free(text);
+        free(t);
+}
+
+static void log_append_event(void *ud, const json_t *event)
+{
+        log_append(ud, event);
+}
+
+static void log_end(struct run_log *l)
+{
+        pthread_mutex_lock(&l->lock);
+        l->ended = true;
+        pthread_cond_broadcast(&l->more);
+        pthread_mutex_unlock(&l->lock);
+}
+
+/* ---- records ---- */
+
+/* DATA/runs/ID opened as a directory, not through a link. */
+static int open_run_dir(struct runs *rs, const char *id)
+{
+        int dfd = open(rs->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (dfd < 0)
+                return -1;
+        int fd = openat(dfd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        close(dfd);
+        return fd;
+}
+
+/* A small JSON file of ours in the run's records (replaced whole). */
+static void record_write(struct runs *rs, const char *id, const char *name, json_t *j)
+{
+        cleanup_close int dfd = open_run_dir(rs, id);
+        cleanup_free char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(15));
+        char tmp[64];
+        snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+        if (dfd < 0 || text == NULL)
+                return;
+        unlinkat(dfd, tmp, 0);
+        int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return;
+        bool ok = write_all(fd, text, strlen(text)) == 0 && write_all(fd, "\n", 1) == 0;
+        close(fd);
+        if (!ok || renameat(dfd, tmp, dfd, name) < 0)
+                unlinkat(dfd, tmp, 0);
+}
+
+static json_t *record_read(struct runs *rs, const char *id, const char *name)
+{
+        cleanup_close int dfd = open_run_dir(rs, id);
+        char *text = NULL;
+        size_t len = 0;
+        if (dfd < 0 || ws_read_beneath(dfd, name, 16u << 20, &text, &len) < 0)
+                return NULL;
+        json_t *j = json_loadb(text, len, 0, NULL);
+        free(text);
+        return json_is_object(j) ? j : (json_decref(j), NULL);
+}
+
+/* ---- the registry ---- */
+
+/* Remove the staging directory and the files in it. */
+static void staging_remove(struct srv_run *sr)
+{
+        if (sr->staging == NULL)
+                return;
+        int dfd = open(sr->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        for (size_t i = 0; dfd >= 0 && i < sr->n_staged; i++) {
+                char name[32];
+                snprintf(name, sizeof(name), "%zu", i);
+                unlinkat(dfd, name, 0);
+        }
+        if (dfd >= 0)
+                close(dfd);
+        rmdir(sr->staging);
+        free(TAKE_PTR(sr->staging));
+        sr->n_staged = 0;
+}
+
+static void srv_run_free(struct srv_run *sr)
+{
+        if (sr == NULL)
+                return;
+        staging_remove(sr);
+        free(sr->status);
+        json_decref(sr->info);
+        json_decref(sr->result);
+        json_decref(sr->body);
+        free(sr->desc_text);
+        if (sr->cancel_fd >= 0)
+                close(sr->cancel_fd);
+        log_put(sr->log);
+        if (sr->api_key) {
+                explicit_bzero(sr->api_key, strlen(sr->api_key));
+                free(sr->api_key);
+        }
+        corral_jail_config_release(&sr->jail);
+        review_policy_free(sr->review);
+        if (sr->manifest) {
+                unlink(sr->manifest);
+                free(sr->manifest);
+        }
+        if (sr->archive) {
+                unlink(sr->archive);
+                free(sr->archive);
+        }
+        free(sr);
+}
+
+static struct srv_run *srv_run_new(void)
+{
+        struct srv_run *sr = calloc(1, sizeof(*sr));
+        if (sr == NULL)
+                return NULL;
+        sr->cancel_fd = -1;
+        sr->owner = -1;
+        corral_jail_config_init(&sr->jail);
+        return sr;
+}
+
+static int principal_of(struct server *s, const char *name)
+{
+        for (size_t i = 0; name && i < auth_count(s->auth); i++)
+                if (strcmp(auth_name(s->auth, (int)i), name) == 0)
+                        return (int)i;
+        return -1;
+}
+
+/* One recorded run: serve.json says it is ours (and whose). */
+static void load_one(struct server *s, const char *id)
+{
+        struct runs *rs = s->runs;
+        json_t *serve = record_read(rs, id, "serve.json");
+        if (serve == NULL)
+                return;
+        struct srv_run *sr = srv_run_new();
+        if (sr == NULL) {
+                json_decref(serve);
+                return;
+        }
+        snprintf(sr->id, sizeof(sr->id), "%s", id);
+        sr->owner = principal_of(s, json_string_value(json_object_get(serve, "owner")));
+        sr->info = json_pack("{s:O*,s:O*,s:O*}", "task", json_object_get(serve, "task"), "model",
+                             json_object_get(serve, "model"), "created", json_object_get(serve, "created"));
+        sr->result = record_read(rs, id, "result.json");
+        const char *st = json_string_value(json_object_get(sr->result, "status"));
+        sr->status = strdup(st ? st : "interrupted");
+        json_decref(serve);
+        if (sr->info == NULL || sr->status == NULL) {
+                srv_run_free(sr);
+                return;
+        }
+        /* records_list() is newest first: appended at the tail. */
+        struct srv_run **tail = &rs->list;
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = sr;
+}
+
+int runs_init(struct server *s, const char *data_dir, corral_error **ret_err)
+{
+        struct runs *rs = calloc(1, sizeof(*rs));
+        if (rs == NULL || asprintf(&rs->dir, "%s/runs", data_dir) < 0) {
+                free(rs);
+                return corral_fail(ret_err, ENOMEM, "cannot start the server");
+        }
+        s->runs = rs;
+        if (s->cfg.max_runs == 0)
+                s->cfg.max_runs = 4;
+        if (mkdir(rs->dir, 0700) < 0 && errno != EEXIST)
+                return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot make the runs' directory '%s'",
+                                         rs->dir);
+        json_t *list = records_list(rs->dir, -1, ret_err);
+        if (list == NULL)
+                return -1;
+        size_t i;
+        json_t *e;
+        json_array_foreach(list, i, e) {
+                const char *id = json_string_value(json_object_get(e, "run_id"));
+                if (id && records_is_run_id(id))
+                        load_one(s, id);
+        }
+        json_decref(list);
+        return 0;
+}
+
+void runs_end(struct server *s)
+{
+        struct runs *rs = s->runs;
+        if (rs == NULL)
+                return;
+        pthread_mutex_lock(&s->lock);
+        for (struct srv_run *sr = rs->list; sr; sr = sr->next)
+                if (sr->thread_started && !sr->joined && sr->cancel_fd >= 0) {
+                        uint64_t one = 1;
+                        if (write(sr->cancel_fd, &one, sizeof(one)) < 0) {
+                                /* an eventfd written once does not fail */
+                        }
+                }
+        pthread_mutex_unlock(&s->lock);
+        for (;;) {
+                pthread_t t;
+                bool found = false;
+                pthread_mutex_lock(&s->lock);
+                for (struct srv_run *sr = rs->list; sr && !found; sr = sr->next)
+                        if (sr->thread_started && !sr->joined) {
+                                sr->joined = found = true;
+                                t = sr->thread;
+                        }
+                pthread_mutex_unlock(&s->lock);
+                if (!found)
+                        break;
+                pthread_join(t, NULL);
+        }
+}
+
+void runs_free(struct server *s)
+{
+        struct runs *rs = s->runs;
+        if (rs == NULL)
+                return;
+        runs_end(s);
+        for (struct srv_run *sr = rs->list, *next; sr; sr = next) {
+                next = sr->next;
+                srv_run_free(sr);
+        }
+        free(rs->dir);
+        free(rs);
+        s->runs = NULL;
+}
+
+void runs_metrics(struct server *s)
+{
+        static const char *const statuses[] = { "running",   "answered",  "gave_up",    "model_error",
+                                                "jail_error", "cancelled", "interrupted" };
+        unsigned n[ARRAY_SIZE(statuses)] = { 0 };
+        pthread_mutex_lock(&s->lock);
+        for (struct srv_run *sr = s->runs ? s->runs->list : NULL; sr; sr = sr->next)
+                for (size_t i = 0; i < ARRAY_SIZE(statuses); i++)
+                        if (strcmp(sr->status, statuses[i]) == 0)
+                                n[i]++;
+        pthread_mutex_unlock(&s->lock);
+        for (size_t i = 0; i < ARRAY_SIZE(statuses); i++)
+                metrics_set(s->metrics, "corral_runs", statuses[i], n[i]);
+}
+
+/* id's run when who owns it (s->lock held); NULL with 404, or 403. */
+static struct srv_run *find_locked(struct server *s, int who, const char *id, unsigned *ret_status)
+{
+        for (struct srv_run *sr = s->runs->list; sr; sr = sr->next)
+                if (strcmp(sr->id, id) == 0) {
+                        if (sr->owner != who) {
+                                *ret_status = 403;
+                                return NULL;
+                        }
+                        return sr;
+                }
+        *ret_status = 404;
+        return NULL;
+}
+
+/* What GET shows of a run (s->lock held): never a host path. */
+static json_t *describe_locked(struct srv_run *sr)
+{
+        json_t *d = json_pack("{s:s,s:s}", "id", sr->id, "status", sr->status);
+        if (d == NULL)
+                return NULL;
+        json_object_update_missing(d, sr->info);
+        if (sr->result)
+                json_object_update_missing(d, sr->result);
+        return d;
+}
+
+/* ---- a run's thread ---- */
+
+struct run_thread {
+        struct server *s;
+        struct srv_run *sr;
+};
+
+/* The run's every event, on its thread, under the trace's lock: one copy
+ * into the log, and the model's figures into /metrics. */
+static void on_event(void *ud, const json_t *event)
+{
+        struct run_thread *rt = ud;
+        log_append(rt->sr->log, event);
+        const char *type = json_string_value(json_object_get(event, "type"));
+        if (type && strcmp(type, "model_reply") == 0) {
+                struct metrics *m = rt->s->metrics;
+                json_t *u = json_object_get(event, "usage");
+                metrics_observe(m, "corral_model_request_seconds", NULL,
+                                json_number_value(json_object_get(event, "wait_ms")) / 1000);
+                metrics_add(m, "corral_model_tokens_total", "prompt",
+                            (double)json_integer_value(json_object_get(u, "prompt_tokens")));
+                metrics_add(m, "corral_model_tokens_total", "completion",
+                            (double)json_integer_value(json_object_get(u, "completion_tokens")));
+        }
+}
+
+/* The result without what is the host's alone (its paths). */
+static json_t *public_result(json_t *res)
+{
+        json_t *out = json_object();
+        static const char *const keep[] = { "status", "answer",    "reason", "field",   "iterations",
+                                            "usage",  "artifacts", "wall_ms", "not_copied" };
+        for (size_t i = 0; out && res && i < ARRAY_SIZE(keep); i++) {
+                json_t *v = json_object_get(res, keep[i]);
+                if (v)
+                        json_object_set(out, keep[i], v);
+        }
+        return out;
+}
+
+static void *run_thread_main(void *arg)
+{
+        struct run_thread *rt = arg;
+        struct server *s = rt->s;
+        struct srv_run *sr = rt->sr;
+        corral_error *err = NULL;
+        json_t *res = NULL;
+        if (run_execute(sr->r, &err) == 0) {
+                res = run_finish(sr->r);
+        } else {
+                res = json_pack("{s:s,s:s}", "status", "jail_error", "reason", err ? err->msg : "the run did not start");
+                if (res)
+                        redact_json(res, run_secrets(sr->r));
+        }
+        corral_error_free(err);
+        json_t *pub = public_result(res);
+        json_decref(res);
+        if (pub)
+                json_object_set_new(pub, "ended", json_real((double)time(NULL)));
+        if (pub)
+                record_write(s->runs, sr->id, "result.json", pub);
+        run_free(sr->r); /* the trace closed: its subscriber is done */
+        /* The archive, written where run_open() could check it before the
+         * ID was known, joins the records. */
+        cleanup_close int rfd = open_run_dir(s->runs, sr->id);
+        if (sr->archive && (rfd < 0 || renameat(AT_FDCWD, sr->archive, rfd, "workspace.tar") < 0))
+                unlink(sr->archive);
+        free(TAKE_PTR(sr->archive));
+        json_decref(TAKE_PTR(sr->body)); /* the run's strings, borrowed until now */
+        staging_remove(sr); /* read-only inputs may have been bound from there into its jails */
+        const char *st = json_string_value(json_object_get(pub, "status"));
+        metrics_add(s->metrics, "corral_runs_total", st ? st : "failed", 1);
+        pthread_mutex_lock(&s->lock);
+        sr->r = NULL;
+        free(sr->status);
+        sr->status = strdup(st ? st : "jail_error");
+        sr->result = pub;
+        struct run_log *l = TAKE_PTR(sr->log);
+        s->runs->running--;
+        pthread_mutex_unlock(&s->lock);
+        log_end(l);
+        log_put(l);
+        free(rt);
+        return NULL;
+}
+
+/* ---- POST /v1/runs ---- */
+
+/* inputs[i] {"sandbox", "path"}: that sandbox's file (who's own; opened
+ * beneath its workspace, never through a link) copied into the run's
+ * staging directory in the server's work directory; the manifest's source,
+ * relative to that directory, in *ret_source. */
+static int stage_from_sandbox(struct server *s, int who, struct srv_run *sr, size_t i, const char *sid,
+                              const char *path, uint64_t *budget, char **ret_source, corral_error **ret_err)
+{
+        unsigned status;
+        struct sandbox *sb = sandbox_get(s, who, sid, &status);
+        if (sb == NULL)
+                return corral_usage_field(ret_err, "inputs", "inputs[%zu]: %s", i,
+                                          status == 403 ? "the sandbox belongs to another token" : "no such sandbox");
+        struct workspace *ws = NULL;
+        struct stat st;
+        int in = -1, out = -1, rc = -1;
+        char name[32];
+        snprintf(name, sizeof(name), "%zu", sr->n_staged);
+        if (sandbox_live(s, sb, ret_err) < 0 || workspace_attach(sb->workspace, &ws, ret_err) < 0 ||
+            (in = workspace_open_file(ws, path, &st, ret_err)) < 0) {
+                corral_error_prefix(ret_err, "inputs[%zu]", i);
+                corral_error_set_field(ret_err, "inputs");
+                goto out;
+        }
+        if ((uint64_t)st.st_size > *budget) {
+                corral_make_error(ret_err, CORRAL_ERR_LIMIT, 0, "inputs[%zu]: the inputs from sandboxes are larger "
+                                                                "than the %ju bytes a run may take", i,
+                                  (uintmax_t)s->cfg.max_upload);
+                corral_error_set_field(ret_err, "inputs");
+                goto out;
+        }
+        if (sr->staging == NULL) {
+                sr->staging = server_work_path(s, "run-staging-XXXXXX");
+                if (sr->staging == NULL || mkdtemp(sr->staging) == NULL) {
+                        free(TAKE_PTR(sr->staging));
+                        corral_fail(ret_err, errno ? errno : ENOMEM, "cannot stage the inputs");
+                        goto out;
+                }
+        }
+        int dfd = open(sr->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        out = dfd < 0 ? -1 : openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (dfd >= 0)
+                close(dfd);
+        if (out < 0) {
+                corral_fail(ret_err, errno, "cannot stage the inputs");
+                goto out;
+        }
+        sr->n_staged++;
+        fcntl(in, F_SETFL, fcntl(in, F_GETFL) & ~O_NONBLOCK);
+        char buf[65536];
+        uint64_t total = 0;
+        for (;;) {
+                ssize_t n = read(in, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 || (n > 0 && write_all(out, buf, (size_t)n) < 0)) {
+                        corral_fail(ret_err, errno, "inputs[%zu]: cannot copy '%s'", i, path);
+                        goto out;
+                }
+                if (n == 0)
+                        break;
+                total += (uint64_t)n;
+                if (total > *budget) {
+                        corral_make_error(ret_err, CORRAL_ERR_LIMIT, 0, "inputs[%zu]: '%s' grew past the inputs' "
+                                                                        "cap", i, path);
+                        goto out;
+                }
+        }
+        *budget -= total;
+        if (asprintf(ret_source, "%s/%s", strrchr(sr->staging, '/') + 1, name) < 0) {
+                *ret_source = NULL;
+                corral_fail(ret_err, ENOMEM, "cannot stage the inputs");
+                goto out;
+        }
+        rc = 0;
+out:
+        if (in >= 0)
+                close(in);
+        if (out >= 0)
+                close(out);
+        workspace_close(ws, false);
+        sandbox_put(s, sb);
+        return rc;
+}
+
+/* inputs: [{"path", "content_base64"} | {"sandbox", "path"}] as a manifest
+ * at input/PATH (base64 entries, and files staged from sandboxes), in a
+ * file of the server's (0600). */
+static int inputs_manifest(struct server *s, int who, struct srv_run *sr, json_t *inputs, corral_error **ret_err)
+{
+        if (inputs == NULL)
+                return 0;
+        if (!json_is_array(inputs) || json_array_size(inputs) > RUN_INPUTS_MAX)
+                return corral_usage_field(ret_err, "inputs", "inputs must be an array of at most %d "
+                                                             "{\"path\", \"content_base64\"} or {\"sandbox\", \"path\"} "
+                                                             "objects", RUN_INPUTS_MAX);
+        json_t *entries = json_array();
+        uint64_t budget = s->cfg.max_upload;
+        size_t i;
+        json_t *in;
+        json_array_foreach(inputs, i, in) {
+                static const char *const known[] = { "path", "content_base64", "sandbox" };
+                if (fields_known(in, known, ARRAY_SIZE(known), "inputs[].", "a field of an input", "inputs", ret_err) <
+                    0) {
+                        json_decref(entries);
+                        return -1;
+                }
+                const char *path = json_string_value(json_object_get(in, "path"));
+                const char *b64 = json_string_value(json_object_get(in, "content_base64"));
+                const char *sid = json_string_value(json_object_get(in, "sandbox"));
+                if (path == NULL || (b64 == NULL) == (sid == NULL)) {
+                        json_decref(entries);
+                        return corral_usage_field(ret_err, "inputs", "inputs[%zu] needs \"path\" and either "
+                                                                     "\"content_base64\" or \"sandbox\" (strings)", i);
+                }
+                cleanup_free char *dest = NULL, *source = NULL;
+                if (sid && stage_from_sandbox(s, who, sr, i, sid, path, &budget, &source, ret_err) < 0) {
+                        json_decref(entries);
+                        return -1;
+                }
+                if (asprintf(&dest, "input/%s", path) < 0 ||
+                    json_array_append_new(entries, json_pack("{s:s,s:s}", "dest", dest, sid ? "file" : "base64",
+                                                             sid ? source : b64)) < 0) {
+                        json_decref(entries);
+                        return corral_fail(ret_err, ENOMEM, "cannot take the inputs");
+                }
+        }
+        json_t *man = json_pack("{s:o}", "entries", entries);
+        cleanup_free char *text = man ? json_dumps(man, JSON_COMPACT) : NULL;
+        json_decref(man);
+        sr->manifest = server_work_path(s, "run-inputs-XXXXXX");
+        int fd = sr->manifest ? mkostemp(sr->manifest, O_CLOEXEC) : -1;
+        if (fd < 0 || text == NULL || write_all(fd, text, strlen(text)) < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return corral_fail(ret_err, errno ? errno : ENOMEM, "cannot take the inputs");
+        }
+        close(fd);
+        return 0;
+}
+
+static int get_count(json_t *body, const char *key, uint64_t max, uint64_t *ret, corral_error **ret_err)
+{
+        json_t *v = json_object_get(body, key);
+        if (v == NULL)
+                return 0;
+        if (!json_is_integer(v) || json_integer_value(v) <= 0 || (uint64_t)json_integer_value(v) > max)
+                return corral_usage_field(ret_err, key, "%s must be a whole number from 1 to %" PRIu64, key, max);
+        *ret = (uint64_t)json_integer_value(v);
+        return 0;
+}
+
+/* The request's settings onto c (and sr's jail, review, manifest). */
+static int parse_run(struct server *s, struct request *rq, json_t *body, struct srv_run *sr, struct run_config *c,
+                     corral_error **ret_err)
+{
+        static const char *const known[] = { "task",           "model",       "inputs",        "limits",
+                                             "review",         "max_iterations", "token_budget", "wall_budget" };
+        if (!json_is_object(body))
+                return corral_usage(ret_err, "the body must be a JSON object");
+        if (fields_known(body, known, ARRAY_SIZE(known), "", "a field of a run", "body", ret_err) < 0)
+                return -1;
+        c->task = json_string_value(json_object_get(body, "task"));
+        if (c->task == NULL)
+                return corral_usage_field(ret_err, "task", "task must be a string");
+        json_t *m = json_object_get(body, "model");
+        if (m) {
+                static const char *const mk[] = { "base_url", "model", "provider" };
+                if (!json_is_object(m))
+                        return corral_usage_field(ret_err, "model", "model must be an object {base_url, model, "
+                                                                    "provider}");
+                if (fields_known(m, mk, ARRAY_SIZE(mk), "model.", "a model setting", "model", ret_err) < 0)
+                        return -1;
+                for (size_t i = 0; i < ARRAY_SIZE(mk); i++) {
+                        json_t *v = json_object_get(m, mk[i]);
+                        if (v && !json_is_string(v))
+                                return corral_usage_field(ret_err, "model", "model.%s must be a string", mk[i]);
+                }
+                c->provider.base_url = json_string_value(json_object_get(m, "base_url"));
+                c->provider.model = json_string_value(json_object_get(m, "model"));
+                c->provider.provider = json_string_value(json_object_get(m, "provider"));
+        }
+        /* A replay reads a file of the host's: not a caller's to name. */
+        if (c->provider.model && strncmp(c->provider.model, "replay:", 7) == 0)
+                return corral_usage_field(ret_err, "model", "a replay model cannot be asked for over HTTP");
+        const char *key = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "X-Model-Api-Key");
+        if (key && (strlen(key) > RUN_API_KEY_MAX || (sr->api_key = strdup(key)) == NULL))
+                return corral_usage_field(ret_err, "api_key", "the X-Model-Api-Key header is too long");
+        c->provider.api_key = sr->api_key;
+        /* The server's key goes to the server's own endpoint only: a
+         * base_url of the caller's (one the server would not pick by
+         * itself) gets the caller's key, or none. */
+        if (sr->api_key == NULL && c->provider.base_url) {
+                struct provider_request own = c->provider;
+                own.base_url = NULL;
+                struct provider_choice mine, theirs;
+                bool same = false;
+                if (provider_resolve(&own, &mine, NULL) == 0) {
+                        if (provider_resolve(&c->provider, &theirs, NULL) == 0) {
+                                same = mine.base_url && theirs.base_url && strcmp(mine.base_url, theirs.base_url) == 0;
+                                provider_choice_release(&theirs);
+                        }
+                        provider_choice_release(&mine);
+                }
+                if (!same)
+                        c->provider.api_key = "";
+        }
+        uint64_t iters = c->agent.max_iterations, tokens = c->agent.token_budget, wall = 0;
+        if (get_count(body, "max_iterations", 1000, &iters, ret_err) < 0 ||
+            get_count(body, "token_budget", UINT64_C(1) << 40, &tokens, ret_err) < 0 ||
+            get_count(body, "wall_budget", 86400, &wall, ret_err) < 0)
+                return -1;
+        c->agent.max_iterations = (unsigned)iters;
+        c->agent.token_budget = tokens;
+        if (wall)
+                c->agent.wall_budget_s = (double)wall;
+        if (corral_jail_config_copy(&sr->jail, &s->limits, ret_err) < 0 ||
+            sandbox_apply_limits(s, &sr->jail, json_object_get(body, "limits"), ret_err) < 0)
+                return -1;
+        c->jail = &sr->jail;
+        json_t *rv = json_object_get(body, "review");
+        if (json_is_string(rv)) {
+                const char *l = json_string_value(rv);
+                enum review_level level = strcmp(l, "strict") == 0     ? REVIEW_LEVEL_STRICT
+                                          : strcmp(l, "standard") == 0 ? REVIEW_LEVEL_STANDARD
+                                          : strcmp(l, "off") == 0      ? REVIEW_LEVEL_OFF
+                                                                       : (enum review_level)-1;
+                if ((int)level < 0)
+                        return corral_usage_field(ret_err, "review", "review must be \"strict\", \"standard\", "
+                                                                     "\"off\" or a policy object");
+                sr->review = review_policy_new(level);
+        } else if (json_is_object(rv)) {
+                cleanup_free char *text = json_dumps(rv, JSON_COMPACT);
+                if (text == NULL || review_policy_parse(text, strlen(text), "review", &sr->review, ret_err) < 0)
+                        return text ? corral_error_set_field(ret_err, "review") : corral_fail(ret_err, ENOMEM, "review");
+        } else if (rv) {
+                return corral_usage_field(ret_err, "review", "review must be \"strict\", \"standard\", \"off\" or "
+                                                             "a policy object");
+        }
+        c->review = sr->review;
+        if (inputs_manifest(s, rq->who, sr, json_object_get(body, "inputs"), ret_err) < 0)
+                return -1;
+        c->manifest = sr->manifest;
+        return 0;
+}
+
+static enum MHD_Result reply_err_free(struct request *rq, corral_error *err)
+{
+        enum MHD_Result r = reply_corral_error(rq, err);
+        corral_error_free(err);
+        return r;
+}
+
+static enum MHD_Result run_create(struct request *rq)
+{
+        struct server *s = rq->s;
+        struct runs *rs = s->runs;
+        corral_error *err = NULL;
+        json_error_t je;
+        json_t *body = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &je);
+        if (body == NULL)
+                return reply_error(rq, 400, "usage", "the body is not JSON: %s (line %d, column %d)", je.text,
+                                   je.line, je.column);
+        pthread_mutex_lock(&s->lock);
+        bool full = rs->running >= s->cfg.max_runs;
+        if (!full)
+                rs->running++; /* taken now: given back below on failure */
+        pthread_mutex_unlock(&s->lock);
+        if (full) {
+                json_decref(body);
+                count_rejected(s, "runs");
+                return reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "limit",
+                                   "the server runs its most runs at once (%u): try again later", s->cfg.max_runs);
+        }
+        cleanup_free char *trace_path = NULL, *task = NULL;
+        struct srv_run *sr = srv_run_new();
+        struct run_config c;
+        run_config_init(&c);
+        c.records_dir = rs->dir;
+        c.no_trace = false;
+        struct run_thread *rt = calloc(1, sizeof(*rt));
+        if (sr == NULL || rt == NULL || (sr->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+            (sr->log = log_new()) == NULL) {
+                corral_fail(&err, ENOMEM, "cannot start the run");
+                goto fail;
+        }
+        c.cancel_fd = sr->cancel_fd;
+        if (parse_run(s, rq, body, sr, &c, &err) < 0)
+                goto fail;
+        /* The workspace's archive: in the server's work directory (the ID
+         * is not known before run_open()), moved to the records at the end. */
+        static atomic_uint archives;
+        char name[64];
+        snprintf(name, sizeof(name), "run-archive-%u.tar", atomic_fetch_add(&archives, 1));
+        if ((sr->archive = server_work_path(s, name)) == NULL) {
+                corral_fail(&err, ENOMEM, "cannot start the run");
+                goto fail;
+        }
+        c.archive = sr->archive;
+        if (run_open(&c, &sr->r, &err) < 0)
+                goto fail;
+        if (sr->api_key) {
+                explicit_bzero(sr->api_key, strlen(sr->api_key));
+                free(TAKE_PTR(sr->api_key));
+        }
+        if (sr->manifest) {
+                unlink(sr->manifest);
+                free(TAKE_PTR(sr->manifest));
+        }
+        snprintf(sr->id, sizeof(sr->id), "%s", run_id(sr->r));
+        sr->owner = rq->who;
+        sr->status = strdup("running");
+        /* Events emitted so far (by run_open) from the trace, then every
+         * one as it comes: no event is missed or seen twice (nothing emits
+         * in between, this thread being the run's only one now). */
+        trace_path = records_trace_path(rs->dir, sr->id, NULL);
+        if (trace_path)
+                trace_read_file(trace_path, log_append_event, sr->log, NULL);
+        rt->s = s;
+        rt->sr = sr;
+        run_subscribe(sr->r, on_event, rt, true);
+        task = redact_text(c.task, run_secrets(sr->r));
+        sr->info = json_pack("{s:s?,s:s?,s:f}", "task", task, "model", c.provider.model, "created",
+                             (double)time(NULL));
+        json_t *serve = json_pack("{s:s,s:s?,s:s?,s:f}", "owner", auth_name(s->auth, rq->who), "task", task, "model",
+                                  c.provider.model, "created", (double)time(NULL));
+        sr->body = TAKE_PTR(body);
+        if (sr->status == NULL || sr->info == NULL || serve == NULL) {
+                json_decref(serve);
+                corral_fail(&err, ENOMEM, "cannot start the run");
+                goto fail;
+        }
+        record_write(rs, sr->id, "serve.json", serve);
+        json_decref(serve);
+        pthread_mutex_lock(&s->lock);
+        sr->next = rs->list;
+        rs->list = sr;
+        sr->thread_started = pthread_create(&sr->thread, NULL, run_thread_main, rt) == 0;
+        if (!sr->thread_started) {
+                rs->list = sr->next;
+                pthread_mutex_unlock(&s->lock);
+                corral_fail(&err, errno, "cannot start the run's thread");
+                goto fail;
+        }
+        json_t *d = describe_locked(sr);
+        pthread_mutex_unlock(&s->lock);
+        metrics_add(s->metrics, "corral_runs_started_total", NULL, 1);
+        return reply_json(rq, MHD_HTTP_CREATED, d);
+fail:
+        pthread_mutex_lock(&s->lock);
+        rs->running--;
+        pthread_mutex_unlock(&s->lock);
+        json_decref(body);
+        if (sr) {
+                run_free(TAKE_PTR(sr->r));
+                srv_run_free(sr);
+        }
+        free(rt);
+        return reply_err_free(rq, err);
+}
+
+/* ---- events ---- */
+
+struct follower {
+        struct server *s;
+        struct run_log *log;     /* a live run's, or NULL: its trace file */
+        char *trace;
+        uint64_t after;          /* the last event the client has */
+        uint64_t seq;
+        struct body_stream *bs;
+        bool dropped;
+};
+
+/* Wait until the client has taken what is buffered (to RUN_BACKLOG), at
+ * most RUN_BACKLOG_WAIT_S; false: it is too slow (or gone). */
+static bool wait_for_client(struct follower *f)
+{
+        double until = monotonic_ms() + RUN_BACKLOG_WAIT_S * 1000;
+        while (body_stream_pending(f->bs) > RUN_BACKLOG) {
+                if (body_stream_gone(f->bs) || atomic_load(&f->s->stopping) || monotonic_ms() > until)
+                        return false;
+                struct timespec ts = { 0, 10 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+        }
+        return !body_stream_gone(f->bs);
+}
+
+static void follower_send(struct follower *f, const char *type, const char *text)
+{
+        f->seq++;
+        if (f->dropped || f->seq <= f->after)
+                return;
+        if (!wait_for_client(f)) {
+                f->dropped = true;
+                if (!body_stream_gone(f->bs)) {
+                        char *line = NULL;
+                        int n = asprintf(&line, "event: dropped\ndata: {\"type\":\"dropped\",\"last_event_id\":%" PRIu64
+                                                ",\"message\":\"this client fell behind the run: reconnect with "
+                                                "Last-Event-ID to resume\"}\n\n",
+                                         f->seq - 1);
+                        if (n > 0)
+                                body_stream_write(f->bs, line, (size_t)n);
+                        free(line);
+                }
+                return;
+        }
+        char *line = NULL;
+        int n = asprintf(&line, "id: %" PRIu64 "\nevent: %s\ndata: %s\n\n", f->seq, type, text);
+        if (n > 0)
+                body_stream_write(f->bs, line, (size_t)n);
+        free(line);
+}
+
+static void follow_file_event(void *ud, const json_t *event)
+{
+        struct follower *f = ud;
+        const char *type = json_string_value(json_object_get(event, "type"));
+        json_t *pub = event_public(event);
+        cleanup_free char *text = pub ? json_dumps(pub, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+        json_decref(pub);
+        if (text)
+                follower_send(f, type ? type : "event", text);
+}
+
+static void follow_run(struct body_stream *bs, void *ud)
+{
+        struct follower *f = ud;
+        f->bs = bs;
+        if (f->log == NULL) {
+                trace_read_file(f->trace, follow_file_event, f, NULL);
+                return;
+        }
+        struct run_log *l = f->log;
+        size_t next = 0;
+        for (;;) {
+                pthread_mutex_lock(&l->lock);
+                while (next == l->n && !l->ended && !atomic_load(&f->s->stopping) && !body_stream_gone(bs)) {
+                        struct timespec until;
+                        clock_gettime(CLOCK_REALTIME, &until);
+                        until.tv_nsec += 200 * 1000 * 1000;
+                        if (until.tv_nsec >= 1000000000L) {
+                                until.tv_sec++;
+                                until.tv_nsec -= 1000000000L;
+                        }
+                        pthread_cond_timedwait(&l->more, &l->lock, &until);
+                }
+                size_t n = l->n;
+                bool ended = l->ended;
+                pthread_mutex_unlock(&l->lock);
+                /* Entries below n never change: read without the lock
+                 * (the arrays may move: each pointer is taken under it). */
+                while (next < n && !f->dropped && !body_stream_gone(bs)) {
+                        pthread_mutex_lock(&l->lock);
+                        const char *type = l->type[next], *text = l->text[next];
+                        pthread_mutex_unlock(&l->lock);
+                        follower_send(f, type, text);
+                        next++;
+                }
+                if (f->dropped || body_stream_gone(bs) || atomic_load(&f->s->stopping) || (ended && next == n))
+                        return;
+        }
+}
+
+static void follow_release(void *ud)
+{
+        struct follower *f = ud;
+        log_put(f->log);
+        free(f->trace);
+        free(f);
+}
+
+static enum MHD_Result run_events(struct request *rq, struct srv_run *sr)
+{
+        struct server *s = rq->s;
+        const char *last = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Last-Event-ID");
+        if (last == NULL)
+                last = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "after");
+        uint64_t after = 0;
+        if (last) {
+                char *end;
+                errno = 0;
+                unsigned long long v = strtoull(last, &end, 10);
+                if (!*last || *end || errno || last[0] == '-') {
+                        pthread_mutex_unlock(&s->lock);
+                        return reply_error(rq, 400, "usage", "Last-Event-ID (or after) must be an event's number");
+                }
+                after = v;
+        }
+        struct follower *f = calloc(1, sizeof(*f));
+        if (f == NULL) {
+                pthread_mutex_unlock(&s->lock);
+                return MHD_NO;
+        }
+        f->s = s;
+        f->after = after;
+        /* s->lock held by the caller: the log's reference taken under it. */
+        if (sr->log) {
+                pthread_mutex_lock(&sr->log->lock);
+                sr->log->refs++;
+                pthread_mutex_unlock(&sr->log->lock);
+                f->log = sr->log;
+        }
+        f->trace = records_trace_path(s->runs->dir, sr->id, NULL);
+        pthread_mutex_unlock(&s->lock);
+        if (f->trace == NULL) {
+                follow_release(f);
+                return reply_error(rq, 500, "internal", "cannot tell where the run's trace is");
+        }
+        static const struct body_stream_hooks hooks = { .run = follow_run, .release = follow_release };
+        return body_stream_reply(rq, MHD_HTTP_OK, "text/event-stream", &hooks, f);
+}
+
+/* ---- artifacts and the archive ---- */
+
+static enum MHD_Result reply_fd(struct request *rq, int fd, uint64_t size, const char *type)
+{
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        struct MHD_Response *r = MHD_create_response_from_fd64(size, fd);
+        if (r == NULL) {
+                close(fd);
+                return MHD_NO;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+        return reply(rq, MHD_HTTP_OK, r);
+}
+
+/* GET .../artifacts and .../artifacts/PATH: the run's output/ as kept with
+ * its records (opened beneath it, never through a link). */
+static enum MHD_Result run_artifacts(struct request *rq, const char *id, const char *rel)
+{
+        corral_error *err = NULL;
+        struct workspace *ws = NULL;
+        cleanup_free char *dir = NULL;
+        if (asprintf(&dir, "%s/%s/output", rq->s->runs->dir, id) < 0)
+                return MHD_NO;
+        cleanup_close int rfd = open_run_dir(rq->s->runs, id);
+        struct stat st;
+        if (rfd < 0 || fstatat(rfd, "output", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                return reply_error(rq, 404, "not_found", "run %s kept no output", id);
+        if (workspace_attach(dir, &ws, &err) < 0)
+                return reply_err_free(rq, err);
+        enum MHD_Result ret;
+        if (rel[0] == '\0') {
+                json_t *list = NULL;
+                if (workspace_list_files(ws, "", 0, 0, &list, &err) < 0)
+                        ret = reply_err_free(rq, err);
+                else
+                        ret = reply_json(rq, MHD_HTTP_OK, json_pack("{s:o}", "artifacts", list));
+        } else {
+                int fd = workspace_open_file(ws, rel, &st, &err);
+                ret = fd < 0 ? reply_err_free(rq, err) : reply_fd(rq, fd, (uint64_t)st.st_size, "application/octet-stream");
+        }
+        workspace_close(ws, false);
+        return ret;
+}
+
+static enum MHD_Result run_archive(struct request *rq, const char *id)
+{
+        cleanup_close int rfd = open_run_dir(rq->s->runs, id);
+        int fd = rfd < 0 ? -1 : openat(rfd, "workspace.tar", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                if (fd >= 0)
+                        close(fd);
+                return reply_error(rq, 404, "not_found", "run %s has no workspace archive", id);
+        }
+        return reply_fd(rq, fd, (uint64_t)st.st_size, "application/x-tar");
+}
+
+/* GET /v1/runs: the list as text joined from each run's (an ended run's
+ * made once), so that a long list costs copies, not JSON work. */
+static enum MHD_Result run_list(struct request *rq)
+{
+        struct server *s = rq->s;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (f == NULL)
+                return MHD_NO;
+        fputs("{\"runs\":[", f);
+        bool first = true, ok = true;
+        pthread_mutex_lock(&s->lock);
+        for (struct srv_run *sr = s->runs->list; sr && ok; sr = sr->next) {
+                if (sr->owner != rq->who)
+                        continue;
+                char *text = sr->desc_text;
+                bool going = sr->r != NULL;
+                if (text == NULL) {
+                        json_t *d = describe_locked(sr);
+                        text = d ? json_dumps(d, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+                        json_decref(d);
+                        if (!going)
+                                sr->desc_text = text;
+                }
+                ok = text != NULL;
+                if (ok) {
+                        if (!first)
+                                fputc(',', f);
+                        fputs(text, f);
+                        first = false;
+                }
+                if (going)
+                        free(text);
+        }
+        pthread_mutex_unlock(&s->lock);
+        fputs("]}\n", f);
+        if (fclose(f) != 0 || !ok) {
+                free(buf);
+                return MHD_NO;
+        }
+        struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+        if (r == NULL) {
+                free(buf);
+                return MHD_NO;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        return reply(rq, MHD_HTTP_OK, r);
+}
+
+/* ---- the table ---- */
+
+enum MHD_Result runs_route(struct request *rq, const char *method, const char *path)
+{
+        struct server *s = rq->s;
+        if (strcmp(path, PREFIX) == 0) {
+                if (strcmp(method, "POST") == 0)
+                        return run_create(rq);
+                if (strcmp(method, "GET") != 0)
+                        return reply_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "usage", "%s takes GET and POST", PREFIX);
+                return run_list(rq);
+        }
+        const char *p = path + sizeof(PREFIX);
+        size_t n = strcspn(p, "/");
+        char id[RUN_ID_MAX];
+        if (n >= sizeof(id))
+                return reply_error(rq, 404, "not_found", "no such run");
+        memcpy(id, p, n);
+        id[n] = '\0';
+        const char *rest = p + n;
+        if (!records_is_run_id(id))
+                return reply_error(rq, 404, "not_found", "no run '%s' (an id looks like 20261129-164512-3fa9c1)", id);
+        unsigned status;
+        pthread_mutex_lock(&s->lock);
+        struct srv_run *sr = find_locked(s, rq->who, id, &status);
+        if (sr == NULL) {
+                pthread_mutex_unlock(&s->lock);
+                if (status == 403) {
+                        count_rejected(s, "not_yours");
+                        return reply_error(rq, 403, "forbidden", "run '%s' belongs to another token", id);
+                }
+                return reply_error(rq, 404, "not_found", "no run '%s' (see GET /v1/runs)", id);
+        }
+        bool get = strcmp(method, "GET") == 0;
+        if (rest[0] == '\0' && get) {
+                json_t *d = describe_locked(sr);
+                pthread_mutex_unlock(&s->lock);
+                return reply_json(rq, MHD_HTTP_OK, d);
+        }
+        if ((strcmp(rest, "/cancel") == 0 && strcmp(method, "POST") == 0) ||
+            (rest[0] == '\0' && strcmp(method, "DELETE") == 0)) {
+                bool going = sr->r != NULL;
+                if (going) {
+                        uint64_t one = 1;
+                        if (write(sr->cancel_fd, &one, sizeof(one)) < 0) {
+                                /* an eventfd written once does not fail */
+                        }
+                }
+                json_t *d = describe_locked(sr);
+                pthread_mutex_unlock(&s->lock);
+                if (!going) {
+                        json_decref(d);
+                        return reply_error(rq, 409, "busy", "run '%s' has already ended", id);
+                }
+                return reply_json(rq, MHD_HTTP_ACCEPTED, d);
+        }
+        if (strcmp(rest, "/events") == 0 && get)
+                return run_events(rq, sr); /* unlocks */
+        bool ended = sr->r == NULL;
+        pthread_mutex_unlock(&s->lock);
+        bool artifacts = strcmp(rest, "/artifacts") == 0 || strncmp(rest, "/artifacts/", 11) == 0;
+        if ((artifacts || strcmp(rest, "/archive") == 0) && get && !ended)
+                return reply_error(rq, 409, "busy", "run '%s' is still going: its files are there once it ends", id);
+        if (artifacts && get)
+                return run_artifacts(rq, id, rest[10] ? rest + 11 : "");
+        if (strcmp(rest, "/archive") == 0 && get)
+                return run_archive(rq, id);
+        return reply_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "usage", "%s %s is not a route (see docs/api.md)", method,
+                           path);
+}
