@@ -98,6 +98,10 @@ if [ "$(id -u)" -eq 0 ]; then
         cp tests/tsan.supp "$tmp/"
         cp -r tests "$tmp/tests"
         cp -r examples "$tmp/examples" # the demos' scripts, for tests/e2e/test_demo.py
+        # the client libraries, for tests/e2e/test_python_client.py and test_js_client.py
+        mkdir -p "$tmp/clients"
+        cp -r clients/python clients/js "$tmp/clients/"
+        rm -rf "$tmp/clients/python/build" "$tmp/clients/python/"*.egg-info
         cp README.md "$tmp/" # tests/e2e/test_docs_options.py compares it with --help
         mkdir -p "$tmp/docs"
         cp docs/api.md "$tmp/docs/" # tests/e2e/test_serve.py compares its routes with the OpenAPI file
