@@ -1,12 +1,13 @@
 // clients/js's runs half (corral-client, docs/clients.md) against a live
 // `corral serve --model-url any` that tests/e2e/test_js_client_runs.py
 // started (CORRAL_TEST_URL, CORRAL_TEST_TOKEN), with scripted model servers
-// of its own: CORRAL_TEST_MODEL_FOLLOW, _RESUME and _CANCEL, one per test
+// of its own: CORRAL_TEST_MODEL_FOLLOW, _RESUME, _CANCEL and _EXAMPLE, one per test
 // (each scripted for one run).  CORRAL_TEST_KEY is the API key given to the
 // client, CORRAL_JS_CLIENT the package's directory.
 import {test} from 'node:test'
 import assert from 'node:assert/strict'
 import path from 'node:path'
+import {spawnSync} from 'node:child_process'
 
 const pkg = process.env.CORRAL_JS_CLIENT
 const {Corral, BadRequest, Conflict} = await import(path.join(pkg, 'src', 'index.js'))
@@ -105,4 +106,17 @@ test('a bad request', async () => {
   assert.equal(err.field, 'max_iterations')
   assert.equal(err.status, 400)
   noKey(err, err.message, err.stack)
+})
+
+test('the runs example', () => {
+  const r = spawnSync(process.execPath, [path.join(pkg, 'examples', 'runs.mjs')], {
+    env: {...process.env, CORRAL_URL: env.CORRAL_TEST_URL, CORRAL_TOKEN: env.CORRAL_TEST_TOKEN, MODEL: 'gpt-test',
+      MODEL_BASE_URL: env.CORRAL_TEST_MODEL_EXAMPLE, MODEL_API_KEY: KEY}, encoding: 'utf8', timeout: 120000,
+  })
+  assert.equal(r.status, 0, r.stdout + r.stderr)
+  assert.match(r.stdout, /\[1\] run_start/)
+  assert.match(r.stdout, /widget,3/)
+  assert.match(r.stdout, /status: answered\nanswer: Done: widget sold 3\.\n/)
+  assert.match(r.stdout, /widget 3\n/)
+  assert.ok(!(r.stdout + r.stderr).includes(KEY))
 })

@@ -2,7 +2,7 @@
 --model-url any` and scripted model servers (tests/model-server), one per
 scenario of tests/clients/js-runs.test.mjs, run under `node --test` with
 each Node >= 20 that test_js_client.py finds: a run followed to its end, a
-follower that leaves and resumes, an AbortSignal, cancel, artifacts and the
+follower that leaves and resumes, an AbortSignal, cancel, the example, artifacts and the
 archive, the API key kept out of everything, a bad request."""
 import os
 import signal
@@ -47,7 +47,7 @@ def test_the_js_client_runs(server, major):
     if not NODES:
         pytest.skip("no Node >= 20 (tests/mcp/setup.sh found none, nor PATH)")
     with ScriptedServer(scenario()) as follow, ScriptedServer(scenario(delay=0.7)) as resume, \
-            ScriptedServer([text("too late") | {"delay": 30}]) as cancel:
+            ScriptedServer([text("too late") | {"delay": 30}]) as cancel, ScriptedServer(scenario()) as example:
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": os.environ.get("HOME", "/"),
@@ -59,6 +59,7 @@ def test_the_js_client_runs(server, major):
             "CORRAL_TEST_MODEL_FOLLOW": follow.base_url,
             "CORRAL_TEST_MODEL_RESUME": resume.base_url,
             "CORRAL_TEST_MODEL_CANCEL": cancel.base_url,
+            "CORRAL_TEST_MODEL_EXAMPLE": example.base_url,
         }
         r = subprocess.run([NODES[major], "--test", "--test-reporter=spec", "--test-concurrency=1", TEST], env=env,
                            capture_output=True, text=True, timeout=300)
@@ -66,5 +67,6 @@ def test_the_js_client_runs(server, major):
             pytest.fail(f"node {major}: node --test exited {r.returncode}:\n{r.stdout}\n{r.stderr}", pytrace=False)
         follow.assert_ok()
         resume.assert_ok()
+        example.assert_ok()
         # the key given to the client went to the model
         assert follow.request_headers[0]["authorization"] == f"Bearer {KEY}"

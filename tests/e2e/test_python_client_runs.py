@@ -9,6 +9,7 @@ import io
 import os
 import re
 import signal
+import subprocess
 import sys
 import tarfile
 
@@ -123,3 +124,17 @@ def test_a_bad_request(client):
         client.runs.create("x", model="gpt-test", base_url="http://127.0.0.1:9/v1", api_key=KEY, review="lax")
     assert e.value.field == "review"
     no_key(e.value)
+
+
+def test_the_runs_example(server):
+    with ScriptedServer(scenario()) as srv:
+        env = dict(os.environ, CORRAL_URL=f"http://127.0.0.1:{server.port}", CORRAL_TOKEN=server.token,
+                   PYTHONPATH=os.path.join(ROOT, "clients", "python"), MODEL="gpt-test",
+                   MODEL_BASE_URL=srv.base_url, MODEL_API_KEY=KEY)
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "clients", "python", "examples", "runs.py")],
+                           env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        srv.assert_ok()
+    assert "[1] run_start" in r.stdout and "] run_end" in r.stdout and "widget,3" in r.stdout
+    assert "status: answered\nanswer: Done: widget sold 3.\n" in r.stdout
+    assert "widget 3\n" in r.stdout and "archive:" in r.stdout and KEY not in r.stdout + r.stderr
