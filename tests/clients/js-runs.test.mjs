@@ -1,7 +1,7 @@
 // clients/js's runs half (corral-client, docs/clients.md) against a live
 // `corral serve --model-url any` that tests/e2e/test_js_client_runs.py
 // started (CORRAL_TEST_URL, CORRAL_TEST_TOKEN), with scripted model servers
-// of its own: CORRAL_TEST_MODEL_FOLLOW, _RESUME, _CANCEL and _EXAMPLE, one per test
+// of its own: CORRAL_TEST_MODEL_FOLLOW, _RESUME, _CANCEL, _EXAMPLE and _CUT, one per test
 // (each scripted for one run).  CORRAL_TEST_KEY is the API key given to the
 // client, CORRAL_JS_CLIENT the package's directory.
 import {test} from 'node:test'
@@ -119,4 +119,18 @@ test('the runs example', () => {
   assert.match(r.stdout, /status: answered\nanswer: Done: widget sold 3\.\n/)
   assert.match(r.stdout, /widget 3\n/)
   assert.ok(!(r.stdout + r.stderr).includes(KEY))
+})
+
+test('a stream cut by the network is resumed', async () => {
+  // CORRAL_TEST_CUT_URL: a proxy to the server that cuts the first two event streams midway
+  const c = new Corral({baseUrl: env.CORRAL_TEST_CUT_URL, token: env.CORRAL_TEST_TOKEN})
+  const run = await c.runs.create('sum the sales', {model: 'gpt-test', baseUrl: env.CORRAL_TEST_MODEL_CUT,
+    inputs: {'sales.csv': 'product,sales\nwidget,3\n'}})
+  const events = []
+  for await (const ev of run.events()) events.push(ev)
+  assert.deepEqual(events.map((e) => e.id), events.map((_, i) => i + 1))
+  assert.equal(events.at(-1).type, 'run_end')
+  const again = []
+  for await (const ev of (await client.runs.get(run.id)).events()) again.push(ev)
+  assert.deepEqual(again, events)
 })

@@ -2,7 +2,7 @@
 --model-url any` and scripted model servers (tests/model-server), one per
 scenario of tests/clients/js-runs.test.mjs, run under `node --test` with
 each Node >= 20 that test_js_client.py finds: a run followed to its end, a
-follower that leaves and resumes, an AbortSignal, cancel, the example, artifacts and the
+follower that leaves and resumes, an AbortSignal, cancel, the example, a stream cut by the network (tests/e2e/cutproxy.py) and resumed, artifacts and the
 archive, the API key kept out of everything, a bad request."""
 import os
 import signal
@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from cutproxy import CutProxy
 from test_serve import LIVE, Server
 from test_js_client import NODES
 
@@ -47,7 +48,9 @@ def test_the_js_client_runs(server, major):
     if not NODES:
         pytest.skip("no Node >= 20 (tests/mcp/setup.sh found none, nor PATH)")
     with ScriptedServer(scenario()) as follow, ScriptedServer(scenario(delay=0.7)) as resume, \
-            ScriptedServer([text("too late") | {"delay": 30}]) as cancel, ScriptedServer(scenario()) as example:
+            ScriptedServer([text("too late") | {"delay": 30}]) as cancel, ScriptedServer(scenario()) as example, \
+            ScriptedServer(scenario(delay=0.3)) as cut:
+        proxy = CutProxy(server.port, cuts=2, after=900)
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": os.environ.get("HOME", "/"),
@@ -60,13 +63,18 @@ def test_the_js_client_runs(server, major):
             "CORRAL_TEST_MODEL_RESUME": resume.base_url,
             "CORRAL_TEST_MODEL_CANCEL": cancel.base_url,
             "CORRAL_TEST_MODEL_EXAMPLE": example.base_url,
+            "CORRAL_TEST_MODEL_CUT": cut.base_url,
+            "CORRAL_TEST_CUT_URL": f"http://127.0.0.1:{proxy.port}",
         }
         r = subprocess.run([NODES[major], "--test", "--test-reporter=spec", "--test-concurrency=1", TEST], env=env,
                            capture_output=True, text=True, timeout=300)
+        proxy.close()
         if r.returncode != 0:
             pytest.fail(f"node {major}: node --test exited {r.returncode}:\n{r.stdout}\n{r.stderr}", pytrace=False)
         follow.assert_ok()
         resume.assert_ok()
         example.assert_ok()
+        cut.assert_ok()
+        assert proxy.cut == 2  # the stream was cut twice, and resumed
         # the key given to the client went to the model
         assert follow.request_headers[0]["authorization"] == f"Bearer {KEY}"

@@ -15,6 +15,7 @@ import tarfile
 
 import pytest
 
+from cutproxy import CutProxy
 from test_serve import LIVE, Server
 
 ROOT = os.environ.get("CORRAL_SOURCE_ROOT") or os.path.join(os.path.dirname(__file__), "..", "..")
@@ -138,3 +139,24 @@ def test_the_runs_example(server):
     assert "[1] run_start" in r.stdout and "] run_end" in r.stdout and "widget,3" in r.stdout
     assert "status: answered\nanswer: Done: widget sold 3.\n" in r.stdout
     assert "widget 3\n" in r.stdout and "archive:" in r.stdout and KEY not in r.stdout + r.stderr
+
+
+def test_a_stream_cut_by_the_network_is_resumed(server):
+    proxy = CutProxy(server.port, cuts=2, after=900)
+    try:
+        c = Corral(base_url=f"http://127.0.0.1:{proxy.port}", token=server.token)
+        with ScriptedServer(scenario(delay=0.3)) as srv:
+            run = c.runs.create("sum the sales", model="gpt-test", base_url=srv.base_url,
+                                inputs={"sales.csv": "product,sales\nwidget,3\n"})
+            events = list(run.events())
+            srv.assert_ok()
+        assert proxy.cut == 2
+        ids = [e["id"] for e in events]
+        assert ids == list(range(1, len(ids) + 1)) and events[-1]["type"] == "run_end"
+        assert events == list(client_of(server).runs.get(run.id).events())
+    finally:
+        proxy.close()
+
+
+def client_of(server):
+    return Corral(base_url=f"http://127.0.0.1:{server.port}", token=server.token)

@@ -63,6 +63,7 @@ export class Run {
   async * events({after, signal, maxReconnects = 5} = {}) {
     let last = after ?? null
     let failures = 0
+    let quiet = 0
     for (;;) {
       const headers = {Accept: 'text/event-stream'}
       if (last !== null) headers['Last-Event-ID'] = String(last)
@@ -79,6 +80,7 @@ export class Run {
       let buf = ''
       let cur = {}
       let dropped = false
+      let progress = false
       try {
         for (;;) {
           let chunk
@@ -121,6 +123,7 @@ export class Run {
               last = n
             }
             failures = 0
+            progress = true
             yield ev
             if (ev.type === 'run_end') return
           }
@@ -131,10 +134,13 @@ export class Run {
         reader.cancel().catch(() => {})
       }
       if (!dropped) {
-        await this.refresh({signal})
-        if (this.done) return // a finished (or interrupted) run's stream was read to its end
-        if (++failures > maxReconnects) throw new ConnectionFailed(`run ${this.id}: the event stream kept breaking`)
-        await sleep(Math.min(200 * 2 ** failures, 5000), signal)
+        // The stream ended before run_end: cut (resume), or an interrupted run's
+        // last event (a finished run whose stream, read again, brings nothing new
+        // twice running).
+        quiet = progress ? 0 : quiet + 1
+        if (quiet >= 2 && (await this.refresh({signal})).done) return
+        if (!progress && ++failures > maxReconnects) throw new ConnectionFailed(`run ${this.id}: the event stream kept breaking`)
+        await sleep(failures ? Math.min(100 * 2 ** failures, 5000) : 50, signal)
       }
     }
   }

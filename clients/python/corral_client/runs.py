@@ -72,7 +72,7 @@ class Run:
         the run goes.  A broken stream or an `event: dropped` is resumed with
         Last-Event-ID, at most max_reconnects times in a row without progress."""
         last = after
-        failures = 0
+        failures = quiet = 0
         while True:
             headers = {"Accept": "text/event-stream"}
             if last is not None:
@@ -85,7 +85,7 @@ class Run:
                     raise
                 time.sleep(min(0.2 * 2 ** failures, 5))
                 continue
-            ended = dropped = False
+            ended = dropped = progress = False
             try:
                 cur = {}
                 while True:
@@ -122,6 +122,7 @@ class Run:
                         ev["id"] = n
                         last = n
                     failures = 0
+                    progress = True
                     yield ev
                     if ev.get("type") == "run_end":
                         ended = True
@@ -132,14 +133,16 @@ class Run:
             if ended:
                 return
             if not dropped:
-                # the stream ended: after run_end, or on an interrupted run's last event
-                info = self.refresh().info
-                if info.get("status") != "running":
-                    return  # a finished (or interrupted) run's stream was read to its end
-                failures += 1
+                # The stream ended before run_end: cut (resume), or an
+                # interrupted run's last event (a finished run whose stream,
+                # read again, brings nothing new twice running).
+                quiet = 0 if progress else quiet + 1
+                if quiet >= 2 and self.refresh().done:
+                    return
+                failures += 0 if progress else 1
                 if failures > max_reconnects:
                     raise ConnectionFailed(f"run {self.id}: the event stream kept breaking")
-                time.sleep(min(0.2 * 2 ** failures, 5))
+                time.sleep(min(0.1 * 2 ** failures, 5) if failures else 0.05)
 
     def wait(self, on_event=None, on_stdout=None, timeout=None):
         """Follow the events to the end (handing each to on_event, and the
