@@ -160,3 +160,16 @@ def test_a_stream_cut_by_the_network_is_resumed(server):
 
 def client_of(server):
     return Corral(base_url=f"http://127.0.0.1:{server.port}", token=server.token)
+
+
+def test_an_input_from_a_sandbox(client):
+    code = "print(open('input/data/sales.csv').read().strip())\n"
+    with ScriptedServer([tool_call("run_python", code=code), text("read it")]) as srv, \
+            client.sandboxes.create() as sb:
+        sb.files.write("data/sales.csv", "product,sales\nwidget,3\n")
+        run = client.runs.create("read it", model="gpt-test", base_url=srv.base_url,
+                                 inputs={"data/sales.csv": {"sandbox": sb, "path": "data/sales.csv"}})
+        out = []
+        assert run.wait(on_stdout=out.append, timeout=60).status == "answered"
+        srv.assert_ok()
+    assert "widget,3" in "".join(out)
