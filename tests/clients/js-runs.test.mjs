@@ -3,7 +3,8 @@
 // started (CORRAL_TEST_URL, CORRAL_TEST_TOKEN), with scripted model servers
 // of its own: CORRAL_TEST_MODEL_FOLLOW, _RESUME, _CANCEL, _EXAMPLE and _CUT, one per test
 // (each scripted for one run).  CORRAL_TEST_KEY is the API key given to the
-// client, CORRAL_JS_CLIENT the package's directory.
+// client, CORRAL_JS_CLIENT the package's directory; CORRAL_TEST_CUT_URL a proxy
+// that cuts event streams, CORRAL_TEST_DROP_URL a stand-in that drops a follower.
 import {test} from 'node:test'
 import assert from 'node:assert/strict'
 import path from 'node:path'
@@ -133,4 +134,12 @@ test('a stream cut by the network is resumed', async () => {
   const again = []
   for await (const ev of (await client.runs.get(run.id)).events()) again.push(ev)
   assert.deepEqual(again, events)
+})
+
+test('a dropped follower comes back with Last-Event-ID', async () => {
+  // CORRAL_TEST_DROP_URL: a stand-in server that drops the first follower after event 2
+  const run = await new Corral({baseUrl: env.CORRAL_TEST_DROP_URL, token: 't'}).runs.get('r1')
+  const got = []
+  for await (const ev of run.events()) got.push([ev.id, ev.type])
+  assert.deepEqual(got, [[1, 'run_start'], [2, 'model_request'], [3, 'model_reply'], [4, 'run_end']])
 })

@@ -2,7 +2,8 @@
 --model-url any` and scripted model servers (tests/model-server), one per
 scenario of tests/clients/js-runs.test.mjs, run under `node --test` with
 each Node >= 20 that test_js_client.py finds: a run followed to its end, a
-follower that leaves and resumes, an AbortSignal, cancel, the example, a stream cut by the network (tests/e2e/cutproxy.py) and resumed, artifacts and the
+follower that leaves and resumes, an AbortSignal, cancel, the example, a stream cut by the network (tests/e2e/cutproxy.py) and resumed, a
+follower dropped as slow back with Last-Event-ID, artifacts and the
 archive, the API key kept out of everything, a bad request."""
 import os
 import signal
@@ -11,7 +12,7 @@ import sys
 
 import pytest
 
-from cutproxy import CutProxy
+from cutproxy import CutProxy, DroppingServer
 from test_serve import LIVE, Server
 from test_js_client import NODES
 
@@ -51,6 +52,7 @@ def test_the_js_client_runs(server, major):
             ScriptedServer([text("too late") | {"delay": 30}]) as cancel, ScriptedServer(scenario()) as example, \
             ScriptedServer(scenario(delay=0.3)) as cut:
         proxy = CutProxy(server.port, cuts=2, after=900)
+        fake = DroppingServer()
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": os.environ.get("HOME", "/"),
@@ -65,10 +67,12 @@ def test_the_js_client_runs(server, major):
             "CORRAL_TEST_MODEL_EXAMPLE": example.base_url,
             "CORRAL_TEST_MODEL_CUT": cut.base_url,
             "CORRAL_TEST_CUT_URL": f"http://127.0.0.1:{proxy.port}",
+            "CORRAL_TEST_DROP_URL": f"http://127.0.0.1:{fake.port}",
         }
         r = subprocess.run([NODES[major], "--test", "--test-reporter=spec", "--test-concurrency=1", TEST], env=env,
                            capture_output=True, text=True, timeout=300)
         proxy.close()
+        fake.close()
         if r.returncode != 0:
             pytest.fail(f"node {major}: node --test exited {r.returncode}:\n{r.stdout}\n{r.stderr}", pytrace=False)
         follow.assert_ok()
@@ -76,5 +80,6 @@ def test_the_js_client_runs(server, major):
         example.assert_ok()
         cut.assert_ok()
         assert proxy.cut == 2  # the stream was cut twice, and resumed
+        assert fake.seen == [None, "2"]  # dropped, and back with Last-Event-ID
         # the key given to the client went to the model
         assert follow.request_headers[0]["authorization"] == f"Bearer {KEY}"

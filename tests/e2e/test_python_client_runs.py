@@ -15,7 +15,7 @@ import tarfile
 
 import pytest
 
-from cutproxy import CutProxy
+from cutproxy import CutProxy, DroppingServer
 from test_serve import LIVE, Server
 
 ROOT = os.environ.get("CORRAL_SOURCE_ROOT") or os.path.join(os.path.dirname(__file__), "..", "..")
@@ -173,3 +173,14 @@ def test_an_input_from_a_sandbox(client):
         assert run.wait(on_stdout=out.append, timeout=60).status == "answered"
         srv.assert_ok()
     assert "widget,3" in "".join(out)
+
+
+def test_a_dropped_follower_comes_back_with_last_event_id():
+    fake = DroppingServer()
+    try:
+        run = Corral(base_url=f"http://127.0.0.1:{fake.port}", token="t").runs.get("r1")
+        assert [(e["id"], e["type"]) for e in run.events()] == [
+            (1, "run_start"), (2, "model_request"), (3, "model_reply"), (4, "run_end")]
+        assert fake.seen == [None, "2"]
+    finally:
+        fake.close()
