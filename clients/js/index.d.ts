@@ -128,10 +128,46 @@ export class Sandboxes {
   with<T>(o: CreateOptions, fn: (sb: Sandbox) => Promise<T>): Promise<T>
 }
 
+export interface RunEvent { id: number; type: string; [k: string]: unknown }
+export interface RunInfo {
+  id: string; status: string; task: string; model?: string; created?: string
+  answer?: string | null; reason?: string | null; iterations?: number; usage?: Record<string, unknown>
+  artifacts?: Array<Record<string, unknown>>; [k: string]: unknown
+}
+export interface RunCreateOptions {
+  model?: string; baseUrl?: string; provider?: string
+  /** sent as X-Model-Api-Key, never kept */
+  apiKey?: string
+  inputs?: Record<string, string | Uint8Array | ArrayBuffer | {sandbox: Sandbox | string; path?: string}>
+  limits?: Limits; review?: string | Record<string, unknown>
+  maxIterations?: number; tokenBudget?: number; wallBudget?: number; signal?: AbortSignal
+}
+export class Run {
+  id: string
+  info: RunInfo
+  readonly status: string
+  readonly done: boolean
+  readonly answer?: string | null
+  readonly usage?: Record<string, unknown>
+  refresh(o?: {signal?: AbortSignal}): Promise<Run>
+  cancel(): Promise<Run>
+  events(o?: {after?: number; signal?: AbortSignal; maxReconnects?: number}): AsyncGenerator<RunEvent>
+  wait(o?: {onEvent?: (ev: RunEvent) => void; onStdout?: (s: string) => void; timeoutMs?: number; signal?: AbortSignal}): Promise<Run>
+  artifacts(): Promise<FileEntry[]>
+  artifact(path: string): Promise<Uint8Array>
+  archive(): Promise<Uint8Array>
+}
+export class Runs {
+  create(task: string, o?: RunCreateOptions): Promise<Run>
+  get(id: string): Promise<Run>
+  list(): Promise<Run[]>
+}
+
 export class Corral {
   constructor(o?: CorralOptions)
   baseUrl: string
   sandboxes: Sandboxes
+  runs: Runs
   health(): Promise<{status: string}>
 }
 export default Corral

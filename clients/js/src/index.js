@@ -1,10 +1,12 @@
 // corral-client: a client for `corral serve` (docs/clients.md).  No
-// dependencies; Node 20+ and browsers.  client.sandboxes today; client.runs
-// (agent runs over HTTP) will sit beside it on the same transport.
+// dependencies; Node 20+ and browsers.  client.sandboxes and client.runs
+// (agent runs over HTTP) on one transport.
 import {Transport} from './http.js'
 import {Sandboxes} from './sandboxes.js'
+import {Runs} from './runs.js'
 
 export * from './errors.js'
+export {Run, Runs} from './runs.js'
 export {Execution, Sandbox, SandboxSocket, Command, Files, Commands, Sandboxes} from './sandboxes.js'
 
 const env = (k) => (typeof process !== 'undefined' ? process.env?.[k] : undefined)
@@ -31,6 +33,7 @@ export class Corral {
     this.baseUrl = this._t.baseUrl
     this.WebSocket = o.WebSocket
     this.sandboxes = new Sandboxes(this._t, this)
+    this.runs = new Runs(this._t)
   }
   toJSON() { return {baseUrl: this.baseUrl} }
   /** GET /healthz (no token needed). */

@@ -9,9 +9,10 @@
 from .client import Corral
 from .errors import (BadRequest, Conflict, ConnectionFailed, CorralError, Forbidden, NotFound, PayloadTooLarge,
                      RateLimited, ServerError, Timeout, Unauthorized, Unavailable)
+from .runs import Run, Runs
 from .sandboxes import Command, Execution, ExecutionError, Sandbox
 
 __version__ = "0.1.0"
-__all__ = ["Corral", "Sandbox", "Execution", "ExecutionError", "Command", "CorralError", "BadRequest",
+__all__ = ["Corral", "Run", "Runs", "Sandbox", "Execution", "ExecutionError", "Command", "CorralError", "BadRequest",
            "Unauthorized", "Forbidden", "NotFound", "Conflict", "PayloadTooLarge", "RateLimited", "ServerError",
            "Unavailable", "ConnectionFailed", "Timeout"]

@@ -1,9 +1,10 @@
-"""Corral: the entry point.  client.sandboxes today; client.runs (agent runs
-over HTTP) will sit beside it on the same transport."""
+"""Corral: the entry point.  client.sandboxes and client.runs (agent runs
+over HTTP) on one transport."""
 import os
 import urllib.parse
 
 from ._http import Transport
+from .runs import Runs
 from .sandboxes import Sandboxes
 
 
@@ -27,6 +28,7 @@ class Corral:
         self._t = Transport(base_url, token, timeout, max_retries, max_retry_wait)
         self.base_url = self._t.base_url
         self.sandboxes = Sandboxes(self._t)
+        self.runs = Runs(self._t)
 
     def __repr__(self):
         return f"Corral(base_url={self.base_url!r})"
