@@ -643,12 +643,25 @@ static int inputs_manifest(struct server *s, int who, struct srv_run *sr, json_t
                                                                      "\"content_base64\" or \"sandbox\" (strings)", i);
                 }
                 cleanup_free char *dest = NULL, *source = NULL;
+                /* The destination checked here, where the message can name
+                 * the input (the manifest's would name a file of the
+                 * server's). */
+                char what[48];
+                snprintf(what, sizeof(what), "inputs[%zu].path", i);
+                if (asprintf(&dest, "input/%s", path) < 0) {
+                        json_decref(entries);
+                        return corral_fail(ret_err, ENOMEM, "cannot take the inputs");
+                }
+                if (ws_manifest_check_dest(dest, false, what, ret_err) < 0) {
+                        json_decref(entries);
+                        corral_error_set_field(ret_err, "inputs");
+                        return -1;
+                }
                 if (sid && stage_from_sandbox(s, who, sr, i, sid, path, &budget, &source, ret_err) < 0) {
                         json_decref(entries);
                         return -1;
                 }
-                if (asprintf(&dest, "input/%s", path) < 0 ||
-                    json_array_append_new(entries, json_pack("{s:s,s:s}", "dest", dest, sid ? "file" : "base64",
+                if (json_array_append_new(entries, json_pack("{s:s,s:s}", "dest", dest, sid ? "file" : "base64",
                                                              sid ? source : b64)) < 0) {
                         json_decref(entries);
                         return corral_fail(ret_err, ENOMEM, "cannot take the inputs");

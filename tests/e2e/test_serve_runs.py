@@ -367,6 +367,14 @@ def test_inputs_from_a_sandbox(serve):
                          ({"sandbox": "0" * 12, "path": "data/x.csv"}, True)):
             status, j = s.json("POST", "/v1/runs", {"task": "t", "model": model, "inputs": [bad]}, token=who)
             assert status in (400, 404) and j["error"]["field"] == "inputs", (bad, j)
+        # an uploaded input's path: checked, the message naming the input,
+        # never a file of the server's
+        for path in ("../up.csv", "/etc/x", "a/../../b", "", "."):
+            status, j = s.json("POST", "/v1/runs", {"task": "t", "model": model, "inputs": [
+                {"path": path, "content_base64": "eA=="}]})
+            assert status == 400 and j["error"]["field"] == "inputs", (path, j)
+            assert "inputs[0].path" in j["error"]["message"] and str(s.data) not in j["error"]["message"], j
+            assert "/tmp" not in j["error"]["message"], j
         rid = start_run(s, srv, {"inputs": [{"sandbox": sid, "path": "data/x.csv"}]})
         j = wait_end(s, rid)
         srv.assert_ok()
