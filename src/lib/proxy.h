@@ -1,4 +1,4 @@
-/* proxy.h: the host-side HTTP proxy of a CORRAL_NET_ALLOW jail, and the
+/* proxy.h: (Internal to src/lib/.) The host-side HTTP proxy of a CORRAL_NET_ALLOW jail, and the
  * pure pieces it is made of (allow-list entries, request heads, the TLS
  * server name), exposed for the unit tests and fuzz targets.
  *
