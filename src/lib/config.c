@@ -395,12 +395,21 @@ int corral_jail_config_add_net_allow(corral_jail_config *cfg, const char *list, 
                 return corral_fail(ret_err, ENOMEM, "cannot add to the jail configuration");
         if (copy[0] == '\0')
                 return corral_usage(ret_err, "the network allow-list is empty");
-        char *save = NULL;
-        for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-                struct net_allow_entry e;
-                if (net_allow_parse(item, &e, ret_err) < 0 || strv_push(&cfg->net_allow, item, ret_err) < 0)
+        /* All checked before any is added: a bad list changes nothing. */
+        struct net_allow_entry e;
+        for (char *item = copy, *next; item; item = next) {
+                next = strchr(item, ',');
+                if (next)
+                        *next = '\0';
+                if (net_allow_parse(item, &e, ret_err) < 0)
                         return -1;
+                if (next)
+                        *next++ = ',';
         }
+        char *save = NULL;
+        for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save))
+                if (strv_push(&cfg->net_allow, item, ret_err) < 0)
+                        return -1;
         return 0;
 }
 
