@@ -178,7 +178,7 @@ bool net_allow_matches(const struct net_allow_entry *e, const char *host, uint16
 
 static bool is_tchar(unsigned char c)
 {
-        return isalnum(c) || strchr("!#$%&'*+-.^_`|~", c) != NULL;
+        return c != 0 && (isalnum(c) || strchr("!#$%&'*+-.^_`|~", c) != NULL); /* strchr finds the NUL */
 }
 
 int net_request_parse(const char *buf, size_t len, struct net_request *ret, const char **ret_reason)
