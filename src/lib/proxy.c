@@ -456,17 +456,26 @@ static int wait_fd(struct conn *c, int fd, short events, int ms)
         }
 }
 
-static void send_all(int fd, const char *buf, size_t len)
+/* Send it all; every socket is non-blocking, so a peer that stops reading
+ * holds this connection up for NET_IDLE_MS at most, and never the proxy's
+ * stop.  false when it could not. */
+static bool send_all(struct conn *c, int fd, const char *buf, size_t len)
 {
         while (len > 0) {
-                ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+                ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n < 0 && errno == EINTR)
                         continue;
+                if (n < 0 && errno == EAGAIN) {
+                        if (wait_fd(c, fd, POLLOUT, NET_IDLE_MS) != 1)
+                                return false;
+                        continue;
+                }
                 if (n <= 0)
-                        return;
+                        return false;
                 buf += n;
                 len -= (size_t)n;
         }
+        return true;
 }
 
 /* Answer the program with an HTTP error carrying reason, and log it. */
@@ -483,7 +492,7 @@ static void refuse(struct conn *c, int code, const char *reason)
                          "Connection: close\r\nContent-Length: %d\r\n\r\ncorral proxy: %s\n",
                          code, text, reason, body, reason);
         if (n > 0)
-                send_all(c->client, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+                (void)send_all(c, c->client, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
 /* Count n more bytes; false when that passes the proxy's byte limit. */
@@ -583,7 +592,8 @@ static void relay(struct conn *c, const char *pending, size_t pending_len)
                         set_reason(c, "the jail's network byte limit was reached");
                         return;
                 }
-                send_all(c->server, pending, pending_len);
+                if (!send_all(c, c->server, pending, pending_len))
+                        return;
                 c->rec.bytes_up += pending_len;
         }
         char buf[65536];
@@ -623,9 +633,11 @@ static void relay(struct conn *c, const char *pending, size_t pending_len)
                                 set_reason(c, "the jail's network byte limit was reached");
                                 return;
                         }
-                        /* The other side is blocking: a slow reader holds
-                         * this connection up, no other. */
-                        send_all(to, buf, (size_t)n);
+                        /* A slow reader holds this connection up, no other. */
+                        if (!send_all(c, to, buf, (size_t)n)) {
+                                set_reason(c, "a peer stopped reading");
+                                return;
+                        }
                         if (side == 0)
                                 c->rec.bytes_up += (uint64_t)n;
                         else
@@ -759,7 +771,8 @@ static void serve(struct conn *c)
         c->rec.allowed = true;
         if (rq.connect) {
                 static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-                send_all(c->client, ok, sizeof(ok) - 1);
+                if (!send_all(c, c->client, ok, sizeof(ok) - 1))
+                        return;
                 size_t hello_len;
                 if (check_sni(c, &rq, &hello_len) < 0)
                         return;
@@ -776,7 +789,8 @@ static void serve(struct conn *c)
                 set_reason(c, "the jail's network byte limit was reached");
                 return;
         }
-        send_all(c->server, out, n);
+        if (!send_all(c, c->server, out, n))
+                return;
         c->rec.bytes_up += n;
         relay(c, c->head + rq.head_len, c->head_len - rq.head_len);
 }
@@ -857,7 +871,7 @@ static void *accept_main(void *arg)
                         continue;
                 if (r < 0 || pfd[1].revents)
                         break;
-                int client = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+                int client = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                 if (client < 0)
                         continue;
                 pthread_mutex_lock(&p->lock);

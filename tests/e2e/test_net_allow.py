@@ -21,6 +21,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
 
     def do_GET(self):
+        if self.path == "/huge":  # more than every socket buffer on the way holds
+            self.send_response(200)
+            self.end_headers()
+            try:
+                for _ in range(64):
+                    self.wfile.write(b"y" * (1 << 20))
+            except OSError:
+                pass
+            return
         body = b"x" * BIG if self.path == "/big" else f"hello from {self.headers.get('Host')}\n".encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -270,3 +279,19 @@ except OSError:
     print("in use")
 """, *allow(f"api.test:{http_server}"))
     assert r["stdout"] == "in use\n"
+
+
+def test_a_program_that_stops_reading_does_not_hold_the_teardown(jail, http_server):
+    t0 = time.monotonic()
+    r = jail(f"""
+import socket, time
+s = socket.create_connection(("127.0.0.1", 3128))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.sendall(b"GET http://api.test:{http_server}/huge HTTP/1.0\\r\\n\\r\\n")
+time.sleep(1)
+print("left")
+""", *allow(f"api.test:{http_server}", f"api.test:{HOST_ADDR}"))
+    assert r["stdout"] == "left\n", r
+    [c] = r["network"]
+    assert c["allowed"] and 0 < c["bytes_down"] < 64 << 20, c
+    assert time.monotonic() - t0 < 10
