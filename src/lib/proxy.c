@@ -872,8 +872,12 @@ static void *accept_main(void *arg)
                 if (r < 0 || pfd[1].revents)
                         break;
                 int client = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-                if (client < 0)
+                if (client < 0) {
+                        /* Out of fds (or memory): wait a little rather than spin. */
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                                (void)poll(&pfd[1], 1, 100);
                         continue;
+                }
                 pthread_mutex_lock(&p->lock);
                 bool busy = p->active >= p->max_conns;
                 if (!busy)
