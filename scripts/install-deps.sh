@@ -19,6 +19,8 @@ test="$test python3-websocket"
 test="$test wrk"
 # CPython's own regression suite, run bare and in the jail (tests/compat/, docs/compatibility.md).
 test="$test libpython3.11-testsuite"
+# --net allow= (tests/e2e/test_net_allow.py): a test certificate, and a proxy client.
+test="$test openssl curl"
 # clang's parser over every source (tests/clang-syntax.sh).
 test="$test clang"
 # Legitimate code for the review's corpus (tests/review/test_docs.py): the examples in Debian's

@@ -39,7 +39,11 @@ enum corral_net {
                                 * own loopback, up (127.0.0.1 reaches the jail, nothing else) */
         CORRAL_NET_DOWN,       /* the same namespace with loopback left down: no interface at all */
         CORRAL_NET_HOST,       /* the host's network: opt-in, warned by the CLI */
+        CORRAL_NET_ALLOW,      /* as none, plus a proxy on the jail's 127.0.0.1:3128 served from the
+                                * host that reaches only net_allow's hosts (docs/network.md) */
 };
+/* Where the proxy listens inside a CORRAL_NET_ALLOW jail. */
+#define CORRAL_NET_PROXY_PORT 3128
 /* The old name of "none" with loopback up (before it became the default). */
 #define CORRAL_NET_LOOPBACK CORRAL_NET_NONE
 
@@ -105,6 +109,16 @@ typedef struct corral_jail_config {
          * takes one free id from it. */
         uint32_t uid_base;
         uint32_t uid_count;
+
+        /* CORRAL_NET_ALLOW (docs/network.md).  net_allow: "HOST[:PORT]",
+         * "*.DOMAIN[:PORT]" (any subdomain), "IPV4[:PORT]" or "[IPV6][:PORT]";
+         * without a port, 80 and 443.  net_resolve: "HOST:ADDR", the proxy's
+         * answer for HOST instead of the host's resolver (an address so
+         * mapped may be loopback or private).  Both NULL-terminated or NULL. */
+        char **net_allow;
+        char **net_resolve;
+        uint64_t net_bytes;      /* bytes through the proxy, both ways, all connections (default 1 GiB) */
+        uint64_t net_conns;      /* connections open at once (default 32) */
 } corral_jail_config;
 
 /* Set the documented defaults. */
@@ -143,6 +157,11 @@ const char *corral_lang_from_name(const char *name);
 int corral_jail_config_add_env(corral_jail_config *cfg, const char *assignment, corral_error **ret_err);
 /* "SRC[:DST]"; DST defaults to SRC. */
 int corral_jail_config_add_bind(corral_jail_config *cfg, const char *spec, bool writable, corral_error **ret_err);
+/* Allow-list entries for CORRAL_NET_ALLOW, comma-separated ("a.com,*.b.org:8443");
+ * each is checked.  Does not change cfg->net. */
+int corral_jail_config_add_net_allow(corral_jail_config *cfg, const char *list, corral_error **ret_err);
+/* "HOST:ADDR" (ADDR an IPv4 or IPv6 address) for the proxy's resolver. */
+int corral_jail_config_add_net_resolve(corral_jail_config *cfg, const char *spec, corral_error **ret_err);
 /* Check the whole config; fills ret_err with a usage error when it is wrong. */
 int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **ret_err);
 
@@ -207,7 +226,28 @@ typedef struct corral_jail_result {
         char **denied;
         size_t n_denied;
         struct corral_jail_phases phases;
+        /* CORRAL_NET_ALLOW: every connection to the proxy, allowed or not,
+         * in the order they ended (at most CORRAL_NET_LOG_MAX; the rest are
+         * counted in network_dropped).  net_proxy: the proxy ran. */
+        bool net_proxy;
+        struct corral_net_conn *network;
+        size_t n_network;
+        uint64_t network_dropped;
 } corral_jail_result;
+
+/* One connection through the CORRAL_NET_ALLOW proxy. */
+struct corral_net_conn {
+        char *host;               /* as the program asked for it ("" when no request was read) */
+        uint16_t port;
+        char *method;             /* "CONNECT", "GET", ... ("" when no request was read) */
+        bool allowed;             /* the proxy connected it */
+        char *reason;             /* why it was refused or ended early, NULL when neither */
+        char *address;            /* the address connected to, NULL if none */
+        uint64_t bytes_up;        /* from the program */
+        uint64_t bytes_down;      /* to the program */
+        double ms;                /* accepted until closed */
+};
+#define CORRAL_NET_LOG_MAX 1024
 
 /* Streaming hooks; all optional. */
 typedef struct corral_jail_io {

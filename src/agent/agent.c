@@ -437,7 +437,10 @@ static json_t *limits_json(const corral_jail_config *j)
         return json_pack("{s:f, s:I, s:I, s:I, s:I, s:s}", "timeout_s", j->timeout_s, "memory_bytes",
                          (json_int_t)j->memory_bytes, "pids", (json_int_t)j->pids, "disk_bytes",
                          (json_int_t)j->disk_bytes, "output_limit", (json_int_t)j->output_limit, "net",
-                         j->net == CORRAL_NET_NONE ? "none" : j->net == CORRAL_NET_DOWN ? "down" : "host");
+                         j->net == CORRAL_NET_NONE   ? "none"
+                         : j->net == CORRAL_NET_DOWN ? "down"
+                         : j->net == CORRAL_NET_HOST ? "host"
+                                                     : "allow");
 }
 
 int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_error **err)

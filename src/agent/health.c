@@ -13,8 +13,10 @@ json_t *health_report(void)
         if (report == NULL)
                 return NULL;
         bool ran = probe_jail(checks);
-        if (ran)
+        if (ran) {
                 probe_python(checks);
+                probe_net_proxy(checks);
+        }
         model_probe_library(checks);
         archive_probe(checks);
         model_probe(checks);

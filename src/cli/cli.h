@@ -59,6 +59,9 @@ enum {
         OPT_PROFILE,
         OPT_REQUIRE_CGROUPS,
         OPT_UID_RANGE,
+        OPT_RESOLVE,
+        OPT_NET_BYTES,
+        OPT_NET_CONNS,
 };
 extern const struct option jail_long_options[];
 /* jail_long_options followed by extra (both end with a zeroed entry); free(). */

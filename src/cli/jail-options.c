@@ -29,6 +29,9 @@ const struct option jail_long_options[] = {
         { "profile", required_argument, NULL, OPT_PROFILE },
         { "require-cgroups", no_argument, NULL, OPT_REQUIRE_CGROUPS },
         { "uid-range", required_argument, NULL, OPT_UID_RANGE },
+        { "resolve", required_argument, NULL, OPT_RESOLVE },
+        { "net-bytes", required_argument, NULL, OPT_NET_BYTES },
+        { "net-conns", required_argument, NULL, OPT_NET_CONNS },
         { NULL, 0, NULL, 0 },
 };
 
@@ -99,9 +102,22 @@ int jail_option_apply(int c, const char *arg, corral_jail_config *cfg, corral_er
                         cfg->net = CORRAL_NET_DOWN;
                 else if (strcmp(arg, "host") == 0)
                         cfg->net = CORRAL_NET_HOST;
-                else
-                        return corral_usage(err, "--net: invalid mode '%s': expected none, down or host", arg);
+                else if (strncmp(arg, "allow=", 6) == 0) {
+                        cfg->net = CORRAL_NET_ALLOW;
+                        if (corral_jail_config_add_net_allow(cfg, arg + 6, err) < 0)
+                                return corral_error_prefix(err, "--net");
+                } else
+                        return corral_usage(err, "--net: invalid mode '%s': expected none, down, host or "
+                                                 "allow=HOST[:PORT][,...]", arg);
                 return 1;
+        case OPT_RESOLVE:
+                return corral_jail_config_add_net_resolve(cfg, arg, err) < 0 ? corral_error_prefix(err, "--resolve")
+                                                                             : 1;
+        case OPT_NET_BYTES:
+                return corral_parse_size(arg, &cfg->net_bytes, err) < 0 ? corral_error_prefix(err, "--net-bytes") : 1;
+        case OPT_NET_CONNS:
+                return corral_parse_count(arg, &cfg->net_conns, err) < 0 ? corral_error_prefix(err, "--net-conns")
+                                                                          : 1;
         case OPT_RO_BIND:
         case OPT_BIND:
                 return corral_jail_config_add_bind(cfg, arg, c == OPT_BIND, err) < 0 ? -1 : 1;
@@ -154,5 +170,7 @@ int jail_options_parse(int argc, char **argv, const char *shortopts, const struc
                 if (r == 0 && apply(c, optarg, userdata, err) < 0)
                         return -1;
         }
+        if (cfg->net == CORRAL_NET_ALLOW && strcmp(cmd, "exec") != 0)
+                return corral_usage(err, "--net allow= works with 'corral exec' only for now (docs/network.md)");
         return 0;
 }

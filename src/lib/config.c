@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 
 #include "jail-internal.h"
+#include "proxy.h"
 
 void corral_jail_config_init(corral_jail_config *cfg)
 {
@@ -21,6 +23,8 @@ void corral_jail_config_init(corral_jail_config *cfg)
         cfg->stdin_mode = CORRAL_STDIN_NULL;
         cfg->uid_base = JAIL_DEFAULT_UID_BASE;
         cfg->uid_count = JAIL_DEFAULT_UID_COUNT;
+        cfg->net_bytes = 1ull << 30;
+        cfg->net_conns = 32;
 }
 
 static void free_strv(char **v)
@@ -43,6 +47,8 @@ void corral_jail_config_release(corral_jail_config *cfg)
                 free(cfg->binds[i].dst);
         }
         free(cfg->binds);
+        free_strv(cfg->net_allow);
+        free_strv(cfg->net_resolve);
         memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -79,6 +85,8 @@ int corral_jail_config_copy(corral_jail_config *dst, const corral_jail_config *s
         *dst = *src;
         dst->argv = copy_strv(src->argv, &oom);
         dst->env = copy_strv(src->env, &oom);
+        dst->net_allow = copy_strv(src->net_allow, &oom);
+        dst->net_resolve = copy_strv(src->net_resolve, &oom);
         dst->script = NULL;
         if (src->script && (dst->script = malloc(src->script_len + 1)) != NULL) {
                 memcpy(dst->script, src->script, src->script_len);
@@ -315,6 +323,8 @@ int corral_jail_config_add_bind_fd(corral_jail_config *cfg, int src_fd, const ch
         return 0;
 }
 
+static int resolve_valid(const char *spec, corral_error **ret_err);
+
 int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **ret_err)
 {
         if (cfg->argv == NULL || cfg->argv[0] == NULL || cfg->argv[0][0] == '\0')
@@ -345,5 +355,91 @@ int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **re
         for (size_t i = 0; cfg->env && cfg->env[i]; i++)
                 if (strchr(cfg->env[i], '=') == NULL)
                         return corral_usage(ret_err, "invalid environment assignment '%s'", cfg->env[i]);
+        if ((unsigned)cfg->net > CORRAL_NET_ALLOW)
+                return corral_usage(ret_err, "unknown network mode %d", (int)cfg->net);
+        struct net_allow_entry e;
+        for (size_t i = 0; cfg->net_allow && cfg->net_allow[i]; i++)
+                if (net_allow_parse(cfg->net_allow[i], &e, ret_err) < 0)
+                        return -1;
+        for (size_t i = 0; cfg->net_resolve && cfg->net_resolve[i]; i++)
+                if (resolve_valid(cfg->net_resolve[i], ret_err) < 0)
+                        return -1;
+        if (cfg->net == CORRAL_NET_ALLOW && (cfg->net_allow == NULL || cfg->net_allow[0] == NULL))
+                return corral_usage(ret_err, "the network allow-list is empty");
+        if (cfg->net_conns < 1 || cfg->net_conns > 1024)
+                return corral_usage(ret_err, "the network connection limit must be between 1 and 1024");
+        if (cfg->net_bytes < 1)
+                return corral_usage(ret_err, "the network byte limit must be at least 1 byte");
         return 0;
+}
+
+static int strv_push(char ***v, const char *s, corral_error **ret_err)
+{
+        size_t n = 0;
+        while (*v && (*v)[n])
+                n++;
+        char **nv = realloc(*v, (n + 2) * sizeof(char *));
+        if (nv == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot add to the jail configuration");
+        *v = nv;
+        if ((nv[n] = strdup(s)) == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot add to the jail configuration");
+        nv[n + 1] = NULL;
+        return 0;
+}
+
+int corral_jail_config_add_net_allow(corral_jail_config *cfg, const char *list, corral_error **ret_err)
+{
+        cleanup_free char *copy = strdup(list);
+        if (copy == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot add to the jail configuration");
+        if (copy[0] == '\0')
+                return corral_usage(ret_err, "the network allow-list is empty");
+        /* All checked before any is added: a bad list changes nothing. */
+        struct net_allow_entry e;
+        for (char *item = copy, *next; item; item = next) {
+                next = strchr(item, ',');
+                if (next)
+                        *next = '\0';
+                if (net_allow_parse(item, &e, ret_err) < 0)
+                        return -1;
+                if (next)
+                        *next++ = ',';
+        }
+        char *save = NULL;
+        for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save))
+                if (strv_push(&cfg->net_allow, item, ret_err) < 0)
+                        return -1;
+        return 0;
+}
+
+static int resolve_valid(const char *spec, corral_error **ret_err)
+{
+        const char *colon = strchr(spec, ':');
+        char host[NET_HOST_MAX + 1];
+        unsigned char addr[16];
+        struct net_allow_entry e;
+        if (colon == NULL || colon == spec || (size_t)(colon - spec) > NET_HOST_MAX)
+                return corral_usage(ret_err, "invalid resolve entry '%s': expected HOST:ADDR", spec);
+        memcpy(host, spec, (size_t)(colon - spec));
+        host[colon - spec] = '\0';
+        const char *a = colon + 1;
+        char v6[64];
+        size_t an = strlen(a);
+        if (an > 2 && an < sizeof(v6) && a[0] == '[' && a[an - 1] == ']') {
+                memcpy(v6, a + 1, an - 2);
+                v6[an - 2] = '\0';
+                a = v6;
+        }
+        if (net_allow_parse(host, &e, NULL) < 0 || e.literal || e.port ||
+            (inet_pton(AF_INET, a, addr) != 1 && inet_pton(AF_INET6, a, addr) != 1))
+                return corral_usage(ret_err, "invalid resolve entry '%s': expected HOST:ADDR", spec);
+        return 0;
+}
+
+int corral_jail_config_add_net_resolve(corral_jail_config *cfg, const char *spec, corral_error **ret_err)
+{
+        if (resolve_valid(spec, ret_err) < 0)
+                return -1;
+        return strv_push(&cfg->net_resolve, spec, ret_err);
 }

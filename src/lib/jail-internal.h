@@ -226,6 +226,7 @@ enum enter_step {
         STEP_EXEC_INIT = -14,
         STEP_PDEATHSIG = -15,
         STEP_NETNS = -16,
+        STEP_PROXY = -17,
 };
 
 struct jail_plan {
@@ -252,6 +253,7 @@ struct jail_plan {
         int stdin_fd, stdout_fd, stderr_fd, config_fd, status_fd;
         int init_fd, sync_fd;
         int sync_wfd;            /* the caller's end, held until the jail is gone */
+        int proxy_fd;            /* CORRAL_NET_ALLOW: a unix socket to the proxy, for its listening socket */
         bool keep_caps;          /* a zygote: keep the capabilities of its own user namespace */
 };
 CORRAL_HIDDEN int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_error **ret_err);

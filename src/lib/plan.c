@@ -511,6 +511,7 @@ const char *jail_plan_step_name(const struct jail_plan *p, int step, char *buf, 
                 [-STEP_EXEC_INIT] = "execute corral-init",
                 [-STEP_PDEATHSIG] = "set the parent-death signal",
                 [-STEP_NETNS] = "create the network namespace",
+                [-STEP_PROXY] = "make the network proxy's listening socket",
         };
         if (step < 0 && (size_t)-step < ARRAY_SIZE(fixed) && fixed[-step])
                 return fixed[-step];

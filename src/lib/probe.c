@@ -164,6 +164,40 @@ bool probe_jail(json_t *checks)
         return ran;
 }
 
+void probe_net_proxy(json_t *checks)
+{
+        corral_jail_config cfg;
+        corral_jail_config_init(&cfg);
+        corral_error *err = NULL;
+        char *argv[] = { (char *)"bash", (char *)"-c",
+                         (char *)"exec 3<>/dev/tcp/127.0.0.1/3128 && "
+                                 "printf 'GET http://doctor.invalid/ HTTP/1.0\\r\\n\\r\\n' >&3 && dd bs=12 count=1 status=none <&3",
+                         NULL };
+        corral_jail_io io = { .capture = true, .cancel_fd = -1 };
+        corral_jail_result res;
+        char buf[512];
+        cfg.timeout_s = 10;
+        cfg.net = CORRAL_NET_ALLOW;
+        bool ran = corral_jail_config_set_argv(&cfg, argv, &err) == 0 &&
+                   corral_jail_config_add_net_allow(&cfg, "allowed.invalid", &err) == 0 &&
+                   corral_jail_run(&cfg, &io, &res, &err) == 0;
+        bool ok = false;
+        if (ran) {
+                ok = res.stdout_buf && strcmp(res.stdout_buf, "HTTP/1.1 403") == 0 && res.n_network == 1 &&
+                     !res.network[0].allowed;
+                snprintf(buf, sizeof(buf), ok ? "answers inside a jail at 127.0.0.1:%d (a refused request, %.1f ms)"
+                                              : "no answer from the proxy inside a jail (port %d, %.1f ms)",
+                         CORRAL_NET_PROXY_PORT, res.wall_ms);
+                corral_jail_result_release(&res);
+        } else {
+                snprintf(buf, sizeof(buf), "%s", err ? err->msg : "failed");
+        }
+        probe_add(checks, "net allow proxy", ok, ok ? "ok" : "missing", buf,
+                  "network allow-lists will not work here; the rest of corral does not need them");
+        corral_error_free(err);
+        corral_jail_config_release(&cfg);
+}
+
 void probe_python(json_t *checks)
 {
         corral_jail_config cfg;

@@ -10,7 +10,7 @@
  * Other modules add their checks with probe_add() (model, workspace,
  * session: agent/health.h gathers them all).
  *
- * Threads: thread-safe.  probe_jail() and probe_python() run jails (tens
+ * Threads: thread-safe.  probe_jail(), probe_python() and probe_net_proxy() run jails (tens
  * of milliseconds, and up to a minute for Python's imports); probe_jail()
  * forks once to try a user namespace (the child only calls unshare()).
  */
@@ -41,5 +41,8 @@ CORRAL_HIDDEN bool probe_jail(json_t *checks);
 /* "python in a jail": Python and numpy, pandas, matplotlib, scipy as a
  * jail sees them (their versions, or which are missing). */
 CORRAL_HIDDEN void probe_python(json_t *checks);
+/* Does the --net allow proxy answer inside a jail?  A request for a host
+ * not on the list, refused by the proxy: nothing leaves the host. */
+CORRAL_HIDDEN void probe_net_proxy(json_t *checks);
 
 #endif

@@ -215,7 +215,8 @@ out:
 char *corral_jail_config_to_profile_json(const corral_jail_config *cfg)
 {
         static const char *const nets[] = { [CORRAL_NET_NONE] = "none", [CORRAL_NET_DOWN] = "down",
-                                            [CORRAL_NET_HOST] = "host" };
+                                            [CORRAL_NET_HOST] = "host",
+                                            [CORRAL_NET_ALLOW] = "allow" };
         json_t *o = json_pack("{s:f, s:I, s:I, s:I, s:I, s:I, s:s, s:b}", "timeout", cfg->timeout_s, "memory",
                               (json_int_t)cfg->memory_bytes, "pids", (json_int_t)cfg->pids, "nofile",
                               (json_int_t)cfg->nofile, "disk", (json_int_t)cfg->disk_bytes, "output_limit",

@@ -117,6 +117,24 @@ char *corral_jail_result_to_json(const corral_jail_result *r)
                         json_array_append_new(d, text(r->denied[i], strlen(r->denied[i])));
                 json_object_set_new(o, "denied", d);
         }
+        if (r->net_proxy) {
+                json_t *a = json_array();
+                for (size_t i = 0; a && i < r->n_network; i++) {
+                        const struct corral_net_conn *c = &r->network[i];
+                        const char *h = c->host ? c->host : "", *m = c->method ? c->method : "";
+                        json_array_append_new(
+                                a, json_pack("{s:o, s:i, s:o, s:b, s:o, s:o, s:I, s:I, s:o}", "host",
+                                             text(h, strlen(h)), "port", (int)c->port, "method", text(m, strlen(m)),
+                                             "allowed", c->allowed, "reason",
+                                             c->reason ? text(c->reason, strlen(c->reason)) : json_null(), "address",
+                                             c->address ? text(c->address, strlen(c->address)) : json_null(),
+                                             "bytes_up", (json_int_t)c->bytes_up, "bytes_down",
+                                             (json_int_t)c->bytes_down, "ms", ms(c->ms)));
+                }
+                json_object_set_new(o, "network", a);
+                if (r->network_dropped)
+                        json_object_set_new(o, "network_dropped", json_integer((json_int_t)r->network_dropped));
+        }
         char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
         json_decref(o);
         return s;

@@ -24,12 +24,14 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 
 #include "jail-internal.h"
+#include "proxy.h"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -165,6 +167,17 @@ static int write_orders(const corral_jail_config *cfg, const struct jail_bpf *bp
         for (size_t i = 0; i < ARRAY_SIZE(default_env); i++)
                 if (!env_overridden(cfg, default_env[i]) && strings_add(&s, default_env[i]) < 0)
                         goto oom;
+        /* --net allow: programs find the proxy (docs/network.md). */
+        static const char *const proxy_env[] = {
+                "HTTP_PROXY=http://127.0.0.1:3128",  "HTTPS_PROXY=http://127.0.0.1:3128",
+                "ALL_PROXY=http://127.0.0.1:3128",   "NO_PROXY=localhost,127.0.0.1,::1",
+                "http_proxy=http://127.0.0.1:3128",  "https_proxy=http://127.0.0.1:3128",
+                "all_proxy=http://127.0.0.1:3128",   "no_proxy=localhost,127.0.0.1,::1",
+                "PIP_PROXY=http://127.0.0.1:3128",
+        };
+        for (size_t i = 0; cfg->net == CORRAL_NET_ALLOW && i < ARRAY_SIZE(proxy_env); i++)
+                if (!env_overridden(cfg, proxy_env[i]) && strings_add(&s, proxy_env[i]) < 0)
+                        goto oom;
         for (size_t i = 0; cfg->env && cfg->env[i]; i++)
                 if (strings_add(&s, cfg->env[i]) < 0)
                         goto oom;
@@ -236,6 +249,8 @@ struct jail {
         bool cancelled;
         bool cpu_exceeded;       /* the tree's CPU time passed --cpu-time */
         struct rusage ru;
+        struct net_proxy *proxy;  /* CORRAL_NET_ALLOW */
+        int proxy_child_fd;       /* the child's end of the proxy's handoff socket */
 };
 
 static void jail_close_fds(struct jail *j)
@@ -663,7 +678,8 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
         uint32_t inside = zygote ? 0 : JAIL_UID_INSIDE;
         memset(ret, 0, sizeof(*ret));
         struct jail j = { .cfg = cfg, .io = io, .pidfd = -1, .out_r = -1, .err_r = -1, .status_r = -1,
-                          .sync_w = -1, .in = { .src = -1, .dst = -1 }, .lease = { .fd = -1 } };
+                          .sync_w = -1, .in = { .src = -1, .dst = -1 }, .lease = { .fd = -1 },
+                          .proxy_child_fd = -1 };
         j.t_start = monotonic_ms();
         /* Streaming callers get the bytes through on_output; keep none. */
         j.out.count_only = j.err.count_only = io != NULL && !io->capture;
@@ -792,6 +808,19 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
         j.plan.sync_fd = child_fds[5];
         j.plan.sync_wfd = j.sync_w;
         j.plan.init_fd = initfd;
+        j.plan.proxy_fd = -1;
+        if (cfg->net == CORRAL_NET_ALLOW) {
+                /* The proxy runs from now to teardown; the child sends its
+                 * listening socket over this pair (enter.c). */
+                int sv[2];
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                        corral_fail(ret_err, errno, "cannot start the network proxy");
+                        goto out;
+                }
+                j.proxy_child_fd = j.plan.proxy_fd = sv[1];
+                if (net_proxy_start(cfg, sv[0], &j.proxy, ret_err) < 0)
+                        goto out;
+        }
 
         uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
                          CLONE_PIDFD;
@@ -827,6 +856,9 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
                 goto out;
         }
         j.pid = (pid_t)pid;
+        if (j.proxy_child_fd >= 0)
+                close(j.proxy_child_fd);
+        j.proxy_child_fd = -1;
         for (int i = 0; i < 6; i++) {
                 if (child_fds[i] >= 0)
                         close(child_fds[i]);
@@ -909,6 +941,10 @@ out:
                 if (child_fds[i] >= 0)
                         close(child_fds[i]);
         jail_close_fds(&j);
+        if (j.proxy_child_fd >= 0)
+                close(j.proxy_child_fd);
+        /* The jail is gone: its end of every connection is closed. */
+        net_proxy_stop(j.proxy, rc == 0 ? ret : NULL);
         if (j.have_cg)
                 cgroup_destroy(&j.cg);
         if (j.have_cg && rc == 0)
@@ -931,5 +967,6 @@ void corral_jail_result_release(corral_jail_result *res)
         for (size_t i = 0; i < res->n_denied; i++)
                 free(res->denied[i]);
         free(res->denied);
+        net_log_release(res);
         memset(res, 0, sizeof(*res));
 }

@@ -790,6 +790,8 @@ int warm_supported(const corral_jail_config *cfg, corral_error **ret_err)
         }
         if (cfg->net == CORRAL_NET_HOST)
                 return corral_usage(ret_err, "warm sessions have no host network: start a cold session");
+        if (cfg->net == CORRAL_NET_ALLOW)
+                return corral_usage(ret_err, "warm sessions have no network allow-list yet");
         /* The zygote keeps corral's hard limits as its ceilings (spawn.c):
          * each session gets its caller's limits, up to them. */
         static const struct {

@@ -250,3 +250,51 @@ print(json.dumps(res))
         if name.startswith("AF_"):
             assert outcome == "EAFNOSUPPORT", (name, outcome)
     assert res["RAW_INET"] == res["RAW_INET6"] == "EPERM", res
+
+
+PROXY_TRIES = r"""
+import json, socket, sys
+port = int(sys.argv[1])
+res = {}
+def ask(name, head):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+    s.sendall(head.encode())
+    s.settimeout(5)
+    try:
+        line = s.recv(200).split(b"\r\n")[0].decode()
+    except OSError as e:
+        line = repr(e)
+    res[name] = line
+    s.close()
+ask("literal", f"GET http://127.0.0.1:{port}/ HTTP/1.1\r\n\r\n")
+ask("mapped-v6", f"GET http://[::ffff:127.0.0.1]:{port}/ HTTP/1.1\r\n\r\n")
+ask("connect-literal", f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n")
+ask("short-ip", f"GET http://127.1:{port}/ HTTP/1.1\r\n\r\n")
+ask("localhost", f"GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
+ask("userinfo", f"GET http://ok.test:{port}@127.0.0.1:{port}/ HTTP/1.1\r\n\r\n")
+ask("host-header", f"GET http://evil.test:{port}/ HTTP/1.1\r\nHost: ok.test:{port}\r\n\r\n")
+ask("origin-form", f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n")
+print(json.dumps(res))
+"""
+
+
+def test_allow_list_no_way_to_the_hosts_listeners(run_jail, listener):
+    """--net allow=: the host's own 127.0.0.1 listener stays out of reach, directly and through the proxy
+    (by address, mapped IPv6, CONNECT, short forms, a name resolving to loopback, URL and Host tricks)."""
+    lst = listener()
+    port = lst.address[1]
+    socket.create_connection(("127.0.0.1", port), timeout=2).close()  # control
+    _wait_for(lambda: len(lst.hits) == 1)
+    lst.hits.clear()
+    opts = ["--net", f"allow=ok.test:{port},localhost:{port}", "--resolve", "ok.test:127.0.0.2"]
+    targets = ["127.0.0.1", "localhost"] + _host_addresses()
+    r = run_jail(opts, CONNECT, argv=[str(port)] + targets, timeout=10)
+    assert r["status"] == "ok", r
+    assert "connected" not in out_json(r).values(), r
+    r = run_jail(opts, PROXY_TRIES, argv=[str(port)], timeout=20)
+    assert r["status"] == "ok", r
+    res = out_json(r)
+    for name, line in res.items():
+        assert line.split(" ")[1] in ("400", "403"), (name, line)
+    assert all(not c["allowed"] for c in r["network"]), r["network"]
+    assert lst.hits == []

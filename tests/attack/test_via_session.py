@@ -34,7 +34,7 @@ from test_syscalls import *  # noqa: F401,F403,E402
 from test_terminals import *  # noqa: F401,F403,E402
 
 # Options of `corral exec` that a session does not take (-t is a step's).
-EXEC_ONLY = ("--stdin", "--lang", "-c", "--code", "--json", "--review")
+EXEC_ONLY = ("--stdin", "--lang", "-c", "--code", "--json", "--review", "--resolve", "--net-bytes", "--net-conns")
 
 
 class SessionRunner:

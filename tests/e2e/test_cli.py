@@ -156,6 +156,8 @@ def test_doctor_json_is_the_report_it_prints(corral):
                  "libarchive", "session host"]:
         assert name in names, names
     assert names.index("jail") < names.index("python in a jail") < names.index("libcurl")
+    proxy = checks[names.index("net allow proxy")]
+    assert proxy["ok"] is True and "answers inside a jail at 127.0.0.1:3128" in proxy["detail"], proxy
     for c in checks:
         assert isinstance(c["ok"], bool) and isinstance(c["detail"], str), c
         assert c["state"] in ("ok", "missing", "none", "yes", "fast", "slow"), c

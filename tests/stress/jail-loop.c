@@ -3,7 +3,8 @@
  *   jail-loop [N]      (default 1000; CORRAL_INIT names corral-init)
  *
  * Runs N jails one after another through corral_jail_run(): mostly
- * /bin/true, every 10th `python3 -c print(1)`, and once in a hundred one
+ * /bin/true, every 10th `python3 -c print(1)` after a request refused by
+ * the --net allow proxy (that and the timed-out ones run with a proxy), and once in a hundred one
  * that times out, one whose program is missing, one that overflows its
  * output limit and one cancelled through cancel_fd, so the error and kill
  * paths are repeated too.  After jail 50 (warm-up: caches, the seccomp
@@ -259,7 +260,12 @@ static enum kind kind_of(long i, bool have_python)
 static int setup(corral_jail_config *cfg, enum kind k)
 {
         static char *const argv_true[] = { "/bin/true", NULL };
-        static char *const argv_python[] = { "python3", "-c", "print(1)", NULL };
+        /* Through the --net allow proxy: a refused request, then the answer. */
+        static char *const argv_python[] = { "python3", "-c",
+                                             "import socket; s = socket.create_connection(('127.0.0.1', 3128)); "
+                                             "s.sendall(b'GET http://denied.test/ HTTP/1.0\\r\\n\\r\\n'); "
+                                             "assert s.recv(12) == b'HTTP/1.1 403'; print(1)",
+                                             NULL };
         static char *const argv_sleep[] = { "/bin/sleep", "10", NULL };
         static char *const argv_missing[] = { "/nonexistent/program", NULL };
         static char *const argv_flood[] = { "/bin/sh", "-c",
@@ -274,6 +280,12 @@ static int setup(corral_jail_config *cfg, enum kind k)
                 corral_error_free(err);
                 return -1;
         }
+        /* Jails with a network proxy among the others: its threads and fds
+         * must be gone with each. */
+        if ((k == K_PYTHON || k == K_TIMEOUT) && corral_jail_config_add_net_allow(cfg, "allowed.test", &err) == 0)
+                cfg->net = CORRAL_NET_ALLOW;
+        corral_error_free(err);
+        err = NULL;
         cfg->timeout_s = k == K_TIMEOUT ? 0.1 : 30;
         if (k == K_FLOOD)
                 cfg->output_limit = 1000;
