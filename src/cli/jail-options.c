@@ -170,7 +170,9 @@ int jail_options_parse(int argc, char **argv, const char *shortopts, const struc
                 if (r == 0 && apply(c, optarg, userdata, err) < 0)
                         return -1;
         }
-        if (cfg->net == CORRAL_NET_ALLOW && strcmp(cmd, "exec") != 0)
-                return corral_usage(err, "--net allow= works with 'corral exec' only for now (docs/network.md)");
+        /* Cold jails take the proxy; sessions' warm ones do not yet. */
+        if (cfg->net == CORRAL_NET_ALLOW && strcmp(cmd, "exec") != 0 && strcmp(cmd, "mcp-jail") != 0)
+                return corral_usage(err, "--net allow= works with 'corral exec' and 'corral mcp-jail' only for now "
+                                         "(docs/network.md)");
         return 0;
 }

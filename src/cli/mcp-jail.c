@@ -31,8 +31,10 @@ static const char help_text[] =
         "  --allow-write PATH      the same, writable (repeatable)\n"
         "  --env NAME[=VALUE]      add NAME to the clean environment: with the value it has in\n"
         "                          corral's environment, or VALUE (repeatable)\n"
-        "  --net MODE              none (default: the jail's own loopback only) or host (the host's\n"
-        "                          network); allow-lists (allow=...) are not available yet\n"
+        "  --net MODE              none (default: the jail's own loopback only), host (the host's\n"
+        "                          network) or allow=HOST[:PORT][,...] (HTTP and HTTPS to those hosts\n"
+        "                          only, through corral's proxy: docs/network.md)\n"
+        "      --resolve HOST:ADDR, --net-bytes SIZE, --net-conns N: with allow=, as for corral exec\n"
         "  -m, --memory SIZE       memory limit (default 1G)\n"
         "      --address-space SIZE  the address-space limit that stands in for the memory limit\n"
         "                          without cgroups (rlimits): default 16G, or the memory limit if\n"
@@ -134,12 +136,12 @@ static int apply(int c, const char *arg, void *userdata, corral_error **err)
                         o->cfg->net = CORRAL_NET_NONE;
                 else if (strcmp(arg, "host") == 0)
                         o->cfg->net = CORRAL_NET_HOST;
-                else if (strncmp(arg, "allow=", 6) == 0)
-                        return corral_usage(err, "--net %s: network allow-lists are not available yet (a later "
-                                                 "release); use --net none or --net host",
-                                            arg);
-                else
-                        return corral_usage(err, "--net: invalid mode '%s': expected none or host", arg);
+                else if (strncmp(arg, "allow=", 6) == 0) {
+                        o->cfg->net = CORRAL_NET_ALLOW;
+                        if (corral_jail_config_add_net_allow(o->cfg, arg + 6, err) < 0)
+                                return corral_error_prefix(err, "--net");
+                } else
+                        return corral_usage(err, "--net: invalid mode '%s': expected none, host or allow=HOST[:PORT][,...]", arg);
                 return 0;
         case OPT_ADDRESS_SPACE:
                 o->address_space_given = true;

@@ -57,7 +57,7 @@ struct mcp_servers {
 
 static const char *const entry_keys[] = { "type", "command", "environment", "enabled", "timeout", "url",
                                           "headers", "jail", "callTimeout", NULL };
-static const char *const jail_keys[] = { "allowRead", "allowWrite", "net", "memory", "pids", "disk", NULL };
+static const char *const jail_keys[] = { "allowRead", "allowWrite", "net", "resolve", "memory", "pids", "disk", NULL };
 
 /* ---- a local server's jail ---- */
 
@@ -204,8 +204,21 @@ static int local_jail(struct server *s, const json_t *e, const char *path, corra
                         j->net = CORRAL_NET_NONE;
                 else if (nv && strcmp(nv, "host") == 0)
                         j->net = CORRAL_NET_HOST;
-                else
-                        return config_error(err, path, name, "jail.net must be \"none\" or \"host\"");
+                else if (nv && strncmp(nv, "allow=", 6) == 0) {
+                        j->net = CORRAL_NET_ALLOW;
+                        if (corral_jail_config_add_net_allow(j, nv + 6, err) < 0)
+                                return corral_error_prefix(err, "config file '%s': mcp.%s.jail.net", path, name);
+                } else
+                        return config_error(err, path, name, "jail.net must be \"none\", \"host\" or "
+                                                             "\"allow=HOST[:PORT],...\"");
+        }
+        json_t *resolve = json_object_get(jail, "resolve");
+        if (resolve && !json_is_array(resolve))
+                return config_error(err, path, name, "jail.resolve must be an array of \"HOST:ADDR\"");
+        json_array_foreach(resolve, i, v) {
+                if (!json_is_string(v) || corral_jail_config_add_net_resolve(j, json_string_value(v), err) < 0)
+                        return *err ? corral_error_prefix(err, "config file '%s': mcp.%s.jail.resolve", path, name)
+                                    : config_error(err, path, name, "jail.resolve[%zu] must be \"HOST:ADDR\"", i);
         }
         static const struct {
                 const char *key;

@@ -49,8 +49,8 @@ def test_third_party_servers_in_the_jail():
 @pytest.mark.parametrize("args, message", [
     ([], "no server to run"),
     (["--"], "no server to run"),
-    (["--net", "allow=registry.npmjs.org", "--", "true"], "allow-lists are not available yet"),
-    (["--net", "down", "--", "true"], "expected none or host"),
+    (["--net", "allow=", "--", "true"], "--net"),
+    (["--net", "down", "--", "true"], "expected none, host or allow="),
     (["--allow-read", "/nonexistent-corral-path", "--", "true"], "--allow-read: cannot use '/nonexistent-corral-path'"),
     (["--allow-write", "no/such/dir", "--", "true"], "--allow-write: cannot use 'no/such/dir'"),
     (["--allow-read", "/tmp", "--", "true"], "managed by corral"),
@@ -108,3 +108,33 @@ def test_the_library_from_threads_over_socketpairs():
         pytest.skip(f"no {THREADS}")
     r = subprocess.run([THREADS, "8"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout, r.stderr)
+
+
+def test_an_allow_list_through_the_proxy(corral, tmp_path):
+    """--net allow=: the server reaches the named host (a test server on
+    127.0.0.2, named with --resolve) through corral's proxy, and nothing else."""
+    import http.server
+    import threading
+    web = http.server.ThreadingHTTPServer(("127.0.0.2", 0), http.server.SimpleHTTPRequestHandler)
+    (tmp_path / "hello.txt").write_text("hello through the proxy")
+    web.RequestHandlerClass = type("H", (http.server.SimpleHTTPRequestHandler,), {
+        "__init__": lambda self, *a, **k: http.server.SimpleHTTPRequestHandler.__init__(
+            self, *a, directory=str(tmp_path), **k),
+        "log_message": lambda self, *a: None})
+    port = web.server_address[1]
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    code = ("import urllib.request, urllib.error\n"
+            "for url in ['http://files.test:%d/hello.txt', 'http://other.test:%d/hello.txt']:\n"
+            "    try:\n"
+            "        print(urllib.request.urlopen(url, timeout=10).read().decode())\n"
+            "    except urllib.error.HTTPError as e:\n"
+            "        print('refused', e.code, e.headers.get('X-Corral-Reason'))\n") % (port, port)
+    try:
+        r = corral("mcp-jail", "--net", f"allow=files.test:{port}", "--resolve", "files.test:127.0.0.2",
+                   "--", "python3", "-c", code)
+    finally:
+        web.shutdown()
+    assert r.rc == 0, r.err
+    out = r.out.decode()
+    assert "hello through the proxy" in out
+    assert "refused 403" in out and "allow-list" in out

@@ -92,7 +92,7 @@ def test_the_agent_calls_a_jailed_mcp_servers_tools(tmp_path, notes):
     mark = f"corral-mcp-notes-{os.getpid()}-{time.monotonic_ns()}"
     config = write_config(tmp_path, {"notes": notes_server(data, mark)})
     builtin = ["run_python", "run_shell", "read_file", "write_file", "list_files", "final_answer"]
-    mcp_tools = ["notes_lookup", "notes_read_path", "notes_environment", "notes_fail", "notes_sleep"]
+    mcp_tools = ["notes_lookup", "notes_read_path", "notes_environment", "notes_fail", "notes_fetch", "notes_sleep"]
     turns = [
         tool_call("notes_lookup", key="answer")
         | {"expect": {"tool_names": builtin + mcp_tools, "contains": ["the MCP server 'notes'"]}},
@@ -154,7 +154,7 @@ def test_a_tool_call_over_its_time_limit_is_cancelled_and_the_run_goes_on(tmp_pa
     ({"type": "local", "command": "python3 server.py"}, '"command" must be the server\'s command line as an array'),
     ({"type": "stdio", "command": ["x"]}, '"type" must be "local" (a command) or "remote" (a URL)'),
     ({"type": "remote", "url": "ftp://x"}, "a remote server needs \"url\""),
-    ({"type": "local", "command": ["x"], "jail": {"net": "allow=example.com"}}, 'jail.net must be "none" or "host"'),
+    ({"type": "local", "command": ["x"], "jail": {"net": "everything"}}, 'jail.net must be "none", "host" or "allow=HOST[:PORT],..."'),
     ({"type": "local", "command": ["x"], "environment": {"T": "{env:CORRAL_TEST_UNSET_VAR}"}},
      "names the environment variable 'CORRAL_TEST_UNSET_VAR', which is not set"),
     ({"type": "local", "command": ["no-such-mcp-server-program"]}, "the MCP server 'bad' could not start"),
@@ -262,3 +262,50 @@ def test_the_agent_calls_a_third_party_node_server(tmp_path):
     assert r.returncode == 0, r.stderr
     results = [e for e in trace_events(tmp_path) if e["type"] == "tool_result"]
     assert [(e["name"], e["ok"]) for e in results] == [("everything_get-sum", True), ("everything_echo", True)]
+
+
+def test_a_server_with_an_allow_list(tmp_path, notes):
+    """jail.net "allow=...": the server reaches the named host through
+    corral's proxy (mapped onto 127.0.0.2 with jail.resolve, as the tests
+    may reach only loopback) and nothing else; the refusal's reason comes
+    back to the model."""
+    import http.server
+    import threading
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"hello from the allowed host"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    web = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Hello)
+    port = web.server_address[1]
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        data, _ = notes
+        mark = f"corral-mcp-net-{os.getpid()}-{time.monotonic_ns()}"
+        entry = notes_server(data, mark)
+        entry["jail"].update({"net": f"allow=files.test:{port}", "resolve": ["files.test:127.0.0.2"]})
+        config = write_config(tmp_path, {"notes": entry})
+        turns = [
+            tool_call("notes_fetch", url=f"http://files.test:{port}/"),
+            tool_call("notes_fetch", url=f"http://other.test:{port}/")
+            | {"expect": {"contains": ["hello from the allowed host"]}},
+            tool_call("notes_fetch", url=f"http://127.0.0.2:{port}/")
+            | {"expect": {"contains": ["error: HTTP 403", "allow-list"]}},
+            text("done") | {"expect": {"contains": ["error: HTTP 403"]}},
+        ]
+        with ScriptedServer(turns) as srv:
+            r = corral_run(tmp_path, srv, config, "fetch")
+        srv.assert_ok()
+        assert r.returncode == 0, r.stderr
+        ok = [e["ok"] for e in trace_events(tmp_path) if e["type"] == "tool_result"]
+        assert ok == [True, False, False]
+        assert processes_with(mark) == []
+    finally:
+        web.shutdown()

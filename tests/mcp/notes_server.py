@@ -7,6 +7,7 @@ Tools:
   read_path {path}  the text of any path (what the jail lets it see)
   environment {}    the names of the variables it was given
   fail {}           a tool's failure (isError)
+  fetch {url}       GET a URL (the proxy's variables are honoured)
   sleep {seconds}   sleeps (a call given up on is cancelled)
 
 Newline-delimited JSON-RPC on stdin/stdout; notes on stderr."""
@@ -23,6 +24,8 @@ TOOLS = [
     {"name": "environment", "description": "The names of the environment variables.",
      "inputSchema": {"type": "object", "properties": {}}},
     {"name": "fail", "description": "Always fails.", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "fetch", "description": "GET a URL (through the jail's proxy, if any).",
+     "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}},
     {"name": "sleep", "description": "Sleep.",
      "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}},
 ]
@@ -48,6 +51,16 @@ def call(name, args):
         return text(" ".join(sorted(os.environ)))
     if name == "fail":
         return text("this tool always fails", True)
+    if name == "fetch":
+        import urllib.error
+        import urllib.request
+        try:
+            with urllib.request.urlopen(args["url"], timeout=10) as r:
+                return text(r.read().decode(errors="replace"))
+        except urllib.error.HTTPError as e:
+            return text(f"HTTP {e.code}: {e.headers.get('X-Corral-Reason', '')}", True)
+        except OSError as e:
+            return text(f"{type(e).__name__}: {e}", True)
     if name == "sleep":
         time.sleep(float(args.get("seconds", 1)))
         return text("slept")
