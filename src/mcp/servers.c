@@ -122,24 +122,6 @@ static int config_error(corral_error **err, const char *path, const char *name, 
         return corral_usage(err, "config file '%s': mcp.%s: %s", path, name, what ? what : "invalid");
 }
 
-static int check_keys(const char *path, const char *where, const json_t *obj, const char *const *keys,
-                      corral_error **err)
-{
-        const char *key;
-        json_t *v;
-        json_object_foreach ((json_t *)obj, key, v) {
-                size_t i = 0;
-                while (keys[i] && strcmp(keys[i], key) != 0)
-                        i++;
-                if (keys[i] == NULL) {
-                        const char *near = nearest_name(key, keys);
-                        return corral_usage(err, "config file '%s': mcp.%s has no key \"%s\"%s%s%s", path, where, key,
-                                            near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
-                }
-        }
-        return 0;
-}
-
 /* The jail of a local server: mcp-jail's defaults, the entry's command,
  * environment, paths, network and limits. */
 static int local_jail(struct server *s, const json_t *e, const char *path, corral_error **err)
@@ -179,9 +161,9 @@ static int local_jail(struct server *s, const json_t *e, const char *path, corra
         if (jail && !json_is_object(jail))
                 return config_error(err, path, name, "\"jail\" must be an object");
         cleanup_free char *where = NULL;
-        if (asprintf(&where, "%s.jail", name) < 0)
+        if (asprintf(&where, "mcp.%s.jail", name) < 0)
                 return corral_fail(err, ENOMEM, "cannot start the MCP servers");
-        if (check_keys(path, where, jail, jail_keys, err) < 0)
+        if (jail && provider_config_check_keys(path, where, jail, jail_keys, err) < 0)
                 return -1;
         for (int w = 0; w < 2; w++) {
                 const char *k = w ? "allowWrite" : "allowRead";
@@ -509,7 +491,10 @@ static int open_all(struct mcp_servers *m, const json_t *section, const char *pa
         json_object_foreach ((json_t *)section, name, e) {
                 if (!json_is_object(e))
                         return config_error(err, path, name, "must be an object");
-                if (check_keys(path, name, e, entry_keys, err) < 0)
+                cleanup_free char *where = NULL;
+                if (asprintf(&where, "mcp.%s", name) < 0)
+                        return corral_fail(err, ENOMEM, "cannot start the MCP servers");
+                if (provider_config_check_keys(path, where, e, entry_keys, err) < 0)
                         return -1;
                 json_t *enabled = json_object_get(e, "enabled");
                 if (enabled && !json_is_boolean(enabled))

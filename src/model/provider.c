@@ -112,7 +112,7 @@ static const char *const model_keys[] = { "name", "limit", "modalities", NULL };
 static const char *const limit_keys[] = { "context", "output", NULL };
 static const char *const modalities_keys[] = { "input", "output", NULL };
 
-static int check_keys(const char *path, const char *where, const json_t *obj, const char *const *keys,
+int provider_config_check_keys(const char *path, const char *where, const json_t *obj, const char *const *keys,
                       corral_error **err)
 {
         const char *key;
@@ -144,7 +144,7 @@ static int check_keys(const char *path, const char *where, const json_t *obj, co
 /* The whole file's keys, before any of it is used. */
 static int check_config(const char *path, const json_t *doc, corral_error **err)
 {
-        if (check_keys(path, "the top level", doc, top_keys, err) < 0)
+        if (provider_config_check_keys(path, "the top level", doc, top_keys, err) < 0)
                 return -1;
         const char *name, *id;
         json_t *p, *m;
@@ -158,8 +158,8 @@ static int check_config(const char *path, const json_t *doc, corral_error **err)
                 cleanup_free char *ow = NULL;
                 if (asprintf(&ow, "%s.options", where) < 0)
                         return corral_fail(err, ENOMEM, "cannot read the config file");
-                if (check_keys(path, where, p, provider_keys, err) < 0 ||
-                    (json_is_object(options) && check_keys(path, ow, options, options_keys, err) < 0))
+                if (provider_config_check_keys(path, where, p, provider_keys, err) < 0 ||
+                    (json_is_object(options) && provider_config_check_keys(path, ow, options, options_keys, err) < 0))
                         return -1;
                 if (models && !json_is_object(models))
                         return corral_usage(err, "config file '%s': %s.models must be an object of models", path,
@@ -171,9 +171,9 @@ static int check_config(const char *path, const json_t *doc, corral_error **err)
                         if (!json_is_object(m))
                                 return corral_usage(err, "config file '%s': %s must be an object", path, mw);
                         json_t *limit = json_object_get(m, "limit"), *mod = json_object_get(m, "modalities");
-                        if (check_keys(path, mw, m, model_keys, err) < 0 ||
-                            (json_is_object(limit) && check_keys(path, mw, limit, limit_keys, err) < 0) ||
-                            (json_is_object(mod) && check_keys(path, mw, mod, modalities_keys, err) < 0))
+                        if (provider_config_check_keys(path, mw, m, model_keys, err) < 0 ||
+                            (json_is_object(limit) && provider_config_check_keys(path, mw, limit, limit_keys, err) < 0) ||
+                            (json_is_object(mod) && provider_config_check_keys(path, mw, mod, modalities_keys, err) < 0))
                                 return -1;
                 }
         }

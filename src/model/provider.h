@@ -66,6 +66,10 @@ CORRAL_HIDDEN int provider_config_load(const char *path, json_t **ret_doc, char 
  * naming path and where, e.g. "mcp.notes.environment.TOKEN"). */
 CORRAL_HIDDEN int provider_config_expand(const char *path, const char *where, const char *value, char **ret,
                                          corral_error **ret_err);
+/* Every key of obj is one of keys (NULL-terminated): else a usage error
+ * naming path, where ("mcp.notes") and the nearest key. */
+CORRAL_HIDDEN int provider_config_check_keys(const char *path, const char *where, const json_t *obj,
+                                             const char *const *keys, corral_error **ret_err);
 CORRAL_HIDDEN int provider_resolve(const struct provider_request *req, struct provider_choice *ret,
                                    corral_error **ret_err);
 CORRAL_HIDDEN void provider_choice_release(struct provider_choice *c);

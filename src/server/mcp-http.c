@@ -227,20 +227,9 @@ static enum MHD_Result reply_empty(struct request *rq, unsigned status, const ch
 /* A JSON body (text taken), with the session's header when session_id. */
 static enum MHD_Result reply_text(struct request *rq, char *text, const char *session_id)
 {
-        size_t n = strlen(text);
-        char *b = realloc(text, n + 2);
-        if (b == NULL) {
-                free(text);
+        struct MHD_Response *r = json_text_response(text);
+        if (r == NULL)
                 return MHD_NO;
-        }
-        b[n] = '\n';
-        b[n + 1] = '\0';
-        struct MHD_Response *r = MHD_create_response_from_buffer(n + 1, b, MHD_RESPMEM_MUST_FREE);
-        if (r == NULL) {
-                free(b);
-                return MHD_NO;
-        }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
         if (session_id)
                 MHD_add_response_header(r, "Mcp-Session-Id", session_id);
         return reply(rq, MHD_HTTP_OK, r);

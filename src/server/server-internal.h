@@ -106,6 +106,8 @@ struct request {
 extern const char server_openapi[];
 
 /* ---- answers (server.c) ---- */
+/* A JSON answer of text (taken, a newline added), or NULL. */
+struct MHD_Response *json_text_response(char *text);
 enum MHD_Result reply_json(struct request *rq, unsigned status, json_t *body);     /* takes body */
 enum MHD_Result reply_error(struct request *rq, unsigned status, const char *kind, const char *fmt, ...)
         CORRAL_PRINTF(4, 5);

@@ -75,28 +75,31 @@ enum MHD_Result reply(struct request *rq, unsigned status, struct MHD_Response *
         return ret;
 }
 
-enum MHD_Result reply_json(struct request *rq, unsigned status, json_t *body)
+struct MHD_Response *json_text_response(char *text)
 {
-        char *text = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
-        json_decref(body);
-        if (text == NULL)
-                return MHD_NO;
         size_t len = strlen(text);
-        text[len] = '\0';
         char *with_nl = realloc(text, len + 2);
         if (with_nl == NULL) {
                 free(text);
-                return MHD_NO;
+                return NULL;
         }
         with_nl[len] = '\n';
         with_nl[len + 1] = '\0';
         struct MHD_Response *r = MHD_create_response_from_buffer(len + 1, with_nl, MHD_RESPMEM_MUST_FREE);
         if (r == NULL) {
                 free(with_nl);
-                return MHD_NO;
+                return NULL;
         }
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-        return reply(rq, status, r);
+        return r;
+}
+
+enum MHD_Result reply_json(struct request *rq, unsigned status, json_t *body)
+{
+        char *text = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+        json_decref(body);
+        struct MHD_Response *r = text ? json_text_response(text) : NULL;
+        return r ? reply(rq, status, r) : MHD_NO;
 }
 
 const char *connect_code(unsigned status)
