@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,8 @@ struct run_log {
         size_t n, cap;
         bool ended;              /* no event will be added */
         unsigned refs;           /* under lock */
+        int *wakes;              /* eventfds written at each event and the end (WebSocket followers') */
+        size_t n_wakes, cap_wakes;
 };
 
 struct srv_run {
@@ -117,9 +120,51 @@ static void log_put(struct run_log *l)
         }
         free(l->text);
         free(l->type);
+        free(l->wakes);
         pthread_mutex_destroy(&l->lock);
         pthread_cond_destroy(&l->more);
         free(l);
+}
+
+/* Wake the followers that poll (l->lock held). */
+static void log_wake_locked(struct run_log *l)
+{
+        uint64_t one = 1;
+        for (size_t i = 0; i < l->n_wakes; i++)
+                if (write(l->wakes[i], &one, sizeof(one)) < 0) {
+                        /* EAGAIN: it is readable already */
+                }
+}
+
+/* fd (an eventfd) written at each new event and at the end; false when
+ * out of memory. */
+static bool log_watch(struct run_log *l, int fd)
+{
+        pthread_mutex_lock(&l->lock);
+        if (l->n_wakes == l->cap_wakes) {
+                size_t cap = l->cap_wakes ? 2 * l->cap_wakes : 4;
+                int *a = realloc(l->wakes, cap * sizeof(*a));
+                if (a == NULL) {
+                        pthread_mutex_unlock(&l->lock);
+                        return false;
+                }
+                l->wakes = a;
+                l->cap_wakes = cap;
+        }
+        l->wakes[l->n_wakes++] = fd;
+        pthread_mutex_unlock(&l->lock);
+        return true;
+}
+
+static void log_unwatch(struct run_log *l, int fd)
+{
+        pthread_mutex_lock(&l->lock);
+        for (size_t i = 0; i < l->n_wakes; i++)
+                if (l->wakes[i] == fd) {
+                        l->wakes[i] = l->wakes[--l->n_wakes];
+                        break;
+                }
+        pthread_mutex_unlock(&l->lock);
 }
 
 /* An event as a caller sees it: the host's paths (run_start's workspace and
@@ -163,6 +208,7 @@ static void log_append(struct run_log *l, const json_t *event)
                 l->type[l->n] = TAKE_PTR(t);
                 l->n++;
                 pthread_cond_broadcast(&l->more);
+                log_wake_locked(l);
         }
         pthread_mutex_unlock(&l->lock);
         free(text);
@@ -179,6 +225,7 @@ static void log_end(struct run_log *l)
         pthread_mutex_lock(&l->lock);
         l->ended = true;
         pthread_cond_broadcast(&l->more);
+        log_wake_locked(l);
         pthread_mutex_unlock(&l->lock);
 }
 
@@ -943,52 +990,137 @@ fail:
 
 /* ---- events ---- */
 
+/* A follower: one client reading the events, over server-sent events (bs)
+ * or a WebSocket (ws).  The same rules for both: replay after `after`,
+ * then live; a client that leaves RUN_BACKLOG bytes untaken for
+ * RUN_BACKLOG_WAIT_S gets a final "dropped" message and no more. */
 struct follower {
+        struct ws_io io;         /* first: a WebSocket's wslay user_data */
         struct server *s;
         struct run_log *log;     /* a live run's, or NULL: its trace file */
         char *trace;
         uint64_t after;          /* the last event the client has */
         uint64_t seq;
-        struct body_stream *bs;
         bool dropped;
+        struct body_stream *bs;  /* server-sent events */
+        wslay_event_context_ptr ws; /* a WebSocket, or NULL */
+        int wake;                /* a WebSocket's eventfd, in the log's watch list; else -1 */
+        bool ws_gone;            /* the WebSocket's client has closed or failed */
 };
+
+/* ---- the WebSocket's side (the connection's thread only: wslay is not
+ * thread-safe) ---- */
+
+/* One round of the WebSocket's I/O: wait at most timeout_ms for the
+ * socket, the log's wake or the server's stop, then read (answering pings,
+ * taking a close) and write what wslay has queued. */
+static void ws_pump(struct follower *f, int timeout_ms)
+{
+        if (f->ws_gone)
+                return;
+        if (!wslay_event_want_read(f->ws) && !wslay_event_want_write(f->ws)) {
+                f->ws_gone = true;
+                return;
+        }
+        struct pollfd p[3] = {
+                { .fd = f->io.sock, .events = (short)((wslay_event_want_read(f->ws) ? POLLIN : 0) |
+                                                      (wslay_event_want_write(f->ws) ? POLLOUT : 0)) },
+                { .fd = f->wake, .events = POLLIN },
+                /* Readable for good once set: watched until then. */
+                { .fd = f->s->stop_fd, .events = atomic_load(&f->s->stopping) ? 0 : POLLIN },
+        };
+        if (f->io.n_extra)
+                timeout_ms = 0;
+        if (poll(p, 3, timeout_ms) < 0 && errno != EINTR) {
+                f->ws_gone = true;
+                return;
+        }
+        uint64_t n;
+        if ((p[1].revents & POLLIN) && read(f->wake, &n, sizeof(n)) < 0) {
+                /* EAGAIN: taken already */
+        }
+        if (((p[0].revents & (POLLIN | POLLHUP | POLLERR)) || f->io.n_extra) && wslay_event_recv(f->ws) != 0)
+                f->ws_gone = true;
+        if (!f->ws_gone && wslay_event_want_write(f->ws) && wslay_event_send(f->ws) != 0)
+                f->ws_gone = true;
+}
+
+static void ws_queue(struct follower *f, const char *text, size_t len)
+{
+        struct wslay_event_msg m = { .opcode = WSLAY_TEXT_FRAME, .msg = (const uint8_t *)text, .msg_length = len };
+        if (!f->ws_gone && wslay_event_queue_msg(f->ws, &m) != 0) /* copies the bytes */
+                f->ws_gone = true;
+        ws_pump(f, 0);
+}
+
+/* Messages from the client mean nothing here (wslay answers pings). */
+static void ws_ignore(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg, void *user_data)
+{
+        (void)ctx;
+        (void)arg;
+        (void)user_data;
+}
+
+/* ---- both transports ---- */
+
+static bool follower_gone(struct follower *f)
+{
+        return f->ws ? f->ws_gone : body_stream_gone(f->bs);
+}
+
+static size_t follower_pending(struct follower *f)
+{
+        return f->ws ? wslay_event_get_queued_msg_length(f->ws) : body_stream_pending(f->bs);
+}
 
 /* Wait until the client has taken what is buffered (to RUN_BACKLOG), at
  * most RUN_BACKLOG_WAIT_S; false: it is too slow (or gone). */
 static bool wait_for_client(struct follower *f)
 {
         double until = monotonic_ms() + RUN_BACKLOG_WAIT_S * 1000;
-        while (body_stream_pending(f->bs) > RUN_BACKLOG) {
-                if (body_stream_gone(f->bs) || atomic_load(&f->s->stopping) || monotonic_ms() > until)
+        while (follower_pending(f) > RUN_BACKLOG) {
+                if (follower_gone(f) || atomic_load(&f->s->stopping) || monotonic_ms() > until)
                         return false;
-                struct timespec ts = { 0, 10 * 1000 * 1000 };
-                nanosleep(&ts, NULL);
+                if (f->ws) {
+                        ws_pump(f, 50);
+                } else {
+                        struct timespec ts = { 0, 10 * 1000 * 1000 };
+                        nanosleep(&ts, NULL);
+                }
         }
-        return !body_stream_gone(f->bs);
+        return !follower_gone(f);
 }
+
+#define DROPPED_MESSAGE "this client fell behind the run: reconnect with Last-Event-ID (or ?after=) to resume"
 
 static void follower_send(struct follower *f, const char *type, const char *text)
 {
         f->seq++;
         if (f->dropped || f->seq <= f->after)
                 return;
+        char *line = NULL;
+        int n;
         if (!wait_for_client(f)) {
                 f->dropped = true;
-                if (!body_stream_gone(f->bs)) {
-                        char *line = NULL;
-                        int n = asprintf(&line, "event: dropped\ndata: {\"type\":\"dropped\",\"last_event_id\":%" PRIu64
-                                                ",\"message\":\"this client fell behind the run: reconnect with "
-                                                "Last-Event-ID to resume\"}\n\n",
-                                         f->seq - 1);
-                        if (n > 0)
-                                body_stream_write(f->bs, line, (size_t)n);
-                        free(line);
-                }
-                return;
+                if (follower_gone(f))
+                        return;
+                if (f->ws)
+                        n = asprintf(&line, "{\"type\":\"dropped\",\"data\":{\"type\":\"dropped\",\"last_event_id\":%" PRIu64
+                                            ",\"message\":\"" DROPPED_MESSAGE "\"}}",
+                                     f->seq - 1);
+                else
+                        n = asprintf(&line, "event: dropped\ndata: {\"type\":\"dropped\",\"last_event_id\":%" PRIu64
+                                            ",\"message\":\"" DROPPED_MESSAGE "\"}\n\n",
+                                     f->seq - 1);
+        } else if (f->ws) {
+                /* The SSE fields as JSON: {"id", "type", "data": the event}. */
+                n = asprintf(&line, "{\"id\":%" PRIu64 ",\"type\":\"%s\",\"data\":%s}", f->seq, type, text);
+        } else {
+                n = asprintf(&line, "id: %" PRIu64 "\nevent: %s\ndata: %s\n\n", f->seq, type, text);
         }
-        char *line = NULL;
-        int n = asprintf(&line, "id: %" PRIu64 "\nevent: %s\ndata: %s\n\n", f->seq, type, text);
-        if (n > 0)
+        if (n > 0 && f->ws)
+                ws_queue(f, line, (size_t)n);
+        else if (n > 0)
                 body_stream_write(f->bs, line, (size_t)n);
         free(line);
 }
@@ -1004,10 +1136,32 @@ static void follow_file_event(void *ud, const json_t *event)
                 follower_send(f, type ? type : "event", text);
 }
 
-static void follow_run(struct body_stream *bs, void *ud)
+/* Until there is more in the log, it has ended, the client is gone or the
+ * server stops (l->lock held; a WebSocket's I/O goes on meanwhile). */
+static void follower_idle_locked(struct follower *f, struct run_log *l, size_t next)
 {
-        struct follower *f = ud;
-        f->bs = bs;
+        while (next == l->n && !l->ended && !atomic_load(&f->s->stopping) && !follower_gone(f)) {
+                if (f->ws) {
+                        /* The log wakes f->wake at its next event. */
+                        pthread_mutex_unlock(&l->lock);
+                        ws_pump(f, 1000);
+                        pthread_mutex_lock(&l->lock);
+                        continue;
+                }
+                struct timespec until;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += 200 * 1000 * 1000;
+                if (until.tv_nsec >= 1000000000L) {
+                        until.tv_sec++;
+                        until.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&l->more, &l->lock, &until);
+        }
+}
+
+/* Every event after f->after, then the live ones to the run's end. */
+static void follow(struct follower *f)
+{
         if (f->log == NULL) {
                 trace_read_file(f->trace, follow_file_event, f, NULL);
                 return;
@@ -1016,36 +1170,79 @@ static void follow_run(struct body_stream *bs, void *ud)
         size_t next = 0;
         for (;;) {
                 pthread_mutex_lock(&l->lock);
-                while (next == l->n && !l->ended && !atomic_load(&f->s->stopping) && !body_stream_gone(bs)) {
-                        struct timespec until;
-                        clock_gettime(CLOCK_REALTIME, &until);
-                        until.tv_nsec += 200 * 1000 * 1000;
-                        if (until.tv_nsec >= 1000000000L) {
-                                until.tv_sec++;
-                                until.tv_nsec -= 1000000000L;
-                        }
-                        pthread_cond_timedwait(&l->more, &l->lock, &until);
-                }
+                follower_idle_locked(f, l, next);
                 size_t n = l->n;
                 bool ended = l->ended;
                 pthread_mutex_unlock(&l->lock);
                 /* Entries below n never change: read without the lock
                  * (the arrays may move: each pointer is taken under it). */
-                while (next < n && !f->dropped && !body_stream_gone(bs)) {
+                while (next < n && !f->dropped && !follower_gone(f)) {
                         pthread_mutex_lock(&l->lock);
                         const char *type = l->type[next], *text = l->text[next];
                         pthread_mutex_unlock(&l->lock);
                         follower_send(f, type, text);
                         next++;
                 }
-                if (f->dropped || body_stream_gone(bs) || atomic_load(&f->s->stopping) || (ended && next == n))
+                if (f->dropped || follower_gone(f) || atomic_load(&f->s->stopping) || (ended && next == n))
                         return;
         }
+}
+
+static void follow_run(struct body_stream *bs, void *ud)
+{
+        struct follower *f = ud;
+        f->bs = bs;
+        follow(f);
+}
+
+/* The WebSocket: the events, then a close frame: 1000 at the run's end,
+ * 1008 when dropped as slow, 1001 when the server stops.  What is queued
+ * gets the server's request timeout to go out (a slow client reads its
+ * backlog, then the "dropped" message). */
+static void follow_ws(void *ud, const struct ws_io *io)
+{
+        struct follower *f = ud;
+        f->io = *io;
+        struct wslay_event_callbacks cb = { .recv_callback = ws_io_recv, .send_callback = ws_io_send,
+                                            .on_msg_recv_callback = ws_ignore };
+        if (wslay_event_context_server_init(&f->ws, &cb, f) != 0) {
+                f->ws = NULL;
+                return;
+        }
+        wslay_event_config_set_max_recv_msg_length(f->ws, 4096);
+        follow(f);
+        /* What is queued first (wslay would send a queued close before
+         * it), then the close, then until the client's close: within the
+         * request timeout (a moment only when the server stops). */
+        bool stop = atomic_load(&f->s->stopping);
+        double until = monotonic_ms() + (stop ? 2.0 : f->s->cfg.request_timeout_s) * 1000;
+        while (!f->ws_gone && wslay_event_get_queued_msg_count(f->ws) > 0 && monotonic_ms() < until &&
+               (stop || !atomic_load(&f->s->stopping)))
+                ws_pump(f, 200);
+        stop = atomic_load(&f->s->stopping);
+        if (!f->ws_gone && wslay_event_get_queued_msg_count(f->ws) == 0) {
+                const char *why = f->dropped ? "fell behind the run" : stop ? "server stopping" : "run ended";
+                wslay_event_queue_close(f->ws,
+                                        f->dropped ? WSLAY_CODE_POLICY_VIOLATION
+                                        : stop     ? WSLAY_CODE_GOING_AWAY
+                                                   : WSLAY_CODE_NORMAL_CLOSURE,
+                                        (const uint8_t *)why, strlen(why));
+                until = monotonic_ms() + 2000;
+                while (!f->ws_gone && monotonic_ms() < until)
+                        ws_pump(f, 200);
+        }
+        wslay_event_context_free(f->ws);
+        f->ws = NULL;
 }
 
 static void follow_release(void *ud)
 {
         struct follower *f = ud;
+        if (f->wake >= 0) {
+                if (f->log)
+                        log_unwatch(f->log, f->wake);
+                close(f->wake);
+        }
         log_put(f->log);
         free(f->trace);
         free(f);
@@ -1068,6 +1265,7 @@ static enum MHD_Result run_events(struct request *rq, struct srv_run *sr)
                 }
                 after = v;
         }
+        bool ws = websocket_requested(rq);
         struct follower *f = calloc(1, sizeof(*f));
         if (f == NULL) {
                 pthread_mutex_unlock(&s->lock);
@@ -1075,6 +1273,7 @@ static enum MHD_Result run_events(struct request *rq, struct srv_run *sr)
         }
         f->s = s;
         f->after = after;
+        f->wake = -1;
         /* s->lock held by the caller: the log's reference taken under it. */
         if (sr->log) {
                 pthread_mutex_lock(&sr->log->lock);
@@ -1087,6 +1286,17 @@ static enum MHD_Result run_events(struct request *rq, struct srv_run *sr)
         if (f->trace == NULL) {
                 follow_release(f);
                 return reply_error(rq, 500, "internal", "cannot tell where the run's trace is");
+        }
+        if (ws) {
+                f->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+                if (f->wake < 0 || (f->log && !log_watch(f->log, f->wake))) {
+                        if (f->wake >= 0)
+                                close(TAKE_FD(f->wake));
+                        follow_release(f);
+                        return MHD_NO;
+                }
+                static const struct ws_upgrade_hooks ws_hooks = { .run = follow_ws, .release = follow_release };
+                return websocket_upgrade(rq, &ws_hooks, f);
         }
         static const struct body_stream_hooks hooks = { .run = follow_run, .release = follow_release };
         return body_stream_reply(rq, MHD_HTTP_OK, "text/event-stream", &hooks, f);

@@ -403,3 +403,100 @@ def test_model_urls_a_run_may_name(serve, monkeypatch):
         # the server's key goes to its own endpoint only
         assert own.request_headers[0]["authorization"] == f"Bearer {KEY}"
         assert KEY not in str(allowed.request_headers[0].get("authorization"))
+
+
+def ws_events(s, rid, query="", on_event=None, headers=None):
+    """[(id, type, data)] of .../events over a WebSocket, to its close;
+    and the close frame's code."""
+    import websocket  # python3-websocket: a client written by others
+    h = [f"Authorization: Bearer {s.token}"] + [f"{k}: {v}" for k, v in (headers or {}).items()]
+    ws = websocket.create_connection(f"ws://127.0.0.1:{s.port}/v1/runs/{rid}/events{query}", header=h, timeout=60)
+    out = []
+    while True:
+        op, frame = ws.recv_data(control_frame=True)
+        if op == websocket.ABNF.OPCODE_CLOSE:
+            code = int.from_bytes(frame[:2], "big")
+            break
+        if op != websocket.ABNF.OPCODE_TEXT:
+            continue
+        m = json.loads(frame)
+        ev = (m.get("id"), m["type"], m["data"])
+        out.append(ev)
+        if on_event:
+            on_event(ev)
+    ws.close()
+    return out, code
+
+
+def test_events_over_a_websocket(serve, monkeypatch):
+    """The same events over a WebSocket: two clients, one joining midway,
+    each sees every event once and in order (as SSE has them), the socket
+    closed (1000) at run_end; resume with ?after= or Last-Event-ID; the key
+    in no message."""
+    with ScriptedServer(scenario(delay=1.0)) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        s = serve()
+        csv = base64.b64encode(b"product,sales\nwidget,3\n").decode()
+        rid = start_run(s, srv, {"inputs": [{"path": "sales.csv", "content_base64": csv}]})
+        first = []
+        joined = threading.Event()
+
+        def follow_first():
+            first.append(ws_events(s, rid, on_event=lambda ev: joined.set()))
+        t = threading.Thread(target=follow_first)
+        t.start()
+        assert joined.wait(30)
+        time.sleep(1.2)  # the first model turn is over: the second client joins midway
+        assert s.json("GET", f"/v1/runs/{rid}")[1]["status"] == "running"
+        second, code2 = ws_events(s, rid)
+        t.join(60)
+        srv.assert_ok()
+    (first, code1), = first
+    assert code1 == code2 == 1000
+    assert first == second
+    assert [e[0] for e in first] == list(range(1, len(first) + 1))
+    assert first[0][1] == "run_start" and first[-1][1] == "run_end" and first[-1][2]["status"] == "answered"
+    assert "tool_result" in [e[1] for e in first]
+    assert first == sse(s, rid), "the WebSocket and SSE carry the same events"
+    assert KEY not in json.dumps(first)
+    # resume
+    assert ws_events(s, rid, "?after=3")[0] == first[3:]
+    assert ws_events(s, rid, headers={"Last-Event-ID": "2"})[0] == first[2:]
+    import websocket
+    with pytest.raises(websocket.WebSocketBadStatusException) as e:
+        websocket.create_connection(f"ws://127.0.0.1:{s.port}/v1/runs/{rid}/events?after=x",
+                                    header=[f"Authorization: Bearer {s.token}"], timeout=30)
+    assert e.value.status_code == 400
+
+
+def test_a_slow_websocket_reader_is_dropped(serve):
+    """A WebSocket client that reads nothing: the run goes on; the client,
+    once it reads, finds the events it missed none of, then a "dropped"
+    message naming the last one it has, then a close (1008); it resumes
+    from there with ?after=."""
+    import socket
+    import websocket
+    s = serve()
+    turns = [text("z" * 7_000_000) | {"stream": {"chunk_content": 1 << 20}}]
+    with ScriptedServer(turns) as srv:
+        rid = start_run(s, srv)
+        ws = websocket.WebSocket(sockopt=[(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)])
+        ws.connect(f"ws://127.0.0.1:{s.port}/v1/runs/{rid}/events", header=[f"Authorization: Bearer {s.token}"],
+                   timeout=60)
+        j = wait_end(s, rid, timeout=120)
+        srv.assert_ok()
+    assert j["status"] == "answered", j
+    fast, _ = ws_events(s, rid)
+    time.sleep(6)  # past the 5 s of grace: dropped
+    got = []
+    while True:
+        op, frame = ws.recv_data(control_frame=True)
+        if op == websocket.ABNF.OPCODE_CLOSE:
+            code = int.from_bytes(frame[:2], "big")
+            break
+        got.append(json.loads(frame))
+    ws.close()
+    assert code == 1008 and got[-1]["type"] == "dropped", (code, got[-1:])
+    last = got[-1]["data"]["last_event_id"]
+    assert 0 < last < len(fast) and [m["id"] for m in got[:-1]] == list(range(1, last + 1))
+    assert ws_events(s, rid, f"?after={last}")[0] == fast[last:]
