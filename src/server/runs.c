@@ -25,6 +25,7 @@
  * a jail's environment.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -75,6 +76,7 @@ struct srv_run {
         struct run_log *log;     /* while it runs; followers hold their own reference */
         pthread_t thread;
         bool thread_started, joined;
+        bool server_stop;        /* cancelled by the server's stop */
         char *api_key;           /* the request's, until run_open(); zeroed */
         corral_jail_config jail;
         struct review_policy *review;
@@ -90,7 +92,17 @@ struct runs {
         char *dir;               /* DATA/runs */
         struct srv_run *list;    /* newest first; under s->lock */
         unsigned running;
+        unsigned *running_of;    /* per principal */
+        size_t n_principals;
 };
+
+/* CLOCK_REALTIME in seconds, to the millisecond: "created" and "ended". */
+static double realtime_s(void)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        return (double)t.tv_sec + (double)(t.tv_nsec / 1000000) / 1000;
+}
 
 /* ---- the log ---- */
 
@@ -373,6 +385,103 @@ static void load_one(struct server *s, const char *id)
         *tail = sr;
 }
 
+static int newer_first(const void *a, const void *b)
+{
+        const struct srv_run *x = *(struct srv_run *const *)a, *y = *(struct srv_run *const *)b;
+        double cx = json_number_value(json_object_get(x->info, "created"));
+        double cy = json_number_value(json_object_get(y->info, "created"));
+        return cx > cy ? -1 : cx < cy ? 1 : -strcmp(x->id, y->id);
+}
+
+/* The loaded list in the order the runs were made, newest first: by
+ * "created" (to the millisecond; whole seconds in older records, then by
+ * ID). */
+static void runs_sort(struct runs *rs)
+{
+        size_t n = 0;
+        for (struct srv_run *sr = rs->list; sr; sr = sr->next)
+                n++;
+        struct srv_run **v = n ? calloc(n, sizeof(*v)) : NULL;
+        if (v == NULL)
+                return; /* as records_list() had them: by ID */
+        n = 0;
+        for (struct srv_run *sr = rs->list; sr; sr = sr->next)
+                v[n++] = sr;
+        qsort(v, n, sizeof(*v), newer_first);
+        for (size_t i = 0; i < n; i++)
+                v[i]->next = i + 1 < n ? v[i + 1] : NULL;
+        rs->list = v[0];
+        free(v);
+}
+
+/* The count of who's running runs (one more slot: a principal this
+ * server does not know). */
+static unsigned *running_of(struct runs *rs, int who)
+{
+        return &rs->running_of[who >= 0 && (size_t)who < rs->n_principals ? (size_t)who : rs->n_principals];
+}
+
+/* When a finished run ended (CLOCK_REALTIME s): its result's "ended", or
+ * for an interrupted one, when it started (s->lock held). */
+static double ended_at(const struct srv_run *sr)
+{
+        json_t *e = json_object_get(sr->result, "ended");
+        return e ? json_number_value(e) : json_number_value(json_object_get(sr->info, "created"));
+}
+
+/* The retention (--run-retention, --run-retention-age): finished runs
+ * past the newest cfg.run_retention, or that ended longer ago than
+ * cfg.run_retention_age_s, leave the list and their records are removed
+ * (beneath DATA/runs, never through a link).  At start and as each run
+ * ends; a run's own thread leaves its run to the next time.  A follower
+ * reading a removed run's trace reads on (its file is open). */
+void runs_prune(struct server *s)
+{
+        struct runs *rs = s->runs;
+        unsigned keep = s->cfg.run_retention;
+        double max_age = s->cfg.run_retention_age_s, now = realtime_s();
+        if (rs == NULL || (keep == 0 && !(max_age > 0)))
+                return;
+        struct srv_run *gone = NULL;
+        unsigned finished = 0;
+        pthread_mutex_lock(&s->lock);
+        for (struct srv_run **p = &rs->list; *p;) {
+                struct srv_run *sr = *p;
+                bool old = false;
+                if (sr->r == NULL) {
+                        finished++;
+                        old = (keep && finished > keep) || (max_age > 0 && now - ended_at(sr) > max_age);
+                }
+                if (old && sr->thread_started && !sr->joined && pthread_equal(sr->thread, pthread_self()))
+                        old = false;
+                if (!old) {
+                        p = &sr->next;
+                        continue;
+                }
+                *p = sr->next;
+                sr->next = gone;
+                gone = sr;
+                /* Its thread joined below, out of runs_end()'s sight now
+                 * (unless that has taken it already). */
+                sr->thread_started = sr->thread_started && !sr->joined;
+                sr->joined = true;
+        }
+        pthread_mutex_unlock(&s->lock);
+        while (gone) {
+                struct srv_run *sr = gone;
+                gone = sr->next;
+                /* Its thread is past its last touch of sr (sr->r is NULL). */
+                if (sr->thread_started)
+                        pthread_join(sr->thread, NULL);
+                cleanup_free char *dir = NULL;
+                struct workspace *ws = NULL;
+                if (asprintf(&dir, "%s/%s", rs->dir, sr->id) >= 0 && workspace_attach(dir, &ws, NULL) == 0)
+                        workspace_close(ws, true);
+                srv_run_free(sr);
+                metrics_add(s->metrics, "corral_runs_removed_total", NULL, 1);
+        }
+}
+
 int runs_init(struct server *s, const char *data_dir, corral_error **ret_err)
 {
         struct runs *rs = calloc(1, sizeof(*rs));
@@ -381,8 +490,14 @@ int runs_init(struct server *s, const char *data_dir, corral_error **ret_err)
                 return corral_fail(ret_err, ENOMEM, "cannot start the server");
         }
         s->runs = rs;
+        rs->n_principals = auth_count(s->auth);
+        rs->running_of = calloc(rs->n_principals + 1, sizeof(*rs->running_of));
+        if (rs->running_of == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot start the server");
         if (s->cfg.max_runs == 0)
                 s->cfg.max_runs = 4;
+        if (s->cfg.max_runs_per_token == 0)
+                s->cfg.max_runs_per_token = 4;
         if (mkdir(rs->dir, 0700) < 0 && errno != EEXIST)
                 return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot make the runs' directory '%s'",
                                          rs->dir);
@@ -397,7 +512,29 @@ int runs_init(struct server *s, const char *data_dir, corral_error **ret_err)
                         load_one(s, id);
         }
         json_decref(list);
+        runs_sort(rs);
+        runs_prune(s);
         return 0;
+}
+
+void runs_wait(struct server *s, double wait_s)
+{
+        struct runs *rs = s->runs;
+        if (rs == NULL || !(wait_s > 0))
+                return;
+        double until = monotonic_ms() + wait_s * 1000;
+        pthread_mutex_lock(&s->lock);
+        while (rs->running > 0 && monotonic_ms() < until) {
+                struct timespec t;
+                clock_gettime(CLOCK_REALTIME, &t);
+                t.tv_nsec += 100 * 1000 * 1000; /* a run's end broadcasts; look again anyway */
+                if (t.tv_nsec >= 1000000000L) {
+                        t.tv_sec++;
+                        t.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&s->changed, &s->lock, &t);
+        }
+        pthread_mutex_unlock(&s->lock);
 }
 
 void runs_end(struct server *s)
@@ -408,6 +545,7 @@ void runs_end(struct server *s)
         pthread_mutex_lock(&s->lock);
         for (struct srv_run *sr = rs->list; sr; sr = sr->next)
                 if (sr->thread_started && !sr->joined && sr->cancel_fd >= 0) {
+                        sr->server_stop = true;
                         uint64_t one = 1;
                         if (write(sr->cancel_fd, &one, sizeof(one)) < 0) {
                                 /* an eventfd written once does not fail */
@@ -441,6 +579,7 @@ void runs_free(struct server *s)
                 srv_run_free(sr);
         }
         free(rs->dir);
+        free(rs->running_of);
         free(rs);
         s->runs = NULL;
 }
@@ -545,7 +684,13 @@ static void *run_thread_main(void *arg)
         json_t *pub = public_result(res);
         json_decref(res);
         if (pub)
-                json_object_set_new(pub, "ended", json_real((double)time(NULL)));
+                json_object_set_new(pub, "ended", json_real(realtime_s()));
+        pthread_mutex_lock(&s->lock);
+        bool server_stop = sr->server_stop;
+        pthread_mutex_unlock(&s->lock);
+        const char *status = json_string_value(json_object_get(pub, "status"));
+        if (pub && server_stop && status && strcmp(status, "cancelled") == 0)
+                json_object_set_new(pub, "reason", json_string("cancelled: server stopping"));
         if (pub)
                 record_write(s->runs, sr->id, "result.json", pub);
         run_free(sr->r); /* the trace closed: its subscriber is done */
@@ -566,10 +711,13 @@ static void *run_thread_main(void *arg)
         sr->result = pub;
         struct run_log *l = TAKE_PTR(sr->log);
         s->runs->running--;
+        (*running_of(s->runs, sr->owner))--;
+        pthread_cond_broadcast(&s->changed);
         pthread_mutex_unlock(&s->lock);
         log_end(l);
         log_put(l);
         free(rt);
+        runs_prune(s);
         return NULL;
 }
 
@@ -890,14 +1038,25 @@ static enum MHD_Result run_create(struct request *rq)
         if (body == NULL)
                 return reply_error(rq, 400, "usage", "the body is not JSON: %s (line %d, column %d)", je.text,
                                    je.line, je.column);
+        /* Both caps taken now (given back below on failure): the
+         * server's, and the token's so that one cannot take them all. */
+        unsigned *mine = running_of(rs, rq->who);
         pthread_mutex_lock(&s->lock);
         bool full = rs->running >= s->cfg.max_runs;
-        if (!full)
-                rs->running++; /* taken now: given back below on failure */
+        bool token_full = !full && *mine >= s->cfg.max_runs_per_token;
+        if (!full && !token_full) {
+                rs->running++;
+                (*mine)++;
+        }
         pthread_mutex_unlock(&s->lock);
-        if (full) {
+        if (full || token_full) {
                 json_decref(body);
-                count_rejected(s, "runs");
+                count_rejected(s, full ? "runs" : "runs_per_token");
+                if (token_full)
+                        return reply_error(rq, MHD_HTTP_TOO_MANY_REQUESTS, "limit",
+                                           "this token has its most runs going at once (%u): wait for one to end "
+                                           "(or cancel one)",
+                                           s->cfg.max_runs_per_token);
                 return reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "limit",
                                    "the server runs its most runs at once (%u): try again later", s->cfg.max_runs);
         }
@@ -949,10 +1108,13 @@ static enum MHD_Result run_create(struct request *rq)
         rt->sr = sr;
         run_subscribe(sr->r, on_event, rt, true);
         task = redact_text(c.task, run_secrets(sr->r));
+        /* To the millisecond: the list's order after a restart (runs of
+         * one second have IDs in no order). */
+        double created = realtime_s();
         sr->info = json_pack("{s:s?,s:s?,s:f}", "task", task, "model", c.provider.model, "created",
-                             (double)time(NULL));
+                             created);
         json_t *serve = json_pack("{s:s,s:s?,s:s?,s:f}", "owner", auth_name(s->auth, rq->who), "task", task, "model",
-                                  c.provider.model, "created", (double)time(NULL));
+                                  c.provider.model, "created", created);
         sr->body = TAKE_PTR(body);
         if (sr->status == NULL || sr->info == NULL || serve == NULL) {
                 json_decref(serve);
@@ -978,6 +1140,7 @@ static enum MHD_Result run_create(struct request *rq)
 fail:
         pthread_mutex_lock(&s->lock);
         rs->running--;
+        (*mine)--;
         pthread_mutex_unlock(&s->lock);
         json_decref(body);
         if (sr) {
@@ -1359,11 +1522,34 @@ static enum MHD_Result run_archive(struct request *rq, const char *id)
         return reply_fd(rq, fd, (uint64_t)st.st_size, "application/x-tar");
 }
 
-/* GET /v1/runs: the list as text joined from each run's (an ended run's
- * made once), so that a long list costs copies, not JSON work. */
+#define RUN_LIST_DEFAULT 100
+#define RUN_LIST_MAX 1000
+
+/* GET /v1/runs[?limit=N&after=ID]: the caller's runs, newest first, a page
+ * of at most limit (default RUN_LIST_DEFAULT); "next" names the last one
+ * when more follow (the next page's after=), absent on the last page.  A
+ * cursor whose run has been removed meanwhile (the retention) still works:
+ * the page starts at the first run that started in an earlier second (an
+ * ID carries its start to the second; runs of the cursor's own second are
+ * skipped, never shown twice).  The text is joined from each run's (an
+ * ended run's made once), so that a long list costs copies, not JSON work. */
 static enum MHD_Result run_list(struct request *rq)
 {
         struct server *s = rq->s;
+        const char *lim = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "limit");
+        const char *after = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "after");
+        unsigned long limit = RUN_LIST_DEFAULT;
+        if (lim) {
+                char *end;
+                errno = 0;
+                limit = strtoul(lim, &end, 10);
+                if (!isdigit((unsigned char)lim[0]) || *end || errno || limit == 0 || limit > RUN_LIST_MAX)
+                        return reply_error(rq, 400, "usage", "limit must be a whole number from 1 to %d, not '%.40s'",
+                                           RUN_LIST_MAX, lim);
+        }
+        if (after && !records_is_run_id(after))
+                return reply_error(rq, 400, "usage",
+                                   "after must be a run's id (the \"next\" of the page before), not '%.80s'", after);
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
@@ -1371,10 +1557,30 @@ static enum MHD_Result run_list(struct request *rq)
                 return MHD_NO;
         fputs("{\"runs\":[", f);
         bool first = true, ok = true;
+        unsigned long n = 0;
+        const char *last = NULL;
+        char next[RUN_ID_MAX] = "";
         pthread_mutex_lock(&s->lock);
-        for (struct srv_run *sr = s->runs->list; sr && ok; sr = sr->next) {
+        struct srv_run *sr = s->runs->list;
+        if (after) {
+                struct srv_run *at = sr;
+                while (at && strcmp(at->id, after) != 0)
+                        at = at->next;
+                if (at) {
+                        sr = at->next;
+                } else {
+                        /* "YYYYMMDD-HHMMSS-": the second it started */
+                        while (sr && strncmp(sr->id, after, 15) >= 0)
+                                sr = sr->next;
+                }
+        }
+        for (; sr && ok; sr = sr->next) {
                 if (sr->owner != rq->who)
                         continue;
+                if (n == limit) {
+                        snprintf(next, sizeof(next), "%s", last); /* one more follows */
+                        break;
+                }
                 char *text = sr->desc_text;
                 bool going = sr->r != NULL;
                 if (text == NULL) {
@@ -1390,12 +1596,17 @@ static enum MHD_Result run_list(struct request *rq)
                                 fputc(',', f);
                         fputs(text, f);
                         first = false;
+                        n++;
+                        last = sr->id;
                 }
                 if (going)
                         free(text);
         }
         pthread_mutex_unlock(&s->lock);
-        fputs("]}\n", f);
+        if (next[0])
+                fprintf(f, "],\"next\":\"%s\"}\n", next);
+        else
+                fputs("]}\n", f);
         if (fclose(f) != 0 || !ok) {
                 free(buf);
                 return MHD_NO;

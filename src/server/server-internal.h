@@ -235,7 +235,13 @@ int runs_init(struct server *s, const char *data_dir, corral_error **ret_err);
 enum MHD_Result runs_route(struct request *rq, const char *method, const char *path);
 /* Gauges for /metrics (corral_runs by status). */
 void runs_metrics(struct server *s);
-/* Cancel every run and wait for their threads; runs_free() after. */
+/* Remove the finished runs past the retention (count, age) with their
+ * records. */
+void runs_prune(struct server *s);
+/* Wait up to wait_s for the running runs to end. */
+void runs_wait(struct server *s, double wait_s);
+/* Cancel every run ("cancelled: server stopping") and wait for their
+ * threads; runs_free() after. */
 void runs_end(struct server *s);
 void runs_free(struct server *s);
 

@@ -500,3 +500,89 @@ def test_a_slow_websocket_reader_is_dropped(serve):
     last = got[-1]["data"]["last_event_id"]
     assert 0 < last < len(fast) and [m["id"] for m in got[:-1]] == list(range(1, last + 1))
     assert ws_events(s, rid, f"?after={last}")[0] == fast[last:]
+
+
+def test_a_token_has_its_own_cap(serve):
+    """--max-runs-per-token: a token at its cap is answered 429 with
+    Retry-After, and another token still starts runs."""
+    tokens = {"alice": "a" * 32, "bob": "b" * 32}
+    s = serve("--max-runs", "3", "--max-runs-per-token", "1", tokens=tokens)
+    with ScriptedServer([text("never") | {"delay": 30}, text("never") | {"delay": 30}]) as srv:
+        rid = start_run(s, srv)
+        body = {"task": "x", "model": {"base_url": srv.base_url, "model": "gpt-test"}}
+        status, h, data = s.request("POST", "/v1/runs", body)
+        j = json.loads(data)
+        assert status == 429 and h["Retry-After"], j
+        assert j["error"]["kind"] == "limit" and "this token" in j["error"]["message"], j
+        bob = start_run(s, srv, token=tokens["bob"])
+        srv.wait_for_requests(2, 30)
+        assert s.json("POST", f"/v1/runs/{rid}/cancel")[0] == 202
+        assert s.json("POST", f"/v1/runs/{bob}/cancel", token=tokens["bob"])[0] == 202
+        wait_end(s, rid, timeout=20)
+        srv.stop()
+    assert 'corral_rejected_requests_total{reason="runs_per_token"} 1' in s.request("GET", "/metrics")[2].decode()
+
+
+def test_the_list_in_pages_and_the_retention(serve):
+    """GET /v1/runs?limit=&after=: newest first, "next" while more follow;
+    --run-retention N keeps the newest N finished runs (removed as runs end
+    and at start), --run-retention-age removes older ones at start."""
+    s = serve("--run-retention", "3")
+    with ScriptedServer([text(f"answer {i}") for i in range(5)]) as srv:
+        made = []
+        for _ in range(5):
+            made.append(start_run(s, srv))
+            wait_end(s, made[-1])
+        srv.assert_ok()
+    newest = made[::-1]
+    status, j = s.json("GET", "/v1/runs")
+    assert status == 200 and [r["id"] for r in j["runs"]] == newest[:3] and "next" not in j, j
+    assert sorted(os.listdir(s.data / "runs")) == sorted(newest[:3])
+    status, p1 = s.json("GET", "/v1/runs?limit=2")
+    assert [r["id"] for r in p1["runs"]] == newest[:2] and p1["next"] == newest[1], p1
+    status, p2 = s.json("GET", f"/v1/runs?limit=2&after={p1['next']}")
+    assert [r["id"] for r in p2["runs"]] == newest[2:3] and "next" not in p2, p2
+    # a cursor whose run has gone: the runs older than it
+    assert [r["id"] for r in s.json("GET", f"/v1/runs?after={newest[0]}")[1]["runs"]] == newest[1:3]
+    assert [r["id"] for r in s.json("GET", f"/v1/runs?after={newest[3]}")[1]["runs"]] == []
+    for bad in ("limit=0", "limit=1001", "limit=x", "after=../x"):
+        status, j = s.json("GET", f"/v1/runs?{bad}")
+        assert status == 400 and j["error"]["kind"] == "usage", (bad, j)
+    s.stop()
+    s2 = serve("--run-retention", "1")
+    assert [r["id"] for r in s2.json("GET", "/v1/runs")[1]["runs"]] == newest[:1]
+    assert os.listdir(s2.data / "runs") == newest[:1]
+    s2.stop()
+    time.sleep(1.2)
+    s3 = serve("--run-retention-age", "1s")
+    assert s3.json("GET", "/v1/runs") == (200, {"runs": []})
+    assert os.listdir(s3.data / "runs") == []
+
+
+def test_runs_at_the_servers_stop(serve):
+    """SIGTERM: a run that ends within --run-grace ends as it would (its
+    follower sees its run_end); one that does not is cancelled, its record
+    saying so, and a restarted server lists both."""
+    s = serve("--run-grace", "3")
+    with ScriptedServer([text("quick") | {"delay": 1.5}]) as quick, \
+            ScriptedServer([text("never") | {"delay": 30}]) as slow:
+        a = start_run(s, quick)
+        b = start_run(s, slow)
+        quick.wait_for_requests(1, 30)
+        slow.wait_for_requests(1, 30)
+        seen = []
+        t = threading.Thread(target=lambda: seen.extend(sse(s, a)))
+        t.start()
+        time.sleep(0.2)
+        t0 = time.time()
+        rc, _ = s.stop()
+        took = time.time() - t0
+        t.join(30)
+        slow.stop()
+    assert rc == 0
+    assert 2.5 < took < 15, took
+    assert seen and seen[-1][1] == "run_end" and seen[-1][2]["status"] == "answered"
+    s2 = serve()
+    runs = {r["id"]: r for r in s2.json("GET", "/v1/runs")[1]["runs"]}
+    assert runs[a]["status"] == "answered" and runs[a]["answer"] == "quick", runs[a]
+    assert runs[b]["status"] == "cancelled" and runs[b]["reason"] == "cancelled: server stopping", runs[b]
