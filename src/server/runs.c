@@ -94,6 +94,8 @@ struct runs {
         unsigned running;
         unsigned *running_of;    /* per principal */
         size_t n_principals;
+        pthread_t *zombies;      /* removed runs' threads, to join (under s->lock) */
+        size_t n_zombies, cap_zombies;
 };
 
 /* CLOCK_REALTIME in seconds, to the millisecond: "created" and "ended". */
@@ -429,12 +431,11 @@ static double ended_at(const struct srv_run *sr)
         return e ? json_number_value(e) : json_number_value(json_object_get(sr->info, "created"));
 }
 
-/* The retention (--run-retention, --run-retention-age): finished runs
- * past the newest cfg.run_retention, or that ended longer ago than
- * cfg.run_retention_age_s, leave the list and their records are removed
- * (beneath DATA/runs, never through a link).  At start and as each run
- * ends; a run's own thread leaves its run to the next time.  A follower
- * reading a removed run's trace reads on (its file is open). */
+/* The retention: finished runs past the newest cfg.run_retention, or that
+ * ended longer ago than cfg.run_retention_age_s, leave the list and their
+ * records are removed (beneath DATA/runs, never through a link).  At start
+ * and as each run ends.  A follower reading a removed run's trace reads on
+ * (its file is open). */
 void runs_prune(struct server *s)
 {
         struct runs *rs = s->runs;
@@ -445,6 +446,12 @@ void runs_prune(struct server *s)
         struct srv_run *gone = NULL;
         unsigned finished = 0;
         pthread_mutex_lock(&s->lock);
+        /* The threads of runs removed before, once they have exited. */
+        for (size_t i = 0; i < rs->n_zombies;)
+                if (pthread_tryjoin_np(rs->zombies[i], NULL) == 0)
+                        rs->zombies[i] = rs->zombies[--rs->n_zombies];
+                else
+                        i++;
         for (struct srv_run **p = &rs->list; *p;) {
                 struct srv_run *sr = *p;
                 bool old = false;
@@ -452,8 +459,25 @@ void runs_prune(struct server *s)
                         finished++;
                         old = (keep && finished > keep) || (max_age > 0 && now - ended_at(sr) > max_age);
                 }
-                if (old && sr->thread_started && !sr->joined && pthread_equal(sr->thread, pthread_self()))
-                        old = false;
+                /* A run's thread may still be on its way out: never joined
+                 * here (two ending runs could each wait for the other), but
+                 * kept for runs_end(), or for the next time here. */
+                if (old && sr->thread_started && !sr->joined) {
+                        if (rs->n_zombies == rs->cap_zombies) {
+                                size_t cap = rs->cap_zombies ? 2 * rs->cap_zombies : 8;
+                                pthread_t *z = realloc(rs->zombies, cap * sizeof(*z));
+                                if (z) {
+                                        rs->zombies = z;
+                                        rs->cap_zombies = cap;
+                                }
+                        }
+                        if (rs->n_zombies < rs->cap_zombies) {
+                                rs->zombies[rs->n_zombies++] = sr->thread;
+                                sr->joined = true;
+                        } else {
+                                old = false; /* out of memory: next time */
+                        }
+                }
                 if (!old) {
                         p = &sr->next;
                         continue;
@@ -461,18 +485,13 @@ void runs_prune(struct server *s)
                 *p = sr->next;
                 sr->next = gone;
                 gone = sr;
-                /* Its thread joined below, out of runs_end()'s sight now
-                 * (unless that has taken it already). */
-                sr->thread_started = sr->thread_started && !sr->joined;
-                sr->joined = true;
         }
         pthread_mutex_unlock(&s->lock);
+        /* Freed now: a run's thread touches its srv_run no more once it has
+         * set sr->r to NULL. */
         while (gone) {
                 struct srv_run *sr = gone;
                 gone = sr->next;
-                /* Its thread is past its last touch of sr (sr->r is NULL). */
-                if (sr->thread_started)
-                        pthread_join(sr->thread, NULL);
                 cleanup_free char *dir = NULL;
                 struct workspace *ws = NULL;
                 if (asprintf(&dir, "%s/%s", rs->dir, sr->id) >= 0 && workspace_attach(dir, &ws, NULL) == 0)
@@ -561,6 +580,10 @@ void runs_end(struct server *s)
                                 sr->joined = found = true;
                                 t = sr->thread;
                         }
+                if (!found && s->runs->n_zombies) {
+                        t = rs->zombies[--rs->n_zombies];
+                        found = true;
+                }
                 pthread_mutex_unlock(&s->lock);
                 if (!found)
                         break;
@@ -580,6 +603,7 @@ void runs_free(struct server *s)
         }
         free(rs->dir);
         free(rs->running_of);
+        free(rs->zombies);
         free(rs);
         s->runs = NULL;
 }

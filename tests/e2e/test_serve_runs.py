@@ -289,6 +289,11 @@ def test_bad_requests(serve):
         assert j["error"]["kind"] == "usage"
         if field:
             assert j["error"].get("field") == field, (body, j)
+    # a bad request with a key: the key in no part of the answer
+    status, h, data = s.request("POST", "/v1/runs", {"task": "x", "model": {"base_url": "http://127.0.0.1:9/v1",
+                                                                           "model": "m"}, "review": "lax"},
+                                headers={"X-Model-Api-Key": HEADER_KEY})
+    assert status == 400 and HEADER_KEY not in data.decode() + str(h.items())
     assert s.json("GET", "/v1/runs") == (200, {"runs": []})
     assert s.request("PUT", "/v1/runs")[0] == 405
     assert s.request("GET", "/v1/runs", token=False)[0] == 401
