@@ -1282,6 +1282,10 @@ static bool wait_for_client(struct follower *f)
 
 static void follower_send(struct follower *f, const char *type, const char *text)
 {
+        /* A type goes into an SSE line and a JSON string unquoted: ours
+         * are [a-z_]; anything else (a damaged trace) is "event". */
+        if (type[0] == '\0' || type[strspn(type, "abcdefghijklmnopqrstuvwxyz0123456789_")] != '\0')
+                type = "event";
         f->seq++;
         if (f->dropped || f->seq <= f->after)
                 return;
