@@ -1296,8 +1296,8 @@ static void follower_send(struct follower *f, const char *type, const char *text
                 if (follower_gone(f))
                         return;
                 if (f->ws)
-                        n = asprintf(&line, "{\"type\":\"dropped\",\"data\":{\"type\":\"dropped\",\"last_event_id\":%" PRIu64
-                                            ",\"message\":\"" DROPPED_MESSAGE "\"}}",
+                        n = asprintf(&line, "{\"type\":\"dropped\",\"data\":{\"type\":\"dropped\","
+                                            "\"last_event_id\":%" PRIu64 ",\"message\":\"" DROPPED_MESSAGE "\"}}",
                                      f->seq - 1);
                 else
                         n = asprintf(&line, "event: dropped\ndata: {\"type\":\"dropped\",\"last_event_id\":%" PRIu64
