@@ -30,6 +30,8 @@ bench="bubblewrap firejail hyperfine time"
 # bench/serve.py: wrk drives corral serve over keep-alive HTTP (one sandbox per connection, its Lua
 # scripts); a stock Jupyter kernel (ipykernel, driven by jupyter_client) is the side-by-side reference.
 bench="$bench wrk python3-ipykernel python3-jupyter-client"
+# bench/runs.py: a run's events followed over a WebSocket too.
+bench="$bench python3-websocket"
 
 case "${1:-build}" in
 build) want="$build" ;;
