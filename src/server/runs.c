@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,9 @@ struct srv_run {
         char *staging;           /* sandboxes' files for the inputs, until the run ends */
         char *desc_text;         /* an ended run's description as JSON text (it no longer changes) */
         size_t n_staged;
+        /* While it goes: model replies and their tokens so far, for the list
+         * (the web view's); the result has the final counts. */
+        _Atomic uint64_t live_iterations, live_prompt, live_completion;
 };
 
 struct runs {
@@ -437,6 +441,12 @@ static json_t *describe_locked(struct srv_run *sr)
         json_object_update_missing(d, sr->info);
         if (sr->result)
                 json_object_update_missing(d, sr->result);
+        else if (strcmp(sr->status, "running") == 0)
+                json_object_update_new(d, json_pack("{s:I,s:{s:I,s:I}}", "iterations",
+                                                    (json_int_t)atomic_load(&sr->live_iterations), "usage",
+                                                    "prompt_tokens", (json_int_t)atomic_load(&sr->live_prompt),
+                                                    "completion_tokens",
+                                                    (json_int_t)atomic_load(&sr->live_completion)));
         return d;
 }
 
@@ -463,6 +473,10 @@ static void on_event(void *ud, const json_t *event)
                             (double)json_integer_value(json_object_get(u, "prompt_tokens")));
                 metrics_add(m, "corral_model_tokens_total", "completion",
                             (double)json_integer_value(json_object_get(u, "completion_tokens")));
+                atomic_fetch_add(&rt->sr->live_iterations, 1);
+                atomic_fetch_add(&rt->sr->live_prompt, (uint64_t)json_integer_value(json_object_get(u, "prompt_tokens")));
+                atomic_fetch_add(&rt->sr->live_completion,
+                                 (uint64_t)json_integer_value(json_object_get(u, "completion_tokens")));
         }
 }
 
