@@ -589,11 +589,17 @@ function runPage(id) {
 async function showFiles(id, where) {
   clear(where);
   let j;
-  try {
-    j = await api('GET', `/v1/runs/${encodeURIComponent(id)}/artifacts`);
-  } catch (e) {
-    if (e.status !== 409 && e.status !== 404) add(where, el('p', { class: 'error' }, `the run's files: ${e.message}`));
-    return;
+  // run_end comes a moment before the server has put the run's files away
+  // (409 until then): ask again for a few seconds.
+  for (let tries = 0; ; tries++) {
+    try {
+      j = await api('GET', `/v1/runs/${encodeURIComponent(id)}/artifacts`);
+      break;
+    } catch (e) {
+      if (e.status === 409 && tries < 40) { await new Promise((ok) => setTimeout(ok, 250)); continue; }
+      if (e.status !== 404) add(where, el('p', { class: 'error' }, `the run's files: ${e.message}`));
+      return;
+    }
   }
   const arts = (j.artifacts || []).filter((a) => a.type !== 'dir');
   if (!arts.length) return;
