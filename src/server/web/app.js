@@ -570,19 +570,19 @@ function runPage(id) {
     }
     es.onopen = () => setConn(run.ended ? '' : 'live');
     es.onerror = () => {
-      if (run.ended) { if (es) es.close(); es = null; return; }
+      // A run that had ended when the page opened sends nothing more (an
+      // interrupted one ends its events without run_end): no reconnecting.
+      if (run.ended || run.over) { if (es) es.close(); es = null; setConn(''); return; }
       setConn('reconnecting…'); // EventSource retries with Last-Event-ID
     };
   }
 
   api('GET', `/v1/runs/${encodeURIComponent(id)}`).then((r) => {
     setStatus(r.status);
+    run.over = r.status !== 'running';
     if (!head.firstChild) add(head, el('h1', { id: 'task' }, r.task || ''));
     follow();
-    if (r.status !== 'running' && r.status !== 'answered' && !run.ended) {
-      // An interrupted run's events end without run_end.
-      setTimeout(() => { if (!run.ended) { showFiles(id, files); } }, 1500);
-    }
+    if (r.status === 'interrupted') showFiles(id, files); // its events end without run_end
   }).catch((e) => showError(m, e));
 }
 
