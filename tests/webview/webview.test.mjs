@@ -168,6 +168,15 @@ try {
     check(await page.$eval('#answer', (a) => a.querySelector('strong') !== null), 'markdown emphasis not rendered');
   });
 
+  await step('dark for a dark system, and a phone-sized screen scrolls no page sideways', async () => {
+    const bg = (p) => p.evaluate(() => getComputedStyle(document.body).backgroundColor.match(/\d+/g).slice(0, 3).map(Number));
+    const light = await bg(page), dark = await bg(second);
+    check(light.reduce((a, b) => a + b) > 600 && dark.reduce((a, b) => a + b) < 150, `backgrounds ${light} / ${dark}`);
+    await second.setViewportSize({ width: 390, height: 844 });
+    const over = await second.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(over <= 0, `the run page is ${over} px wider than a phone's screen`);
+  });
+
   await step('token usage per turn', async () => {
     const turns = await page.$$eval('#usage tbody tr', (trs) => trs.length);
     check(turns === 3, `${turns} turns in the usage table`);
