@@ -21,6 +21,9 @@ test="$test wrk"
 test="$test libpython3.11-testsuite"
 # --net allow= (tests/e2e/test_net_allow.py): a test certificate, and a proxy client.
 test="$test openssl curl"
+# The web view in a headless browser (tests/e2e/test_webview.py; playwright-core, its driver, comes
+# from npm: tests/webview/setup.sh).
+test="$test chromium"
 # clang's parser over every source (tests/clang-syntax.sh).
 test="$test clang"
 # Legitimate code for the review's corpus (tests/review/test_docs.py): the examples in Debian's

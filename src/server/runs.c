@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,7 @@
 
 /* A live run's events, shared by the run and its followers. */
 struct run_log {
+        const struct server *s;  /* its data directory is masked in the events */
         pthread_mutex_t lock;
         pthread_cond_t more;
         char **text;             /* each event's compact JSON */
@@ -86,6 +88,9 @@ struct srv_run {
         char *staging;           /* sandboxes' files for the inputs, until the run ends */
         char *desc_text;         /* an ended run's description as JSON text (it no longer changes) */
         size_t n_staged;
+        /* While it goes: model replies and their tokens so far, for the list
+         * (the web view's); the result has the final counts. */
+        _Atomic uint64_t live_iterations, live_prompt, live_completion;
 };
 
 struct runs {
@@ -108,11 +113,12 @@ static double realtime_s(void)
 
 /* ---- the log ---- */
 
-static struct run_log *log_new(void)
+static struct run_log *log_new(const struct server *s)
 {
         struct run_log *l = calloc(1, sizeof(*l));
         if (l == NULL)
                 return NULL;
+        l->s = s;
         pthread_mutex_init(&l->lock, NULL);
         pthread_cond_init(&l->more, NULL);
         l->refs = 1;
@@ -181,29 +187,53 @@ static void log_unwatch(struct run_log *l, int fd)
         pthread_mutex_unlock(&l->lock);
 }
 
-/* An event as a caller sees it: the host's paths (run_start's workspace and
- * trace, run_end's output_dir) left out.  A new reference. */
-static json_t *event_public(const json_t *event)
+/* An event as a caller sees it, as compact JSON (malloc'd): the host's
+ * paths left out (run_start's workspace and trace, run_end's output_dir),
+ * and the server's data directory masked wherever a message names it (a
+ * notice says where the workspace was archived, an error where a copy
+ * failed): callers see the run, not the host's layout. */
+static char *event_text(const struct server *s, const json_t *event)
 {
         const char *type = json_string_value(json_object_get(event, "type"));
-        if (type == NULL || (strcmp(type, "run_start") != 0 && strcmp(type, "run_end") != 0))
-                return json_incref((json_t *)event);
-        json_t *c = json_copy((json_t *)event);
-        if (c) {
-                json_object_del(c, "workspace");
-                json_object_del(c, "trace");
-                json_object_del(c, "output_dir");
-                json_object_del(c, "cwd");
+        json_t *pub;
+        if (type != NULL && (strcmp(type, "run_start") == 0 || strcmp(type, "run_end") == 0)) {
+                pub = json_copy((json_t *)event);
+                if (pub) {
+                        json_object_del(pub, "workspace");
+                        json_object_del(pub, "trace");
+                        json_object_del(pub, "output_dir");
+                        json_object_del(pub, "cwd");
+                }
+        } else {
+                pub = json_incref((json_t *)event);
         }
-        return c;
+        char *text = pub ? json_dumps(pub, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+        /* The data directory as it appears inside a JSON string. */
+        json_t *dir = s && s->data_dir ? json_string(s->data_dir) : NULL;
+        cleanup_free char *quoted = dir ? json_dumps(dir, JSON_ENCODE_ANY) : NULL;
+        json_decref(dir);
+        if (text && quoted && strlen(quoted) > 2) {
+                quoted[strlen(quoted) - 1] = '\0';
+                if (strstr(text, quoted + 1) != NULL) {
+                        json_t *copy = json_deep_copy(pub);
+                        const char *const hide[] = { s->data_dir, NULL };
+                        free(text);
+                        text = NULL;
+                        if (copy) {
+                                redact_json(copy, hide);
+                                text = json_dumps(copy, JSON_COMPACT | JSON_REAL_PRECISION(15));
+                        }
+                        json_decref(copy);
+                }
+        }
+        json_decref(pub);
+        return text;
 }
 
 static void log_append(struct run_log *l, const json_t *event)
 {
         const char *type = json_string_value(json_object_get(event, "type"));
-        json_t *pub = event_public(event);
-        char *text = pub ? json_dumps(pub, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
-        json_decref(pub);
+        char *text = event_text(l->s, event);
         char *t = strdup(type ? type : "event");
         pthread_mutex_lock(&l->lock);
         if (text && t && l->n == l->cap) {
@@ -647,6 +677,12 @@ static json_t *describe_locked(struct srv_run *sr)
         json_object_update_missing(d, sr->info);
         if (sr->result)
                 json_object_update_missing(d, sr->result);
+        else if (strcmp(sr->status, "running") == 0)
+                json_object_update_new(d, json_pack("{s:I,s:{s:I,s:I}}", "iterations",
+                                                    (json_int_t)atomic_load(&sr->live_iterations), "usage",
+                                                    "prompt_tokens", (json_int_t)atomic_load(&sr->live_prompt),
+                                                    "completion_tokens",
+                                                    (json_int_t)atomic_load(&sr->live_completion)));
         return d;
 }
 
@@ -673,6 +709,10 @@ static void on_event(void *ud, const json_t *event)
                             (double)json_integer_value(json_object_get(u, "prompt_tokens")));
                 metrics_add(m, "corral_model_tokens_total", "completion",
                             (double)json_integer_value(json_object_get(u, "completion_tokens")));
+                atomic_fetch_add(&rt->sr->live_iterations, 1);
+                atomic_fetch_add(&rt->sr->live_prompt, (uint64_t)json_integer_value(json_object_get(u, "prompt_tokens")));
+                atomic_fetch_add(&rt->sr->live_completion,
+                                 (uint64_t)json_integer_value(json_object_get(u, "completion_tokens")));
         }
 }
 
@@ -1092,7 +1132,7 @@ static enum MHD_Result run_create(struct request *rq)
         c.no_trace = false;
         struct run_thread *rt = calloc(1, sizeof(*rt));
         if (sr == NULL || rt == NULL || (sr->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
-            (sr->log = log_new()) == NULL) {
+            (sr->log = log_new(s)) == NULL) {
                 corral_fail(&err, ENOMEM, "cannot start the run");
                 goto fail;
         }
@@ -1320,9 +1360,7 @@ static void follow_file_event(void *ud, const json_t *event)
 {
         struct follower *f = ud;
         const char *type = json_string_value(json_object_get(event, "type"));
-        json_t *pub = event_public(event);
-        cleanup_free char *text = pub ? json_dumps(pub, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
-        json_decref(pub);
+        cleanup_free char *text = event_text(f->s, event);
         if (text)
                 follower_send(f, type ? type : "event", text);
 }

@@ -57,6 +57,7 @@ struct server {
         struct MHD_Daemon *mhd;
         struct session_host *host;
         struct metrics *metrics;
+        char *data_dir;          /* resolved: masked in what runs' events say (runs.c) */
         char *work_dir;          /* ours alone (0700, flock-held): paused archives, tar transfers */
         int work_lock;
 
@@ -105,6 +106,20 @@ struct request {
 
 /* The OpenAPI 3.1 description of the API (openapi.json, embedded). */
 extern const char server_openapi[];
+
+/* ---- the web view (web.c, docs/webview.md) ---- */
+/* One file of the page, compiled in (scripts/embed-files.py). */
+struct web_file {
+        const char *name;        /* "index.html", "app.js", ...; NULL ends the table */
+        const char *type;        /* its Content-Type */
+        const unsigned char *data;
+        size_t len;
+};
+extern const struct web_file web_files[];
+/* Whether GET path is the web view's: "/" asked for as HTML, or "/ui/NAME". */
+bool web_claims(struct request *rq, const char *method, const char *path);
+/* The page or one of its files, with the Content-Security-Policy. */
+enum MHD_Result web_route(struct request *rq, const char *path);
 
 /* ---- answers (server.c) ---- */
 /* A JSON answer of text (taken, a newline added), or NULL. */

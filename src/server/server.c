@@ -334,6 +334,9 @@ static enum MHD_Result gate(struct request *rq, const char *method, const char *
                                                          : NULL;
         if (login_token && strcmp(method, "GET") == 0)
                 return login(rq, login_token);
+        /* The web view's files need no token: they hold nothing of anyone's. */
+        if (web_claims(rq, method, path))
+                return web_route(rq, path);
         size_t len = 0;
         const char *token = NULL;
         if (e2b_claims(rq, path)) {
@@ -709,6 +712,7 @@ int server_start(const struct server_config *cfg, struct server **ret, corral_er
         workspace_sweep(data);
         if (workspace_make_temporary(data, &s->work_dir, &s->work_lock, ret_err) < 0)
                 goto fail;
+        s->data_dir = realpath(data, NULL);
         if (cfg->tokens_file) {
                 if (auth_load(cfg->tokens_file, &s->auth, ret_err) < 0) {
                         corral_error_set_field(ret_err, "tokens_file");
@@ -895,6 +899,7 @@ void server_free(struct server *s)
         if (s->work_lock >= 0)
                 close(s->work_lock);
         corral_jail_config_release(&s->limits);
+        free(s->data_dir);
         free(s->token_file);
         free(s->url);
         if (s->stop_fd >= 0)

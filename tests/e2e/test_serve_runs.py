@@ -169,6 +169,12 @@ def test_run_followed_by_two_clients(serve, tmp_path, monkeypatch):
     # the host's paths stay with the host
     assert "workspace" in lines[0] and "workspace" not in first[0][2] and "trace" not in first[0][2]
     assert "output_dir" not in end
+    # nor does a notice name them (the archive's path, under the data directory)
+    data = os.path.realpath(s.data)
+    assert any("archived to" in e[2].get("message", "") for e in first if e[1] == "notice"), first
+    assert data in trace.read_text()
+    for blob in (json.dumps(first), json.dumps(ws_first), json.dumps(sse(s, rid))):
+        assert data not in blob
 
     # resume: after N, every later event exactly once
     rest = sse(s, rid, headers={"Last-Event-ID": "3"})
