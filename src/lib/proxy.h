@@ -21,6 +21,7 @@
 
 #define NET_HOST_MAX 253
 #define NET_HEAD_MAX 16384
+#define NET_SECRET_MAX 4096 /* a brokered credential's value, bytes */
 
 /* One allow-list entry. */
 struct net_allow_entry {
@@ -73,11 +74,15 @@ struct sockaddr;
 __attribute__((visibility("hidden"))) bool net_addr_is_restricted(const struct sockaddr *sa);
 
 struct net_proxy;
-/* Start a proxy for cfg's allow-list, resolve map and caps.  handoff is a
- * unix socket on which the listening socket arrives (SCM_RIGHTS); the proxy
- * owns it.  0, or -1 with ret_err filled (handoff closed). */
-__attribute__((visibility("hidden"))) int net_proxy_start(const corral_jail_config *cfg, int handoff,
-                                                          struct net_proxy **ret, corral_error **ret_err);
+struct net_tls;
+/* Start a proxy for cfg's allow-list, resolve map, caps and brokered
+ * credentials.  tls (proxy-tls.h; NULL when cfg brokers nothing) terminates
+ * the program's TLS to brokered hosts.  handoff is a unix socket on which
+ * the listening socket arrives (SCM_RIGHTS).  The proxy owns tls and
+ * handoff.  0, or -1 with ret_err filled (both freed). */
+__attribute__((visibility("hidden"))) int net_proxy_start(const corral_jail_config *cfg, struct net_tls *tls,
+                                                          int handoff, struct net_proxy **ret,
+                                                          corral_error **ret_err);
 /* Stop it: close every connection, join the threads, free everything.  The
  * connection log goes to res (when not NULL).  Accepts NULL. */
 __attribute__((visibility("hidden"))) void net_proxy_stop(struct net_proxy *p, corral_jail_result *res);
