@@ -13,6 +13,7 @@ import ssl
 import subprocess
 import tempfile
 import threading
+import time
 
 import pytest
 
@@ -26,10 +27,22 @@ class Echo(http.server.BaseHTTPRequestHandler):
     """Answers with the request's headers, in the body and in a response header: the worst upstream."""
     protocol_version = "HTTP/1.0"
     seen = []
+    all_keys = []
 
     def do_GET(self):
         Echo.seen.append((self.server.server_address[1], dict(self.headers)))
+        Echo.all_keys.append(self.headers.get_all(HEADER))
         body = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()
+        if self.path == "/drip":  # the echo in 3-byte pieces: the masker must join them
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(0, len(body), 3):
+                self.wfile.write(body[i:i + 3])
+                self.wfile.flush()
+                time.sleep(0.002)
+            return
         self.send_response(200)
         self.send_header("X-Echo-Key", self.headers.get(HEADER, "none"))
         self.send_header("Content-Length", str(len(body)))
@@ -109,9 +122,12 @@ found = []
 for top in ("/etc", "/tmp", "/workspace", "/run", "/proc/self/environ", "/proc/1/environ", "/proc/1/cmdline"):
     for dirpath, dirs, files in os.walk(top) if os.path.isdir(top) else [(os.path.dirname(top), [], [os.path.basename(top)])]:
         for f in files:
+            path = os.path.join(dirpath, f)
+            if os.path.islink(path) and not path.startswith("/proc"):  # /etc/alternatives: host programs
+                continue
             try:
-                with open(os.path.join(dirpath, f), "rb") as fh:
-                    found.append(fh.read())
+                with open(path, "rb") as fh:
+                    found.append(fh.read(1 << 20))
             except OSError:
                 pass
 print("files-read", len(found))
@@ -163,6 +179,23 @@ def test_brokered_header_added_upstream_and_masked_in_the_echo(servers, pki, tok
     check_clean(p, token, tmp_path)
     [c] = r["network"]
     assert c["allowed"] and c["brokered"] and c["method"] == ("GET" if scheme == "http" else "CONNECT")
+
+
+def test_echo_in_pieces_and_the_programs_own_header(servers, pki, token, tmp_path):
+    """The program's own X-Api-Key is replaced, not added to; an echo split over many reads is still masked."""
+    port = servers[1]
+    code = f"""
+import urllib.request
+rq = urllib.request.Request("https://api.test:{port}/drip", headers={{"{HEADER}": "mine", "Host": "evil.test"}})
+print(urllib.request.urlopen(rq, timeout=10).read().decode(), end="")
+"""
+    p = run(["exec", "--json", "--net", f"allow=api.test:{port}", "--resolve", f"api.test:{HOST_ADDR}",
+             "--secret", f"api.test={HEADER}:X_TOKEN", "--upstream-ca", str(pki / "ca.pem"), "-c", code], token)
+    r = json.loads(p.stdout)
+    assert f"{HEADER}: {'*' * len(token)}\n" in r["stdout"], r
+    assert f"Host: api.test:{port}\n" in r["stdout"]
+    assert Echo.all_keys[-1] == [token]
+    assert token.encode() not in p.stdout and token.encode() not in p.stderr
 
 
 def test_https_brokered_host_is_served_by_the_jail_ca(servers, pki, token, tmp_path):
