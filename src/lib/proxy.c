@@ -399,6 +399,7 @@ struct net_proxy {
         uint64_t dropped;
         struct corral_net_secret *secrets; /* brokered credentials, copies wiped at stop */
         size_t n_secrets;
+        const char **secret_values;        /* secrets[i].value, for the masker */
         struct net_tls *tls;               /* the jail's CA, when a credential is brokered */
 };
 
@@ -409,8 +410,7 @@ struct conn {
         double t0;
         struct corral_net_conn rec;
         bool brokered;                  /* the host has credentials: added going up, masked coming back */
-        char hold[NET_SECRET_MAX];      /* coming back: a tail that may begin a credential (mask_feed) */
-        size_t hold_len;
+        struct net_masker mask;         /* coming back from a brokered host */
         char head[NET_HEAD_MAX];
         size_t head_len;
 };
@@ -671,46 +671,39 @@ static bool end_handshake(struct conn *c, struct end *e, bool server)
         }
 }
 
-/* Mask the credentials in what comes back from a brokered host: in (n
- * bytes) goes after what was held back; every whole occurrence of a
- * credential's value becomes as many '*' (so Content-Length and chunk sizes
- * stay true); the longest tail that could begin one is held back for the
- * next call, unless flush.  Returns how many bytes of out to send; out has
- * room for NET_SECRET_MAX + n. */
-static size_t mask_feed(struct conn *c, const char *in, size_t n, char *out, bool flush)
+size_t net_mask_feed(struct net_masker *m, const char *in, size_t n, char *out, bool flush)
 {
-        const struct net_proxy *p = c->p;
-        size_t total = c->hold_len + n;
-        memcpy(out, c->hold, c->hold_len);
-        memcpy(out + c->hold_len, in, n);
-        c->hold_len = 0;
-        for (size_t i = 0; i < p->n_secrets; i++) {
-                const char *v = p->secrets[i].value;
+        size_t total = m->hold_len + n;
+        memcpy(out, m->hold, m->hold_len);
+        memcpy(out + m->hold_len, in, n);
+        m->hold_len = 0;
+        for (size_t i = 0; i < m->n_values; i++) {
+                const char *v = m->values[i];
                 size_t vl = strlen(v);
-                for (char *at = out; (at = memmem(at, total - (size_t)(at - out), v, vl)) != NULL; at += vl)
+                for (char *at = out; vl > 0 && (at = memmem(at, total - (size_t)(at - out), v, vl)) != NULL; at += vl)
                         memset(at, '*', vl);
         }
         if (flush)
                 return total;
         size_t keep = 0;
-        for (size_t i = 0; i < p->n_secrets; i++) {
-                const char *v = p->secrets[i].value;
+        for (size_t i = 0; i < m->n_values; i++) {
+                const char *v = m->values[i];
                 size_t vl = strlen(v);
-                for (size_t k = vl - 1 < total ? vl - 1 : total; k > keep; k--)
+                for (size_t k = vl > 0 && vl - 1 < total ? vl - 1 : total; k > keep; k--)
                         if (memcmp(out + total - k, v, k) == 0) {
                                 keep = k;
                                 break;
                         }
         }
-        memcpy(c->hold, out + total - keep, keep);
-        c->hold_len = keep;
+        memcpy(m->hold, out + total - keep, keep);
+        m->hold_len = keep;
         return total - keep;
 }
 
 /* Copy bytes both ways until both sides are done, the proxy stops, the
  * connection idles out or the byte limit is reached.  pending (from the
  * program, read with its head) goes first.  For a brokered host what comes
- * back is masked (mask_feed). */
+ * back is masked (net_mask_feed). */
 static void relay(struct conn *c, struct end *cl, struct end *sv, const char *pending, size_t pending_len)
 {
         if (pending_len > 0) {
@@ -752,8 +745,8 @@ static void relay(struct conn *c, struct end *cl, struct end *sv, const char *pe
                         if (n == -2)
                                 continue;
                         if (n <= 0) {
-                                if (side == 1 && c->brokered && c->hold_len > 0) {
-                                        size_t m = mask_feed(c, buf, 0, masked, true);
+                                if (side == 1 && c->brokered && c->mask.hold_len > 0) {
+                                        size_t m = net_mask_feed(&c->mask, buf, 0, masked, true);
                                         if (!end_send(c, to, masked, m))
                                                 return;
                                         c->rec.bytes_down += m;
@@ -775,7 +768,7 @@ static void relay(struct conn *c, struct end *cl, struct end *sv, const char *pe
                         const char *out = buf;
                         size_t m = (size_t)n;
                         if (side == 1 && c->brokered) {
-                                m = mask_feed(c, buf, (size_t)n, masked, false);
+                                m = net_mask_feed(&c->mask, buf, (size_t)n, masked, false);
                                 out = masked;
                         }
                         /* A slow reader holds this connection up, no other. */
@@ -1110,6 +1103,8 @@ static void serve(struct conn *c)
         for (size_t i = 0; i < c->p->n_secrets; i++)
                 c->brokered |= strcmp(c->p->secrets[i].host, rq.host) == 0;
         c->rec.brokered = c->brokered;
+        c->mask.values = c->p->secret_values;
+        c->mask.n_values = c->p->n_secrets;
         struct end cl = { .fd = c->client, .ssl = NULL }, sv = { .fd = c->server, .ssl = NULL };
         if (rq.connect) {
                 static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -1285,6 +1280,7 @@ static void proxy_free(struct net_proxy *p)
                 free(p->secrets[i].value);
         }
         free(p->secrets);
+        free(p->secret_values);
         net_tls_free(p->tls);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->idle);
@@ -1325,8 +1321,13 @@ int net_proxy_start(const corral_jail_config *cfg, struct net_tls *tls, int hand
                 d->value = strdup(cfg->net_secrets[i].value);
                 oom |= d->host == NULL || d->header == NULL || d->value == NULL;
         }
-        if (oom)
+        p->secret_values = calloc(cfg->n_net_secrets + 1, sizeof(*p->secret_values));
+        for (size_t i = 0; p->secret_values && !oom && i < p->n_secrets; i++)
+                p->secret_values[i] = p->secrets[i].value;
+        if (oom || p->secret_values == NULL) {
+                oom = true;
                 errno = ENOMEM;
+        }
         if (p->stop_fd < 0 || p->allow == NULL || p->resolve == NULL || p->secrets == NULL || oom) {
                 int e = errno;
                 proxy_free(p);

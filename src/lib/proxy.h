@@ -73,6 +73,22 @@ __attribute__((visibility("hidden"))) int net_tls_sni(const uint8_t *buf, size_t
 struct sockaddr;
 __attribute__((visibility("hidden"))) bool net_addr_is_restricted(const struct sockaddr *sa);
 
+/* Masking brokered credentials in a stream coming back from the host.
+ * net_mask_feed appends n bytes of in to what was held back, replaces every
+ * whole occurrence of any value with as many '*' (lengths, so HTTP framing,
+ * stay true), and returns how many bytes of out may go on; the longest tail
+ * that could begin a value is held back for the next call, or given too
+ * when flush (at the end of the stream).  out needs NET_SECRET_MAX + n
+ * bytes.  values are borrowed, each 1..NET_SECRET_MAX bytes. */
+struct net_masker {
+        const char *const *values;
+        size_t n_values;
+        char hold[NET_SECRET_MAX];
+        size_t hold_len;
+};
+__attribute__((visibility("hidden"))) size_t net_mask_feed(struct net_masker *m, const char *in, size_t n, char *out,
+                                                           bool flush);
+
 struct net_proxy;
 struct net_tls;
 /* Start a proxy for cfg's allow-list, resolve map, caps and brokered
