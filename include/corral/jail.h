@@ -182,6 +182,10 @@ int corral_jail_config_add_net_resolve(corral_jail_config *cfg, const char *spec
  * bytes, so that masking echoes of it is sound).  All copied. */
 int corral_jail_config_add_net_secret(corral_jail_config *cfg, const char *host, const char *header,
                                       const char *value, corral_error **ret_err);
+/* "HOST=HEADER:ENV": the same, with the value of the caller's environment
+ * variable ENV (read now; a usage error naming ENV when unset or empty), so
+ * that the value is never on a command line or in a config file. */
+int corral_jail_config_add_net_secret_env(corral_jail_config *cfg, const char *spec, corral_error **ret_err);
 /* Check the whole config; fills ret_err with a usage error when it is wrong. */
 int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **ret_err);
 

@@ -75,28 +75,6 @@ static int parse_uid_range(const char *text, corral_jail_config *cfg, corral_err
         return 0;
 }
 
-/* --secret HOST=HEADER:ENV: the value is read from corral's environment
- * here, so that it is never on a command line (ps, shell history). */
-static int parse_secret(const char *arg, corral_jail_config *cfg, corral_error **err)
-{
-        const char *eq = strchr(arg, '='), *colon = eq ? strrchr(eq, ':') : NULL;
-        if (eq == NULL || colon == NULL || eq == arg || colon == eq + 1 || colon[1] == '\0')
-                return corral_usage(err, "--secret: invalid '%s': expected HOST=HEADER:ENV (the value is read from "
-                                         "the environment variable ENV)",
-                                    arg);
-        cleanup_free char *host = strndup(arg, (size_t)(eq - arg));
-        cleanup_free char *header = strndup(eq + 1, (size_t)(colon - eq - 1));
-        if (host == NULL || header == NULL)
-                return corral_fail(err, ENOMEM, "--secret");
-        const char *value = getenv(colon + 1);
-        if (value == NULL || value[0] == '\0')
-                return corral_usage(err, "--secret: the environment variable '%s' is not set: export it with the "
-                                         "credential's value",
-                                    colon + 1);
-        return corral_jail_config_add_net_secret(cfg, host, header, value, err) < 0 ? corral_error_prefix(err, "--secret")
-                                                                                    : 1;
-}
-
 int jail_option_apply(int c, const char *arg, corral_jail_config *cfg, corral_error **err)
 {
         switch (c) {
@@ -143,7 +121,8 @@ int jail_option_apply(int c, const char *arg, corral_jail_config *cfg, corral_er
                 return corral_parse_count(arg, &cfg->net_conns, err) < 0 ? corral_error_prefix(err, "--net-conns")
                                                                           : 1;
         case OPT_SECRET:
-                return parse_secret(arg, cfg, err);
+                return corral_jail_config_add_net_secret_env(cfg, arg, err) < 0 ? corral_error_prefix(err, "--secret")
+                                                                                : 1;
         case OPT_UPSTREAM_CA:
                 free(cfg->net_upstream_ca);
                 cfg->net_upstream_ca = strdup(arg);

@@ -539,6 +539,25 @@ int corral_jail_config_add_net_secret(corral_jail_config *cfg, const char *host,
         return 0;
 }
 
+int corral_jail_config_add_net_secret_env(corral_jail_config *cfg, const char *spec, corral_error **ret_err)
+{
+        const char *eq = strchr(spec, '='), *colon = eq ? strrchr(eq, ':') : NULL;
+        if (eq == NULL || colon == NULL || eq == spec || colon == eq + 1 || colon[1] == '\0')
+                return corral_usage(ret_err, "invalid '%s': expected HOST=HEADER:ENV (the value is read from the "
+                                             "environment variable ENV)",
+                                    spec);
+        cleanup_free char *host = strndup(spec, (size_t)(eq - spec));
+        cleanup_free char *header = strndup(eq + 1, (size_t)(colon - eq - 1));
+        if (host == NULL || header == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot add to the jail configuration");
+        const char *value = getenv(colon + 1);
+        if (value == NULL || value[0] == '\0')
+                return corral_usage(ret_err, "the environment variable '%s' is not set: export it with the "
+                                             "credential's value",
+                                    colon + 1);
+        return corral_jail_config_add_net_secret(cfg, host, header, value, ret_err);
+}
+
 int corral_jail_config_add_net_resolve(corral_jail_config *cfg, const char *spec, corral_error **ret_err)
 {
         if (resolve_valid(spec, ret_err) < 0)

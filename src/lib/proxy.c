@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -932,6 +933,11 @@ static void refuse_tls(struct conn *c, struct end *cl, int code, const char *rea
 static void broker_tls(struct conn *c, const struct net_request *rq)
 {
         struct end cl = { .fd = c->client, .ssl = NULL }, sv = { .fd = c->server, .ssl = NULL };
+        /* TLS writes go out a record at a time: without this, Nagle holds
+         * each last short segment back for the peer's delayed ACK (40 ms). */
+        int one = 1;
+        setsockopt(c->client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        setsockopt(c->server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (c->head_len > rq->head_len) {
                 set_reason(c, "bytes after CONNECT before the tunnel was established");
                 return;

@@ -293,3 +293,14 @@ def test_as_an_ordinary_user(servers, pki, token, nobody_dir):
     r = json.loads(p.stdout)
     assert "status 200" in r["stdout"] and upstream_saw(port)[HEADER] == token
     check_clean(p, token, ws)
+
+
+def test_mcp_jail_brokers_too(servers, token):
+    """corral mcp-jail takes --secret as corral exec does."""
+    port = servers[0]
+    code = f"import urllib.request; print(urllib.request.urlopen('http://api.test:{port}/e', timeout=10).read().decode())"
+    p = run(["mcp-jail", "--net", f"allow=api.test:{port}", "--resolve", f"api.test:{HOST_ADDR}",
+             "--secret", f"api.test={HEADER}:X_TOKEN", "--", "python3", "-c", code], token)
+    assert p.returncode == 0, p.stderr
+    assert f"{HEADER}: {'*' * len(token)}".encode() in p.stdout
+    assert upstream_saw(port)[HEADER] == token and token.encode() not in p.stdout + p.stderr
