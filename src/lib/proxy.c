@@ -789,6 +789,8 @@ static void relay(struct conn *c, struct end *cl, struct end *sv, const char *pe
  * from the proxy rather than the program? */
 static bool brokered_field(const struct net_proxy *p, const char *host, const char *line, size_t n)
 {
+        while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t'))
+                n--; /* "Name :" is not valid HTTP, but a lenient server may take it */
         static const char *const own[] = { "host", "accept-encoding" };
         for (size_t i = 0; i < ARRAY_SIZE(own); i++)
                 if (n == strlen(own[i]) && strncasecmp(line, own[i], n) == 0)
@@ -1152,6 +1154,10 @@ static void *conn_main(void *arg)
 {
         struct conn *c = arg;
         struct net_proxy *p = c->p;
+        /* OpenSSL writes with write(), not send(MSG_NOSIGNAL): a program
+         * that closed its end must give EPIPE, not kill corral. */
+        struct sigpipe_guard pipe_guard;
+        sigpipe_block(&pipe_guard);
         serve(c);
         if (c->server >= 0)
                 close(c->server);
@@ -1166,6 +1172,7 @@ static void *conn_main(void *arg)
         if (--p->active == 0)
                 pthread_cond_broadcast(&p->idle);
         pthread_mutex_unlock(&p->lock);
+        sigpipe_unblock(&pipe_guard);
         return NULL;
 }
 
