@@ -716,7 +716,7 @@ static void relay(struct conn *c, struct end *cl, struct end *sv, const char *pe
                         return;
                 c->rec.bytes_up += pending_len;
         }
-        char buf[32768];
+        char buf[65536];
         cleanup_free char *masked = c->brokered ? malloc(NET_SECRET_MAX + sizeof(buf)) : NULL;
         if (c->brokered && masked == NULL) {
                 set_reason(c, "out of memory");
