@@ -174,7 +174,7 @@ void probe_net_proxy(json_t *checks)
         char *argv[] = { (char *)"bash", (char *)"-c",
                          (char *)"exec 3<>/dev/tcp/127.0.0.1/3128 && "
                                  "printf 'GET http://doctor.invalid/ HTTP/1.0\\r\\n\\r\\n' >&3 && dd bs=12 count=1 status=none <&3; "
-                                 "echo; grep -c \"this jail's CA\" /etc/ssl/certs/ca-certificates.crt",
+                                 "echo; grep \"this jail's CA\" /etc/ssl/certs/ca-certificates.crt >/dev/null && echo 1",
                          NULL };
         corral_jail_io io = { .capture = true, .cancel_fd = -1 };
         corral_jail_result res;
