@@ -13,8 +13,14 @@
  * Threads: one accepts; each connection has its own (at most net_conns), so
  * that the blocking host resolver and connect never hold up another
  * connection.  An eventfd written at stop wakes every poll(); stop waits for
- * the connection threads and joins the acceptor.  It does not: terminate
- * TLS, proxy anything but HTTP/1.x, keep connections alive.
+ * the connection threads and joins the acceptor.  It does not: proxy
+ * anything but HTTP/1.x, keep connections alive.
+ *
+ * Brokered credentials (cfg->net_secrets): a request to such a host gets
+ * the credential's header from here, and the answer comes back through a
+ * masker (net_mask_feed).  A CONNECT to one is not a tunnel: the program's
+ * TLS ends here with a leaf of the jail's CA (proxy-tls.c), and the proxy
+ * speaks TLS of its own to the host, checking its certificate.
  *
  * The request head and the ClientHello are bytes from the sandboxed program:
  * both parsers are bounded (NET_HEAD_MAX, one TLS record) and fuzzed

@@ -5,7 +5,8 @@
  * The proxy is an object with threads of its own: one accepts on a
  * listening socket that lives in the jail's network namespace (handed over
  * by the jail's setup child, see enter.c), one per connection talks to the
- * program and to the allowed host.  It owns every fd it is given.
+ * program and to the allowed host, adding brokered credentials and masking
+ * them in answers.  It owns every fd it is given.
  *
  * Threads: net_proxy_start/net_proxy_stop from one thread (the jail's
  * supervisor); the pure functions from any.
