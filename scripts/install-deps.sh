@@ -4,7 +4,7 @@
 # retries); otherwise lists what is missing and how to install it.
 set -eu
 
-build="meson ninja-build pkg-config gcc libc6-dev libseccomp-dev libjansson-dev libcurl4-openssl-dev libarchive-dev nettle-dev libcmark-dev libmicrohttpd-dev libwslay-dev"
+build="meson ninja-build pkg-config gcc libc6-dev libseccomp-dev libjansson-dev libcurl4-openssl-dev libarchive-dev nettle-dev libcmark-dev libmicrohttpd-dev libwslay-dev libssl-dev"
 # The review's parser; its grammars come from the npm registry (scripts/fetch-grammars.sh).
 build="$build libtree-sitter-dev"
 # corral-zygote (warm sessions) embeds Debian's Python: python3-embed.pc.

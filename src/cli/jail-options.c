@@ -32,6 +32,8 @@ const struct option jail_long_options[] = {
         { "resolve", required_argument, NULL, OPT_RESOLVE },
         { "net-bytes", required_argument, NULL, OPT_NET_BYTES },
         { "net-conns", required_argument, NULL, OPT_NET_CONNS },
+        { "secret", required_argument, NULL, OPT_SECRET },
+        { "upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA },
         { NULL, 0, NULL, 0 },
 };
 
@@ -118,6 +120,13 @@ int jail_option_apply(int c, const char *arg, corral_jail_config *cfg, corral_er
         case OPT_NET_CONNS:
                 return corral_parse_count(arg, &cfg->net_conns, err) < 0 ? corral_error_prefix(err, "--net-conns")
                                                                           : 1;
+        case OPT_SECRET:
+                return corral_jail_config_add_net_secret_env(cfg, arg, err) < 0 ? corral_error_prefix(err, "--secret")
+                                                                                : 1;
+        case OPT_UPSTREAM_CA:
+                free(cfg->net_upstream_ca);
+                cfg->net_upstream_ca = strdup(arg);
+                return cfg->net_upstream_ca ? 1 : corral_fail(err, ENOMEM, "--upstream-ca");
         case OPT_RO_BIND:
         case OPT_BIND:
                 return corral_jail_config_add_bind(cfg, arg, c == OPT_BIND, err) < 0 ? -1 : 1;

@@ -123,9 +123,9 @@ char *corral_jail_result_to_json(const corral_jail_result *r)
                         const struct corral_net_conn *c = &r->network[i];
                         const char *h = c->host ? c->host : "", *m = c->method ? c->method : "";
                         json_array_append_new(
-                                a, json_pack("{s:o, s:i, s:o, s:b, s:o, s:o, s:I, s:I, s:o}", "host",
+                                a, json_pack("{s:o, s:i, s:o, s:b, s:b, s:o, s:o, s:I, s:I, s:o}", "host",
                                              text(h, strlen(h)), "port", (int)c->port, "method", text(m, strlen(m)),
-                                             "allowed", c->allowed, "reason",
+                                             "allowed", c->allowed, "brokered", c->brokered, "reason",
                                              c->reason ? text(c->reason, strlen(c->reason)) : json_null(), "address",
                                              c->address ? text(c->address, strlen(c->address)) : json_null(),
                                              "bytes_up", (json_int_t)c->bytes_up, "bytes_down",
