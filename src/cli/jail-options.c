@@ -170,9 +170,15 @@ int jail_options_parse(int argc, char **argv, const char *shortopts, const struc
                 if (r == 0 && apply(c, optarg, userdata, err) < 0)
                         return -1;
         }
-        /* Cold jails take the proxy; sessions' warm ones do not yet. */
-        if (cfg->net == CORRAL_NET_ALLOW && strcmp(cmd, "exec") != 0 && strcmp(cmd, "mcp-jail") != 0)
-                return corral_usage(err, "--net allow= works with 'corral exec' and 'corral mcp-jail' only for now "
-                                         "(docs/network.md)");
+        /* The proxy serves jails and sessions (warm or cold) that a command
+         * starts; `corral serve` and `corral mcp` take their sandboxes'
+         * network from each request, not from their own command line. */
+        static const char *const takes_allow[] = { "exec", "mcp-jail", "session", "run" };
+        bool ok = false;
+        for (size_t i = 0; i < ARRAY_SIZE(takes_allow); i++)
+                ok = ok || strcmp(cmd, takes_allow[i]) == 0;
+        if (cfg->net == CORRAL_NET_ALLOW && !ok)
+                return corral_usage(err, "--net allow= works with 'corral exec', 'corral session', 'corral run' and "
+                                         "'corral mcp-jail' (docs/network.md)");
         return 0;
 }

@@ -329,6 +329,29 @@ static int kernel_send(struct kernel *k, json_t *obj, double deadline)
 
 static int describe_loss(struct kernel *k, struct session_result *r);
 
+/* What a session's environment has unless the caller set the name: pip
+ * installs into the session (docs/network.md, "pip in a session").  Its own
+ * user base, on the session's /tmp: the driver makes it and puts it on
+ * sys.path before the first step (a running interpreter does not pick up a
+ * user site made after it started, and a warm one started in the zygote);
+ * Debian's pip refuses a user install without PIP_BREAK_SYSTEM_PACKAGES
+ * (PEP 668: the system's packages stay untouched, the install lands in the
+ * user base); no version check, which would ask pypi.org at every run. */
+static int session_env_defaults(corral_jail_config *cfg, corral_error **ret_err)
+{
+        static const char *const defaults[] = { "PYTHONUSERBASE=/tmp/.local", "PIP_BREAK_SYSTEM_PACKAGES=1",
+                                                "PIP_DISABLE_PIP_VERSION_CHECK=1" };
+        for (size_t d = 0; d < ARRAY_SIZE(defaults); d++) {
+                size_t n = (size_t)(strchr(defaults[d], '=') - defaults[d]) + 1;
+                bool set = false;
+                for (size_t i = 0; cfg->env && cfg->env[i] && !set; i++)
+                        set = strncmp(cfg->env[i], defaults[d], n) == 0;
+                if (!set && corral_jail_config_add_env(cfg, defaults[d], ret_err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 /* Start an interpreter: the jail with the driver, then its "ready" frame.
  * Part 2 replaces the inside of this function with a fork from a zygote. */
 static int kernel_start(const corral_jail_config *base, double lifetime_left_s, const struct session_options *opt,
@@ -349,6 +372,10 @@ static int kernel_start(const corral_jail_config *base, double lifetime_left_s, 
         k->diag.cap = DIAG_MAX;
         if (corral_jail_config_copy(&k->cfg, base, ret_err) < 0) {
                 memset(&k->cfg, 0, sizeof(k->cfg));
+                kernel_free(k);
+                return -1;
+        }
+        if (session_env_defaults(&k->cfg, ret_err) < 0) {
                 kernel_free(k);
                 return -1;
         }
