@@ -1,0 +1,181 @@
+"""--net allow= in sessions, warm and cold (docs/network.md, "Sessions"): the session's proxy serves it
+for the session's life, and `pip install` in one step imports in the next.
+
+The package index is a directory this file writes (a wheel it builds by hand, a PEP 503 simple index)
+served by Python's http.server on 127.0.0.2; the session reaches it as index.test (--resolve).  Nothing
+is sent to any address outside 127.0.0.0/8."""
+import base64
+import hashlib
+import http.server
+import io
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import zipfile
+
+import pytest
+
+from conftest import CORRAL
+
+HOST_ADDR = "127.0.0.2"
+PKG = "corraltinypkg"
+
+
+def wheel_bytes():
+    """A pure-Python wheel of PKG 1.0 (PEP 427: the files, METADATA, WHEEL, RECORD with hashes)."""
+    files = {
+        f"{PKG}/__init__.py": b"ANSWER = 42\n",
+        f"{PKG}-1.0.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {PKG}\nVersion: 1.0\n".encode(),
+        f"{PKG}-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: corral-test\nRoot-Is-Purelib: true\n"
+                                      b"Tag: py3-none-any\n",
+    }
+    record = []
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append(f"{PKG}-1.0.dist-info/RECORD,,")
+    files[f"{PKG}-1.0.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def index():
+    root = tempfile.mkdtemp(prefix="corral-test-index-")
+    whl = f"{PKG}-1.0-py3-none-any.whl"
+    data = wheel_bytes()
+    os.makedirs(os.path.join(root, "packages"))
+    os.makedirs(os.path.join(root, "simple", PKG))
+    with open(os.path.join(root, "packages", whl), "wb") as f:
+        f.write(data)
+    with open(os.path.join(root, "simple", PKG, "index.html"), "w") as f:
+        f.write(f'<html><body><a href="/packages/{whl}#sha256={hashlib.sha256(data).hexdigest()}">{whl}</a>'
+                "</body></html>\n")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=root, **kw)
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer((HOST_ADDR, 0), Quiet)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield srv.server_address[1]
+    srv.shutdown()
+    srv.server_close()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+class Sessions:
+    def __init__(self, kind):
+        self.kind = kind
+        self.rundir = tempfile.mkdtemp(prefix="corral-test-run-")
+        os.chmod(self.rundir, 0o700)
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=self.rundir, CORRAL_SESSION_LINGER="0")
+        self.started = []
+
+    def corral(self, *args, timeout=90):
+        return subprocess.run([CORRAL, "session", *args], capture_output=True, text=True, timeout=timeout,
+                              env=self.env)
+
+    def start(self, *opts):
+        r = self.corral("start", "--json", "--warm" if self.kind == "warm" else "--cold", *opts)
+        assert r.returncode == 0, r.stderr
+        sid = json.loads(r.stdout)["id"]
+        self.started.append(sid)
+        return sid
+
+    def step(self, sid, code, timeout=90):
+        r = self.corral("exec", sid, "--json", "-c", code, timeout=timeout)
+        assert r.stdout, f"no JSON (rc={r.returncode}, stderr={r.stderr!r})"
+        return json.loads(r.stdout)
+
+    def close(self):
+        for sid in self.started:
+            self.corral("stop", sid)
+        self.corral("shutdown")
+        shutil.rmtree(self.rundir, ignore_errors=True)
+
+
+@pytest.fixture(params=["warm", "cold"])
+def sessions(request):
+    s = Sessions(request.param)
+    yield s
+    s.close()
+
+
+def index_opts(port, *more_allowed):
+    return ["--net", ",".join([f"allow=index.test:{port}", *more_allowed]), "--resolve", f"index.test:{HOST_ADDR}",
+            "-e", f"PIP_INDEX_URL=http://index.test:{port}/simple/", "-e", "PIP_TRUSTED_HOST=index.test",
+            "-e", "PIP_RETRIES=0", "-e", "PIP_TIMEOUT=10"]
+
+
+PIP = "import subprocess\n" \
+      "r = subprocess.run(['python3', '-m', 'pip', 'install', '--no-deps', {pkg!r}], capture_output=True, text=True)\n" \
+      "print('rc', r.returncode)\nprint(r.stdout[-2000:])\nprint(r.stderr[-2000:])\n"
+
+
+def test_pip_install_then_import_in_the_next_step(sessions, index):
+    sid = sessions.start(*index_opts(index))
+    # Not there before: the import fails, and the user site exists already (made before the first step).
+    r = sessions.step(sid, f"import os, site, sys\nprint(site.USER_SITE in sys.path, os.path.isdir(site.USER_SITE))\n"
+                           f"try:\n    import {PKG}\nexcept ImportError:\n    print('missing')")
+    assert r["stdout"] == "True True\nmissing\n", r
+    r = sessions.step(sid, PIP.format(pkg=PKG))
+    assert r["status"] == "ok" and r["stdout"].startswith("rc 0\n"), r
+    assert f"Successfully installed {PKG}-1.0" in r["stdout"], r
+    r = sessions.step(sid, f"import {PKG}\nprint({PKG}.ANSWER, {PKG}.__file__)")
+    assert r["status"] == "ok", r
+    assert r["stdout"] == f"42 /tmp/.local/lib/python3.11/site-packages/{PKG}/__init__.py\n", r
+
+
+def test_denied_host_is_refused_with_a_reason(sessions, index):
+    sid = sessions.start(*index_opts(index))
+    r = sessions.step(sid, f"""
+import urllib.request, urllib.error
+try:
+    urllib.request.urlopen("http://elsewhere.test:{index}/simple/", timeout=10)
+except urllib.error.HTTPError as e:
+    print(e.code, e.headers["X-Corral-Reason"])
+    print(e.read().decode(), end="")
+print(urllib.request.urlopen("http://index.test:{index}/simple/{PKG}/", timeout=10).status)
+""")
+    assert r["status"] == "ok", r
+    assert r["stdout"] == ("403 the host is not in the jail's allow-list\n"
+                           "corral proxy: the host is not in the jail's allow-list\n200\n"), r
+    # pip says it too, in the output the model reads (for an index page pip says only "from versions:
+    # none" without -v: a file's URL shows the refusal).
+    r = sessions.step(sid, PIP.format(pkg=f"http://elsewhere.test:{index}/packages/{PKG}-1.0-py3-none-any.whl"))
+    assert r["stdout"].startswith("rc 1\n") and "403 Client Error: Forbidden" in r["stdout"], r
+
+
+def test_byte_limit_is_the_sessions(sessions, index):
+    """--net-bytes counts over the session's life, across steps."""
+    sid = sessions.start(*index_opts(index), "--net-bytes", "3K")
+    fetch = (f"import urllib.request\n"
+             f"try:\n    print(len(urllib.request.urlopen('http://index.test:{index}/packages/"
+             f"{PKG}-1.0-py3-none-any.whl', timeout=10).read()))\n"
+             f"except Exception as e:\n    print('cut', type(e).__name__)\n")
+    outs = [sessions.step(sid, fetch)["stdout"] for _ in range(4)]
+    assert outs[0].strip().isdigit(), outs  # the wheel is about 1 KB: the first fits
+    assert outs[-1].startswith("cut "), outs
+
+
+def test_no_allow_list_no_proxy(sessions):
+    sid = sessions.start()
+    r = sessions.step(sid, "import os, socket\nprint(os.environ.get('HTTP_PROXY'))\n"
+                           "try:\n    socket.create_connection(('127.0.0.1', 3128), timeout=2)\n    print('open')\n"
+                           "except OSError:\n    print('refused')")
+    assert r["stdout"] == "None\nrefused\n", r
+
+
+def test_refused_where_not_taken(tmp_path):
+    r = subprocess.run([CORRAL, "serve", "--net", "allow=a.test"], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 2 and "--net allow= works with" in r.stderr, r.stderr
