@@ -828,6 +828,8 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
                 j.proxy_child_fd = j.plan.proxy_fd = sv[1];
                 if (net_proxy_start(cfg, sv[0], &j.proxy, ret_err) < 0)
                         goto out;
+                if (io && io->on_net_conn)
+                        net_proxy_observe(j.proxy, io->on_net_conn, io->userdata);
         }
 
         uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |

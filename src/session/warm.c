@@ -1476,6 +1476,10 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
 {
         memset(ret, 0, sizeof(*ret));
         double t0 = monotonic_ms();
+        /* No connection before this: the caller sends no step before the
+         * driver's "ready", which only this loop passes on. */
+        if (io && io->on_net_conn)
+                net_proxy_observe(w->proxy, io->on_net_conn, io->userdata);
         if (w->backend == CORRAL_BACKEND_RLIMIT && io && io->on_notice)
                 io->on_notice(io->userdata, JAIL_NOTICE_RLIMITS);
         cleanup_close int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
