@@ -16,9 +16,14 @@ import tempfile
 import threading
 import zipfile
 
+import sys
+
 import pytest
 
-from conftest import CORRAL
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server"))
+from modelserver import ScriptedServer, text, tool_call  # noqa: E402
+
+from conftest import CORRAL  # noqa: E402
 
 HOST_ADDR = "127.0.0.2"
 PKG = "corraltinypkg"
@@ -113,12 +118,12 @@ def sessions(request):
 
 def index_opts(port, *more_allowed):
     return ["--net", ",".join([f"allow=index.test:{port}", *more_allowed]), "--resolve", f"index.test:{HOST_ADDR}",
-            "-e", f"PIP_INDEX_URL=http://index.test:{port}/simple/", "-e", "PIP_TRUSTED_HOST=index.test",
-            "-e", "PIP_RETRIES=0", "-e", "PIP_TIMEOUT=10"]
+            "-e", f"PIP_INDEX_URL=http://index.test:{port}/simple/", "-e", "PIP_RETRIES=0", "-e", "PIP_TIMEOUT=10"]
 
 
 PIP = "import subprocess\n" \
-      "r = subprocess.run(['python3', '-m', 'pip', 'install', '--no-deps', {pkg!r}], capture_output=True, text=True)\n" \
+      "r = subprocess.run(['python3', '-m', 'pip', 'install', '--no-deps', '--trusted-host', 'index.test', {pkg!r}],\n" \
+      "                   capture_output=True, text=True)\n" \
       "print('rc', r.returncode)\nprint(r.stdout[-2000:])\nprint(r.stderr[-2000:])\n"
 
 
@@ -179,3 +184,38 @@ def test_no_allow_list_no_proxy(sessions):
 def test_refused_where_not_taken(tmp_path):
     r = subprocess.run([CORRAL, "serve", "--net", "allow=a.test"], capture_output=True, text=True, timeout=20)
     assert r.returncode == 2 and "--net allow= works with" in r.stderr, r.stderr
+
+
+def test_run_steps_pip_install_and_trace(tmp_path, index):
+    """corral run: run_python's session takes the allow-list; pip in one step, the import in the next; the
+    model reads which connection was refused and why; the trace has a net event per connection."""
+    refused = f"network: GET elsewhere.test:{index} was refused by corral's proxy: the host is not in the jail's " \
+              "allow-list"
+    turns = [tool_call("run_python", code=PIP.format(pkg=PKG)),
+             tool_call("run_python", code=f"import {PKG}, urllib.request\nprint('answer', {PKG}.ANSWER)\n"
+                                          f"try:\n    urllib.request.urlopen('http://elsewhere.test:{index}/')\n"
+                                          f"except Exception:\n    pass\n")
+             | {"expect": {"contains": [f"Successfully installed {PKG}-1.0"]}},
+             text("done") | {"expect": {"contains": ["answer 42", refused]}}]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CORRAL_MODEL", "XDG_CONFIG"))}
+    env["NO_COLOR"] = "1"
+    trace = tmp_path / "trace.jsonl"
+    with ScriptedServer(turns) as srv:
+        r = subprocess.run([CORRAL, "run", "--base-url", srv.base_url, "--model", "gpt-test", "--json",
+                            # the standard review rejects subprocess, so pip from Python (docs/network.md)
+                            "--review-policy", "off",
+                            "--trace", str(trace), *index_opts(index), "install and use it"],
+                           capture_output=True, text=True, timeout=180, cwd=tmp_path, env=env)
+    srv.assert_ok()
+    assert r.returncode == 0, r.stderr
+    system = srv.requests[0]["messages"][0]["content"]
+    assert f"The network reaches only these hosts, through a proxy" in system and f"index.test:{index}" in system
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    net = [e for e in events if e["type"] == "net"]
+    assert any(e["host"] == "index.test" and e["allowed"] and e["bytes_down"] > 0 and e["iteration"] == 1
+               for e in net), net
+    [bad] = [e for e in net if not e["allowed"]]
+    assert bad["host"] == "elsewhere.test" and bad["reason"] == "the host is not in the jail's allow-list"
+    assert bad["iteration"] == 2
+    results = [e for e in events if e["type"] == "tool_result"]
+    assert [c["host"] for c in results[1]["exec"]["network"]] == ["elsewhere.test"]
