@@ -171,14 +171,16 @@ int jail_options_parse(int argc, char **argv, const char *shortopts, const struc
                         return -1;
         }
         /* The proxy serves jails and sessions (warm or cold) that a command
-         * starts; `corral serve` and `corral mcp` take their sandboxes'
-         * network from each request, not from their own command line. */
-        static const char *const takes_allow[] = { "exec", "mcp-jail", "session", "run" };
+         * starts, and `corral serve`'s sandboxes (the server's list is the
+         * most a request may ask for); `corral mcp` not yet (its run_python
+         * session would need the allow-list in its tools' descriptions). */
+        static const char *const takes_allow[] = { "exec", "mcp-jail", "session", "run", "serve" };
         bool ok = false;
         for (size_t i = 0; i < ARRAY_SIZE(takes_allow); i++)
                 ok = ok || strcmp(cmd, takes_allow[i]) == 0;
         if (cfg->net == CORRAL_NET_ALLOW && !ok)
-                return corral_usage(err, "--net allow= works with 'corral exec', 'corral session', 'corral run' and "
-                                         "'corral mcp-jail' (docs/network.md)");
+                return corral_usage(err, "--net allow= works with 'corral exec', 'corral session', 'corral run', "
+                                         "'corral serve' and 'corral mcp-jail', not 'corral %s' yet "
+                                         "(docs/network.md)", cmd);
         return 0;
 }

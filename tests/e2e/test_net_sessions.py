@@ -182,8 +182,8 @@ def test_no_allow_list_no_proxy(sessions):
 
 
 def test_refused_where_not_taken(tmp_path):
-    r = subprocess.run([CORRAL, "serve", "--net", "allow=a.test"], capture_output=True, text=True, timeout=20)
-    assert r.returncode == 2 and "--net allow= works with" in r.stderr, r.stderr
+    r = subprocess.run([CORRAL, "mcp", "--net", "allow=a.test"], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 2 and "not 'corral mcp' yet" in r.stderr, r.stderr
 
 
 def test_run_steps_pip_install_and_trace(tmp_path, index):
@@ -219,3 +219,48 @@ def test_run_steps_pip_install_and_trace(tmp_path, index):
     assert bad["iteration"] == 2
     results = [e for e in events if e["type"] == "tool_result"]
     assert [c["host"] for c in results[1]["exec"]["network"]] == ["elsewhere.test"]
+
+
+def test_serve_sandboxes(tmp_path, index):
+    """corral serve --net allow=: a sandbox's session has the proxy; a request asks for none or some of the
+    server's hosts, never another."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_serve import Server  # noqa: E402
+    s = Server(tmp_path, "--net", f"allow=index.test:{index},other.test", "--resolve", f"index.test:{HOST_ADDR}",
+               "--net-bytes", "1M")
+    try:
+        status, made = s.json("POST", "/v1/sandboxes", {})
+        assert status == 201 and made["limits"]["net"] == f"allow=index.test:{index},other.test", made
+        assert "resolve" not in made["limits"], "the operator's address map reached the caller"
+        fetch = f"import urllib.request\nurllib.request.urlopen('http://index.test:{index}/simple/{PKG}/').status"
+        r = s.exec(made["id"], fetch)
+        assert r["value"]["text"] == "200", r
+        [c] = r["network"]
+        assert c["host"] == "index.test" and c["allowed"] and c["address"] == HOST_ADDR
+        # some of the server's hosts: index.test is not among them
+        sid = s.create({"limits": {"net": "allow=OTHER.test", "net_bytes": "64K"}})
+        r = s.exec(sid, f"import urllib.request, urllib.error\ntry:\n    {fetch.splitlines()[1]}\n"
+                        "except urllib.error.HTTPError as e:\n    print(e.code, e.headers['X-Corral-Reason'])")
+        assert r["stdout"] == "403 the host is not in the jail's allow-list\n", r
+        sid = s.create({"limits": {"net": "none"}})
+        r = s.exec(sid, "import os\nprint(os.environ.get('HTTP_PROXY'))")
+        assert r["stdout"] == "None\n" and "network" not in r, r
+        for limits, says in (({"net": "allow=evil.test"}, "'evil.test' is not on this server's allow-list"),
+                             ({"net": "host"}, "limits.net must be"),
+                             ({"net_bytes": "2M"}, "limits.net_bytes may be at most"),
+                             ({"resolve": ["evil.test:127.0.0.1"]}, "resolve")):
+            status, j = s.json("POST", "/v1/sandboxes", {"limits": limits})
+            assert status == 400 and says in j["error"]["message"], (limits, j)
+    finally:
+        s.stop()
+
+
+def test_serve_without_allow_list_refuses_it(tmp_path):
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_serve import Server  # noqa: E402
+    s = Server(tmp_path)
+    try:
+        status, j = s.json("POST", "/v1/sandboxes", {"limits": {"net": "allow=a.test"}})
+        assert status == 400 and "started without a network allow-list" in j["error"]["message"], j
+    finally:
+        s.stop()
