@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import zipfile
 
 import sys
@@ -79,11 +80,16 @@ def index():
 
 
 class Sessions:
-    def __init__(self, kind):
+    """Sessions of one kind (warm or cold) in a session host of a runtime dir; close() stops them, and
+    the host too when the dir is this object's own."""
+
+    def __init__(self, kind, rundir=None):
         self.kind = kind
-        self.rundir = tempfile.mkdtemp(prefix="corral-test-run-")
+        self.own = rundir is None
+        self.rundir = rundir or tempfile.mkdtemp(prefix="corral-test-run-")
         os.chmod(self.rundir, 0o700)
-        self.env = dict(os.environ, XDG_RUNTIME_DIR=self.rundir, CORRAL_SESSION_LINGER="0")
+        linger = "0" if self.own else "60"
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=self.rundir, CORRAL_SESSION_LINGER=linger)
         self.started = []
 
     def corral(self, *args, timeout=90):
@@ -105,13 +111,24 @@ class Sessions:
     def close(self):
         for sid in self.started:
             self.corral("stop", sid)
-        self.corral("shutdown")
-        shutil.rmtree(self.rundir, ignore_errors=True)
+        if self.own:
+            self.corral("shutdown")
+            shutil.rmtree(self.rundir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def rundir():
+    """One session host for the module's sessions (its zygote kept between tests)."""
+    d = tempfile.mkdtemp(prefix="corral-test-run-")
+    yield d
+    subprocess.run([CORRAL, "session", "shutdown"], capture_output=True, timeout=90,
+                   env=dict(os.environ, XDG_RUNTIME_DIR=d))
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(params=["warm", "cold"])
-def sessions(request):
-    s = Sessions(request.param)
+def sessions(request, rundir):
+    s = Sessions(request.param, rundir)
     yield s
     s.close()
 
@@ -264,3 +281,32 @@ def test_serve_without_allow_list_refuses_it(tmp_path):
         assert status == 400 and "started without a network allow-list" in j["error"]["message"], j
     finally:
         s.stop()
+
+
+def test_the_proxy_ends_with_its_session(index):
+    """A session's proxy (its threads and descriptors in the session host) is gone when the session
+    stops, while the host and another session go on."""
+    s = Sessions("warm")
+    try:
+        keep = s.start()
+        host = json.loads(s.corral("start", "--json", "--warm").stdout)
+        s.started.append(host["id"])
+        pid = host["pid"]
+
+        def counts():
+            return len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
+
+        s.corral("stop", host["id"])
+        before = counts()
+        sid = s.start(*index_opts(index))
+        r = s.step(sid, f"import urllib.request\nurllib.request.urlopen('http://index.test:{index}/').status")
+        assert r["value"]["text"] == "200", r
+        assert counts() != before  # the proxy's acceptor at least
+        s.corral("stop", sid)
+        deadline = time.time() + 10
+        while counts() != before and time.time() < deadline:
+            time.sleep(0.1)
+        assert counts() == before
+        assert s.step(keep, "1 + 1")["value"]["text"] == "2"
+    finally:
+        s.close()
