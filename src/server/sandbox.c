@@ -191,7 +191,7 @@ static int apply_net(const corral_jail_config *max, corral_jail_config *cfg, jso
         }
         bool allow = v && (strcmp(v, "allow") == 0 || strncmp(v, "allow=", 6) == 0);
         if (!allow)
-                return corral_usage_field(ret_err, "limits", "limits.net must be \"none\", \"down\"%s",
+                return corral_usage_field(ret_err, "limits", "limits.net may be none or down%s on this server",
                                           max->net == CORRAL_NET_ALLOW ? ", \"allow\" or \"allow=HOST[:PORT],...\""
                                                                        : "");
         if (max->net != CORRAL_NET_ALLOW)
