@@ -95,6 +95,11 @@ echo
 $py "$bench/e2b.py" --json "$out/e2b.json" --md "$out/e2b.md" ||
 	echo "e2b: failed (bench/e2b.py exited $?); see its output above" | tee "$out/e2b.md"
 echo
+# The --net allow= proxy against direct loopback: latency per request, 1 MB and 100 MB downloads, plain HTTP,
+# HTTPS tunnels and brokered HTTPS (bench/net_proxy.py; about half a minute).
+$py "$bench/net_proxy.py" --md "$out/net-proxy.md" ||
+	echo "net_proxy: failed (bench/net_proxy.py exited $?); see its output above" | tee "$out/net-proxy.md"
+echo
 # 1 GB of files in $TMPDIR (removed afterwards): staging, archiving, extracting.
 sh "$bench/archive.sh" --md "$out/archive.md"
 
@@ -192,6 +197,8 @@ EOF
 	echo "### The E2B SDK against corral serve (\`bench/e2b.py\`)"
 	echo
 	cat "$out/e2b.md"
+	echo
+	cat "$out/net-proxy.md"
 	echo
 	cat "$bench/notes.md" # hand-written: what the figures mean
 } >"$root/docs/benchmarks.md"

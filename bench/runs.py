@@ -5,10 +5,12 @@ load, against the scripted model server on 127.0.0.1 (tests/model-server):
 1. --runs runs (default 20) started one after the other, each a two-turn
    scenario (one run_python step, then the answer): POST's answer time, and
    the run's wall time to its end;
-2. event latency: a follower on .../events of a live run; for each event,
-   the time from its "ts" (written by the run) to its arrival at the client
-   (the same clock: both on this machine): p50, p99, max;
-3. replay: a finished run's whole event stream, --replays times: p50;
+2. event latency: a follower on .../events of a live run, over server-sent
+   events and (alongside) over a WebSocket; for each event, the time from
+   its "ts" (written by the run) to its arrival at the client (the same
+   clock: both on this machine): p50, p99, max;
+3. replay: a finished run's whole event stream, --replays times, over SSE
+   and over a WebSocket: p50;
 4. wrk on GET /v1/runs (the list of --runs runs) and GET /v1/runs/{id} with
    --clients keep-alive connections for --duration seconds each: requests a
    second and wrk's latency percentiles.
@@ -25,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -79,6 +82,33 @@ def follow(s, rid, on_event=None):
     return n
 
 
+def follow_ws(s, rid, on_event=None):
+    """The same over a WebSocket (python3-websocket), to its close."""
+    import websocket
+    ws = websocket.create_connection(f"ws://127.0.0.1:{s.port}/v1/runs/{rid}/events",
+                                     header=[f"Authorization: Bearer {s.token}"], timeout=120)
+    n = 0
+    while True:
+        op, frame = ws.recv_data(control_frame=True)
+        if op == websocket.ABNF.OPCODE_CLOSE:
+            break
+        if op == websocket.ABNF.OPCODE_TEXT:
+            n += 1
+            if on_event:
+                on_event(json.loads(frame)["data"], time.time())
+    ws.close()
+    return n
+
+
+def have_websocket():
+    try:
+        import websocket  # noqa: F401
+        return True
+    except ImportError:
+        print("runs: the WebSocket figures skipped: no python3-websocket")
+        return False
+
+
 def turns():
     return [tool_call("run_python", code="print(sum(range(1000)))"), text("499500")]
 
@@ -106,6 +136,7 @@ def main():
     if corral is None:
         sys.exit(f"runs: {why}")
     res = {}
+    ws = have_websocket()
     with tempfile.TemporaryDirectory(prefix="corral-bench-runs.") as tmp:
         s = Serve(corral, tmp)
         try:
@@ -117,16 +148,26 @@ def main():
                                                                                      "model": "gpt-test"}})
                     post_ms.append((time.perf_counter() - t0) * 1000)
                     assert status == 201, j
-                    lags = []
+                    lags, ws_lags = [], []
 
-                    def seen(ev, now):
+                    def seen(ev, now, into=lags):
                         ts = datetime.datetime.fromisoformat(ev["ts"].replace("Z", "+00:00")).timestamp()
-                        lags.append((now - ts) * 1000)
+                        into.append((now - ts) * 1000)
+                    t = threading.Thread(target=follow_ws, args=(s, j["id"], lambda ev, now: seen(ev, now, ws_lags)))
+                    if ws:
+                        t.start()
                     follow(s, j["id"], seen)
                     wall_ms.append((time.perf_counter() - t0) * 1000)
+                    if ws:
+                        t.join(120)
                     ids.append(j["id"])
                     res.setdefault("event_lag_ms", []).extend(lags)
+                    res.setdefault("ws_event_lag_ms", []).extend(ws_lags)
             lags = res.pop("event_lag_ms")
+            ws_lags = res.pop("ws_event_lag_ms")
+            if ws_lags:
+                res["ws_event_lag_ms"] = {"n": len(ws_lags), "p50": pct(ws_lags, 50), "p99": pct(ws_lags, 99),
+                                          "max": max(ws_lags)}
             res["post_ms"] = {"p50": pct(post_ms, 50), "p90": pct(post_ms, 90)}
             res["run_wall_ms"] = {"p50": pct(wall_ms, 50), "p90": pct(wall_ms, 90)}
             res["event_lag_ms"] = {"n": len(lags), "p50": pct(lags, 50), "p99": pct(lags, 99), "max": max(lags)}
@@ -136,6 +177,13 @@ def main():
                 n = follow(s, ids[0])
                 replay.append((time.perf_counter() - t0) * 1000)
             res["replay_ms"] = {"events": n, "p50": pct(replay, 50), "p90": pct(replay, 90)}
+            if ws:
+                replay = []
+                for _ in range(a.replays):
+                    t0 = time.perf_counter()
+                    n = follow_ws(s, ids[0])
+                    replay.append((time.perf_counter() - t0) * 1000)
+                res["ws_replay_ms"] = {"events": n, "p50": pct(replay, 50), "p90": pct(replay, 90)}
             tool, why = find_tool("wrk")
             if tool:
                 res["wrk_list"] = wrk(tool, s, "/v1/runs", a.clients, a.duration)
@@ -153,6 +201,12 @@ def main():
         [f"replay of a finished run ({res['replay_ms']['events']} events)", f"{res['replay_ms']['p50']:.1f} ms",
          f"p90 {res['replay_ms']['p90']:.1f} ms"],
     ]
+    if "ws_event_lag_ms" in res:
+        w = res["ws_event_lag_ms"]
+        rows.append([f"... over a WebSocket ({w['n']} events)", f"{w['p50']:.2f} ms", f"p99 {w['p99']:.2f} ms"])
+    if "ws_replay_ms" in res:
+        w = res["ws_replay_ms"]
+        rows.append([f"replay over a WebSocket ({w['events']} events)", f"{w['p50']:.1f} ms", f"p90 {w['p90']:.1f} ms"])
     for key, what in (("wrk_list", f"GET /v1/runs ({a.runs} runs), wrk -c{a.clients}"),
                       ("wrk_one", f"GET /v1/runs/ID, wrk -c{a.clients}")):
         if key in res:

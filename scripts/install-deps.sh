@@ -4,7 +4,7 @@
 # retries); otherwise lists what is missing and how to install it.
 set -eu
 
-build="meson ninja-build pkg-config gcc libc6-dev libseccomp-dev libjansson-dev libcurl4-openssl-dev libarchive-dev nettle-dev libcmark-dev libmicrohttpd-dev libwslay-dev"
+build="meson ninja-build pkg-config gcc libc6-dev libseccomp-dev libjansson-dev libcurl4-openssl-dev libarchive-dev nettle-dev libcmark-dev libmicrohttpd-dev libwslay-dev libssl-dev"
 # The review's parser; its grammars come from the npm registry (scripts/fetch-grammars.sh).
 build="$build libtree-sitter-dev"
 # corral-zygote (warm sessions) embeds Debian's Python: python3-embed.pc.
@@ -21,6 +21,9 @@ test="$test wrk"
 test="$test libpython3.11-testsuite"
 # --net allow= (tests/e2e/test_net_allow.py): a test certificate, and a proxy client.
 test="$test openssl curl"
+# The web view in a headless browser (tests/e2e/test_webview.py; playwright-core, its driver, comes
+# from npm: tests/webview/setup.sh).
+test="$test chromium"
 # clang's parser over every source (tests/clang-syntax.sh).
 test="$test clang"
 # Legitimate code for the review's corpus (tests/review/test_docs.py): the examples in Debian's
@@ -30,6 +33,8 @@ bench="bubblewrap firejail hyperfine time"
 # bench/serve.py: wrk drives corral serve over keep-alive HTTP (one sandbox per connection, its Lua
 # scripts); a stock Jupyter kernel (ipykernel, driven by jupyter_client) is the side-by-side reference.
 bench="$bench wrk python3-ipykernel python3-jupyter-client"
+# bench/runs.py: a run's events followed over a WebSocket too.
+bench="$bench python3-websocket"
 
 case "${1:-build}" in
 build) want="$build" ;;

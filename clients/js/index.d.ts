@@ -151,8 +151,10 @@ export class Run {
   readonly usage?: Record<string, unknown>
   refresh(o?: {signal?: AbortSignal}): Promise<Run>
   cancel(): Promise<Run>
-  events(o?: {after?: number; signal?: AbortSignal; maxReconnects?: number}): AsyncGenerator<RunEvent>
-  wait(o?: {onEvent?: (ev: RunEvent) => void; onStdout?: (s: string) => void; timeoutMs?: number; signal?: AbortSignal}): Promise<Run>
+  /** websocket: true (the client's or the global WebSocket) or a constructor: over a WebSocket instead of SSE. */
+  events(o?: {after?: number; signal?: AbortSignal; maxReconnects?: number; websocket?: boolean | any}): AsyncGenerator<RunEvent>
+  wait(o?: {onEvent?: (ev: RunEvent) => void; onStdout?: (s: string) => void; timeoutMs?: number; signal?: AbortSignal;
+    websocket?: boolean | any}): Promise<Run>
   artifacts(): Promise<FileEntry[]>
   artifact(path: string): Promise<Uint8Array>
   archive(): Promise<Uint8Array>
@@ -160,7 +162,8 @@ export class Run {
 export class Runs {
   create(task: string, o?: RunCreateOptions): Promise<Run>
   get(id: string): Promise<Run>
-  list(): Promise<Run[]>
+  /** Newest first: all of them (page by page), or at most limit after the run `after`. */
+  list(o?: {limit?: number; after?: string}): Promise<Run[]>
 }
 
 export class Corral {

@@ -119,7 +119,22 @@ typedef struct corral_jail_config {
         char **net_resolve;
         uint64_t net_bytes;      /* bytes through the proxy, both ways, all connections (default 1 GiB) */
         uint64_t net_conns;      /* connections open at once (default 32) */
+        /* Brokered credentials (docs/network.md): the proxy adds
+         * "header: value" to every request to host, on the host side, and
+         * masks value in what comes back; the value never enters the jail.
+         * For an HTTPS host the proxy terminates TLS with a CA made for the
+         * jail.  net_upstream_ca: a PEM file of CAs trusted, besides the
+         * system's, for those hosts' certificates (NULL: system only). */
+        struct corral_net_secret *net_secrets;
+        size_t n_net_secrets;
+        char *net_upstream_ca;
 } corral_jail_config;
+
+struct corral_net_secret {
+        char *host;   /* a host name or IP address of the allow-list, lowercase */
+        char *header; /* an HTTP header name */
+        char *value;  /* wiped when the config is released */
+};
 
 /* Set the documented defaults. */
 void corral_jail_config_init(corral_jail_config *cfg);
@@ -162,6 +177,15 @@ int corral_jail_config_add_bind(corral_jail_config *cfg, const char *spec, bool 
 int corral_jail_config_add_net_allow(corral_jail_config *cfg, const char *list, corral_error **ret_err);
 /* "HOST:ADDR" (ADDR an IPv4 or IPv6 address) for the proxy's resolver. */
 int corral_jail_config_add_net_resolve(corral_jail_config *cfg, const char *spec, corral_error **ret_err);
+/* A brokered credential: host (a name or address the allow-list allows),
+ * header (an HTTP field name) and its value (no CR, LF or NUL; at least 4
+ * bytes, so that masking echoes of it is sound).  All copied. */
+int corral_jail_config_add_net_secret(corral_jail_config *cfg, const char *host, const char *header,
+                                      const char *value, corral_error **ret_err);
+/* "HOST=HEADER:ENV": the same, with the value of the caller's environment
+ * variable ENV (read now; a usage error naming ENV when unset or empty), so
+ * that the value is never on a command line or in a config file. */
+int corral_jail_config_add_net_secret_env(corral_jail_config *cfg, const char *spec, corral_error **ret_err);
 /* Check the whole config; fills ret_err with a usage error when it is wrong. */
 int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **ret_err);
 
@@ -245,6 +269,7 @@ struct corral_net_conn {
         char *address;            /* the address connected to, NULL if none */
         uint64_t bytes_up;        /* from the program */
         uint64_t bytes_down;      /* to the program */
+        bool brokered;            /* the host's credentials were added (docs/network.md) */
         double ms;                /* accepted until closed */
 };
 #define CORRAL_NET_LOG_MAX 1024

@@ -106,13 +106,15 @@ static void make_run_id(char *buf, size_t len)
         snprintf(buf, len, "%s-%02x%02x%02x", stamp, rnd[0], rnd[1], rnd[2]);
 }
 
-/* The secrets: the API key and the values given with the jail's environment. */
+/* The secrets: the API key, the values given with the jail's environment,
+ * and its brokered credentials (which the proxy masks already: this keeps
+ * them out of the trace should a path around the masker appear). */
 static const char **collect_secrets(const char *api_key, const corral_jail_config *jc)
 {
         size_t n = 0;
         while (jc->env && jc->env[n])
                 n++;
-        const char **v = calloc(n + 2, sizeof(char *));
+        const char **v = calloc(n + jc->n_net_secrets + 2, sizeof(char *));
         if (v == NULL)
                 return NULL;
         size_t k = 0;
@@ -123,6 +125,8 @@ static const char **collect_secrets(const char *api_key, const corral_jail_confi
                 if (eq && eq[1])
                         v[k++] = eq + 1;
         }
+        for (size_t i = 0; i < jc->n_net_secrets; i++)
+                v[k++] = jc->net_secrets[i].value;
         return v;
 }
 

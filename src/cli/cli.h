@@ -62,6 +62,8 @@ enum {
         OPT_RESOLVE,
         OPT_NET_BYTES,
         OPT_NET_CONNS,
+        OPT_SECRET,
+        OPT_UPSTREAM_CA,
 };
 extern const struct option jail_long_options[];
 /* jail_long_options followed by extra (both end with a zeroed entry); free(). */

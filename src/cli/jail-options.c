@@ -32,6 +32,8 @@ const struct option jail_long_options[] = {
         { "resolve", required_argument, NULL, OPT_RESOLVE },
         { "net-bytes", required_argument, NULL, OPT_NET_BYTES },
         { "net-conns", required_argument, NULL, OPT_NET_CONNS },
+        { "secret", required_argument, NULL, OPT_SECRET },
+        { "upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA },
         { NULL, 0, NULL, 0 },
 };
 
@@ -118,6 +120,13 @@ int jail_option_apply(int c, const char *arg, corral_jail_config *cfg, corral_er
         case OPT_NET_CONNS:
                 return corral_parse_count(arg, &cfg->net_conns, err) < 0 ? corral_error_prefix(err, "--net-conns")
                                                                           : 1;
+        case OPT_SECRET:
+                return corral_jail_config_add_net_secret_env(cfg, arg, err) < 0 ? corral_error_prefix(err, "--secret")
+                                                                                : 1;
+        case OPT_UPSTREAM_CA:
+                free(cfg->net_upstream_ca);
+                cfg->net_upstream_ca = strdup(arg);
+                return cfg->net_upstream_ca ? 1 : corral_fail(err, ENOMEM, "--upstream-ca");
         case OPT_RO_BIND:
         case OPT_BIND:
                 return corral_jail_config_add_bind(cfg, arg, c == OPT_BIND, err) < 0 ? -1 : 1;
@@ -182,5 +191,11 @@ int jail_options_parse(int argc, char **argv, const char *shortopts, const struc
                 return corral_usage(err, "--net allow= works with 'corral exec', 'corral session', 'corral run', "
                                          "'corral serve' and 'corral mcp-jail', not 'corral %s' yet "
                                          "(docs/network.md)", cmd);
+        /* Brokered credentials: cold jails only for now; a session's
+         * options cross to the session host as a profile, which carries no
+         * credential (docs/network.md, "Not yet"). */
+        if (cfg->n_net_secrets > 0 && strcmp(cmd, "exec") != 0 && strcmp(cmd, "mcp-jail") != 0)
+                return corral_usage(err, "--secret works with 'corral exec' and 'corral mcp-jail', not 'corral %s' "
+                                         "yet (docs/network.md)", cmd);
         return 0;
 }

@@ -15,8 +15,8 @@ static const char help_text[] =
         "usage: corral serve [--listen ADDR:PORT | --socket PATH] [--tokens FILE] [--allow-host NAME]...\n"
         "                    [--max-sandboxes N] [--max-per-token N] [--max-steps-per-token N] [--max-rate N]\n"
         "                    [--max-mcp-sessions N] [--mcp-idle-timeout S] [--max-runs N] [--model-url URL]...\n"
-        "                    [--data DIR]\n"
-        "                    [--grace S]\n"
+        "                    [--max-runs-per-token N] [--run-retention N] [--run-retention-age S]\n"
+        "                    [--data DIR] [--grace S] [--run-grace S]\n"
         "                    [JAIL LIMITS]\n"
         "\n"
         "Serve sandboxes over HTTP (docs/api.md): create one, run Python in it with its output\n"
@@ -39,6 +39,13 @@ static const char help_text[] =
         "      --max-mcp-sessions N  MCP sessions at /mcp at once, all tokens together (default 64)\n"
         "      --max-runs N        agent runs (POST /v1/runs) going at once, all tokens together\n"
         "                          (default 4; more are answered 503)\n"
+        "      --max-runs-per-token N  agent runs going at once per token (default 4; more are\n"
+        "                          answered 429)\n"
+        "      --run-retention N   keep the records of the newest N finished runs, all tokens\n"
+        "                          together (default: all); older ones are removed at start and\n"
+        "                          as runs end\n"
+        "      --run-retention-age S  remove the records of runs that ended more than S ago\n"
+        "                          (e.g. 7d; units ms, s, m, h, d; default: never)\n"
         "      --model-url URL     a model endpoint a run's request may name as its base_url,\n"
         "                          besides the server's own ($OPENAI_BASE_URL or the config file's);\n"
         "                          repeatable; 'any': every URL (the server may then be made to\n"
@@ -47,6 +54,8 @@ static const char help_text[] =
         "      --data DIR          where the made token goes (default $XDG_STATE_HOME/corral/serve)\n"
         "      --grace S           on SIGTERM or Ctrl-C, let running steps end for S seconds\n"
         "                          before cancelling them (default 10)\n"
+        "      --run-grace S       ... and running agent runs S seconds (default 30); then they are\n"
+        "                          cancelled, their records saying \"cancelled: server stopping\"\n"
         "  -t, -m, --pids, --disk, --cpus, --cpu-time, --nofile, --output-limit, --net none|down,\n"
         "  --profile, --require-cgroups, --uid-range: as for corral exec, each sandbox's defaults\n"
         "                          and the most a request may ask for\n"
@@ -74,6 +83,10 @@ enum {
         OPT_MAX_RUNS,
         OPT_MODEL_URL,
         OPT_MCP_IDLE_TIMEOUT,
+        OPT_MAX_RUNS_PER_TOKEN,
+        OPT_RUN_RETENTION,
+        OPT_RUN_RETENTION_AGE,
+        OPT_RUN_GRACE,
 };
 
 static const struct option serve_options[] = {
@@ -91,6 +104,10 @@ static const struct option serve_options[] = {
         { "max-runs", required_argument, NULL, OPT_MAX_RUNS },
         { "model-url", required_argument, NULL, OPT_MODEL_URL },
         { "mcp-idle-timeout", required_argument, NULL, OPT_MCP_IDLE_TIMEOUT },
+        { "max-runs-per-token", required_argument, NULL, OPT_MAX_RUNS_PER_TOKEN },
+        { "run-retention", required_argument, NULL, OPT_RUN_RETENTION },
+        { "run-retention-age", required_argument, NULL, OPT_RUN_RETENTION_AGE },
+        { "run-grace", required_argument, NULL, OPT_RUN_GRACE },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
@@ -101,7 +118,7 @@ struct serve_opts {
         size_t n_hosts;
         const char *model_urls[33];
         size_t n_model_urls;
-        double grace_s;
+        double grace_s, run_grace_s;
 };
 
 static int count(const char *arg, const char *opt, unsigned *ret, corral_error **err)
@@ -150,6 +167,21 @@ static int apply(int c, const char *arg, void *userdata, corral_error **err)
                 return count(arg, "--max-mcp-sessions", &o->c.max_mcp_sessions, err);
         case OPT_MAX_RUNS:
                 return count(arg, "--max-runs", &o->c.max_runs, err);
+        case OPT_MAX_RUNS_PER_TOKEN:
+                return count(arg, "--max-runs-per-token", &o->c.max_runs_per_token, err);
+        case OPT_RUN_RETENTION:
+                return count(arg, "--run-retention", &o->c.run_retention, err);
+        case OPT_RUN_RETENTION_AGE:
+                return corral_parse_seconds(arg, &o->c.run_retention_age_s, err) < 0
+                               ? corral_error_prefix(err, "--run-retention-age")
+                               : 0;
+        case OPT_RUN_GRACE:
+                if (strcmp(arg, "0") == 0) {
+                        o->run_grace_s = 0;
+                        return 0;
+                }
+                return corral_parse_seconds(arg, &o->run_grace_s, err) < 0 ? corral_error_prefix(err, "--run-grace")
+                                                                           : 0;
         case OPT_MODEL_URL:
                 if (o->n_model_urls + 1 >= ARRAY_SIZE(o->model_urls))
                         return corral_usage(err, "--model-url: at most %zu URLs", ARRAY_SIZE(o->model_urls) - 1);
@@ -172,7 +204,7 @@ static int apply(int c, const char *arg, void *userdata, corral_error **err)
 
 int cmd_serve(int argc, char **argv)
 {
-        struct serve_opts o = { .grace_s = 10 };
+        struct serve_opts o = { .grace_s = 10, .run_grace_s = 30 };
         server_config_init(&o.c);
         corral_jail_config limits;
         corral_jail_config_init(&limits);
@@ -217,8 +249,9 @@ int cmd_serve(int argc, char **argv)
         struct pollfd p = { .fd = cancel_fd, .events = POLLIN };
         while (poll(&p, 1, -1) < 0 && errno == EINTR)
                 ;
-        fprintf(stderr, "corral serve: stopping (running steps have %g s to end)\n", o.grace_s);
-        server_shutdown(srv, o.grace_s);
+        fprintf(stderr, "corral serve: stopping (running steps have %g s to end, agent runs %g s)\n", o.grace_s,
+                o.run_grace_s);
+        server_shutdown(srv, o.grace_s, o.run_grace_s);
         status = EXIT_OK;
 out:
         if (err)

@@ -6,9 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <strings.h>
 
 #include "jail-internal.h"
 #include "proxy.h"
+#include "redact.h"
 
 void corral_jail_config_init(corral_jail_config *cfg)
 {
@@ -49,6 +52,15 @@ void corral_jail_config_release(corral_jail_config *cfg)
         free(cfg->binds);
         free_strv(cfg->net_allow);
         free_strv(cfg->net_resolve);
+        for (size_t i = 0; i < cfg->n_net_secrets; i++) {
+                free(cfg->net_secrets[i].host);
+                free(cfg->net_secrets[i].header);
+                if (cfg->net_secrets[i].value)
+                        explicit_bzero(cfg->net_secrets[i].value, strlen(cfg->net_secrets[i].value));
+                free(cfg->net_secrets[i].value);
+        }
+        free(cfg->net_secrets);
+        free(cfg->net_upstream_ca);
         memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -87,6 +99,20 @@ int corral_jail_config_copy(corral_jail_config *dst, const corral_jail_config *s
         dst->env = copy_strv(src->env, &oom);
         dst->net_allow = copy_strv(src->net_allow, &oom);
         dst->net_resolve = copy_strv(src->net_resolve, &oom);
+        dst->net_upstream_ca = copy_str(src->net_upstream_ca, &oom);
+        dst->net_secrets = NULL;
+        dst->n_net_secrets = 0;
+        if (src->n_net_secrets) {
+                dst->net_secrets = calloc(src->n_net_secrets, sizeof(*dst->net_secrets));
+                if (dst->net_secrets == NULL)
+                        oom = true;
+                for (size_t i = 0; dst->net_secrets && i < src->n_net_secrets; i++) {
+                        dst->net_secrets[i].host = copy_str(src->net_secrets[i].host, &oom);
+                        dst->net_secrets[i].header = copy_str(src->net_secrets[i].header, &oom);
+                        dst->net_secrets[i].value = copy_str(src->net_secrets[i].value, &oom);
+                        dst->n_net_secrets++;
+                }
+        }
         dst->script = NULL;
         if (src->script && (dst->script = malloc(src->script_len + 1)) != NULL) {
                 memcpy(dst->script, src->script, src->script_len);
@@ -366,6 +392,22 @@ int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **re
                         return -1;
         if (cfg->net == CORRAL_NET_ALLOW && (cfg->net_allow == NULL || cfg->net_allow[0] == NULL))
                 return corral_usage(ret_err, "the network allow-list is empty");
+        for (size_t i = 0; i < cfg->n_net_secrets; i++) {
+                const struct corral_net_secret *sec = &cfg->net_secrets[i];
+                if (cfg->net != CORRAL_NET_ALLOW)
+                        return corral_usage(ret_err, "a brokered credential for '%s' needs a network allow-list: "
+                                                     "the proxy adds it",
+                                            sec->host);
+                bool allowed = false;
+                for (size_t k = 0; cfg->net_allow && cfg->net_allow[k] && !allowed; k++)
+                        if (net_allow_parse(cfg->net_allow[k], &e, NULL) == 0)
+                                allowed = net_allow_matches(&e, sec->host, e.port ? e.port : 443) ||
+                                          net_allow_matches(&e, sec->host, 80);
+                if (!allowed)
+                        return corral_usage(ret_err, "the brokered credential's host '%s' is not in the network "
+                                                     "allow-list: add it there too",
+                                            sec->host);
+        }
         if (cfg->net_conns < 1 || cfg->net_conns > 1024)
                 return corral_usage(ret_err, "the network connection limit must be between 1 and 1024");
         if (cfg->net_bytes < 1)
@@ -435,6 +477,85 @@ static int resolve_valid(const char *spec, corral_error **ret_err)
             (inet_pton(AF_INET, a, addr) != 1 && inet_pton(AF_INET6, a, addr) != 1))
                 return corral_usage(ret_err, "invalid resolve entry '%s': expected HOST:ADDR", spec);
         return 0;
+}
+
+/* Request fields a credential may not set: the proxy or the framing owns them. */
+static bool header_reserved(const char *name)
+{
+        static const char *const reserved[] = { "host", "content-length", "transfer-encoding", "connection",
+                                                "keep-alive", "proxy-connection", "proxy-authorization", "upgrade",
+                                                "te", "trailer", "accept-encoding" };
+        for (size_t i = 0; i < ARRAY_SIZE(reserved); i++)
+                if (strcasecmp(name, reserved[i]) == 0)
+                        return true;
+        return false;
+}
+
+int corral_jail_config_add_net_secret(corral_jail_config *cfg, const char *host, const char *header,
+                                      const char *value, corral_error **ret_err)
+{
+        struct net_allow_entry e;
+        if (net_allow_parse(host, &e, NULL) < 0 || e.wildcard || e.port)
+                return corral_usage(ret_err, "invalid credential host '%s': expected a host name or an IP address, "
+                                             "without a port or wildcard",
+                                    host);
+        bool token = header[0] != '\0';
+        for (const char *p = header; *p && token; p++)
+                token = isalnum((unsigned char)*p) || strchr("!#$%&'*+-.^_`|~", *p) != NULL;
+        if (!token)
+                return corral_usage(ret_err, "invalid credential header name '%s': expected an HTTP field name such as "
+                                             "Authorization",
+                                    header);
+        if (header_reserved(header))
+                return corral_usage(ret_err, "the credential header '%s' is one the proxy sets itself: use another "
+                                             "header",
+                                    header);
+        /* The value is never quoted in a message. */
+        if (strpbrk(value, "\r\n") != NULL)
+                return corral_usage(ret_err, "the credential value for '%s' holds a line break: it must be one line",
+                                    host);
+        if (strlen(value) > NET_SECRET_MAX)
+                return corral_usage(ret_err, "the credential value for '%s' is longer than %d bytes", host,
+                                    NET_SECRET_MAX);
+        if (strlen(value) < REDACT_MIN_SECRET)
+                return corral_usage(ret_err, "the credential value for '%s' is shorter than %d bytes: too short to "
+                                             "be masked in what comes back",
+                                    host, REDACT_MIN_SECRET);
+        struct corral_net_secret *v = realloc(cfg->net_secrets, (cfg->n_net_secrets + 1) * sizeof(*v));
+        if (v == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot add to the jail configuration");
+        cfg->net_secrets = v;
+        struct corral_net_secret *sec = &v[cfg->n_net_secrets];
+        sec->host = strdup(e.host);
+        sec->header = strdup(header);
+        sec->value = strdup(value);
+        if (sec->host == NULL || sec->header == NULL || sec->value == NULL) {
+                free(sec->host);
+                free(sec->header);
+                free(sec->value);
+                return corral_fail(ret_err, ENOMEM, "cannot add to the jail configuration");
+        }
+        cfg->n_net_secrets++;
+        return 0;
+}
+
+int corral_jail_config_add_net_secret_env(corral_jail_config *cfg, const char *spec, corral_error **ret_err)
+{
+        const char *eq = strchr(spec, '='), *colon = eq ? strrchr(eq, ':') : NULL;
+        if (eq == NULL || colon == NULL || eq == spec || colon == eq + 1 || colon[1] == '\0')
+                return corral_usage(ret_err, "invalid '%s': expected HOST=HEADER:ENV (the value is read from the "
+                                             "environment variable ENV)",
+                                    spec);
+        cleanup_free char *host = strndup(spec, (size_t)(eq - spec));
+        cleanup_free char *header = strndup(eq + 1, (size_t)(colon - eq - 1));
+        if (host == NULL || header == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot add to the jail configuration");
+        const char *value = getenv(colon + 1);
+        if (value == NULL || value[0] == '\0')
+                return corral_usage(ret_err, "the environment variable '%s' is not set: export it with the "
+                                             "credential's value",
+                                    colon + 1);
+        return corral_jail_config_add_net_secret(cfg, host, header, value, ret_err);
 }
 
 int corral_jail_config_add_net_resolve(corral_jail_config *cfg, const char *spec, corral_error **ret_err)

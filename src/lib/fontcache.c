@@ -145,15 +145,38 @@ static char *cache_path(const corral_jail_config *cfg)
         return dir;
 }
 
+/* Jails run as other uids (root's as a uid of the pool), and the bind of the
+ * cache is made with their credentials: every directory from the cache root
+ * down must be searchable by others (an ordinary user's jails run as that
+ * user, so the owner's bits are enough there).  A caller's umask (the session host runs
+ * with 077) must not change that, so the modes are set, not requested; a root
+ * left 0700 by an earlier corral is ours to repair.  When it cannot be made
+ * searchable, jails go without the cache (matplotlib builds its own, slower). */
+static bool searchable_by_others(const char *path)
+{
+        struct stat st;
+        if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+                return false;
+        if ((st.st_mode & S_IXOTH) != 0 || geteuid() != 0)
+                return true;
+        return st.st_uid == geteuid() && chmod(path, (st.st_mode & 07777) | 0555) == 0;
+}
+
 char *fontcache_dir(const corral_jail_config *cfg, void (*on_notice)(void *, const char *), void *userdata)
 {
         char *dir = cache_path(cfg);
-        if (dir == NULL || has_fontlist(dir))
-                return dir;
+        if (dir == NULL)
+                return NULL;
+        cleanup_free char *root = cache_root();
+        if (has_fontlist(dir)) {
+                if (root != NULL && searchable_by_others(root) && searchable_by_others(dir))
+                        return dir;
+                free(dir);
+                return NULL;
+        }
         if (on_notice)
                 on_notice(userdata, "building matplotlib's font cache for Python jails (once per host, about a "
                                     "second)");
-        cleanup_free char *root = cache_root();
         if (root == NULL) {
                 free(dir);
                 return NULL;
@@ -165,6 +188,8 @@ char *fontcache_dir(const corral_jail_config *cfg, void (*on_notice)(void *, con
                 if (slash)
                         *slash = '\0';
                 int r = mkdir(root, 0755);
+                if (r == 0 && chmod(root, 0755) < 0) /* whatever the umask */
+                        r = -1;
                 if (slash)
                         *slash = '/';
                 if (r < 0 && errno != EEXIST)
@@ -180,7 +205,7 @@ char *fontcache_dir(const corral_jail_config *cfg, void (*on_notice)(void *, con
         }
         if (rename(tmp, dir) < 0) /* another corral won the race: use its copy */
                 remove_flat_dir(tmp);
-        if (has_fontlist(dir))
+        if (has_fontlist(dir) && searchable_by_others(root) && searchable_by_others(dir))
                 return dir;
 fail:
         free(dir);

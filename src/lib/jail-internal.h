@@ -256,7 +256,11 @@ struct jail_plan {
         int sync_wfd;            /* the caller's end, held until the jail is gone */
         int proxy_fd;            /* CORRAL_NET_ALLOW: a unix socket to the proxy, for its listening socket */
         bool keep_caps;          /* a zygote: keep the capabilities of its own user namespace */
+        const char *ca_bundle;   /* brokered credentials: PEM text for JAIL_CA_BUNDLE (borrowed), or NULL */
 };
+/* Where a jail with brokered credentials finds the system's roots and its
+ * own CA (Debian's path: OpenSSL's default file points here). */
+#define JAIL_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 CORRAL_HIDDEN int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_error **ret_err);
 /* A host directory no jail may write to (the system's, or beneath them):
  * writable binds and workspaces of these are refused. real: a realpath. */

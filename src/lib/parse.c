@@ -92,8 +92,13 @@ int corral_parse_seconds(const char *text, double *ret_seconds, corral_error **r
                 v /= 1000.0;
         else if (strcmp(unit, "m") == 0 || strcmp(unit, "min") == 0)
                 v *= 60.0;
+        else if (strcmp(unit, "h") == 0)
+                v *= 3600.0;
+        else if (strcmp(unit, "d") == 0)
+                v *= 86400.0;
         else if (strcmp(unit, "") != 0 && strcmp(unit, "s") != 0)
-                return corral_usage(ret_err, "invalid duration '%s': unknown unit '%s' (use s, ms or m)", text, unit);
+                return corral_usage(ret_err, "invalid duration '%s': unknown unit '%s' (use ms, s, m, h or d)", text,
+                                    unit);
         if (!(v > 0.0) || !isfinite(v))
                 return corral_usage(ret_err, "invalid duration '%s': must be greater than zero", text);
         if (v > 31536000.0)

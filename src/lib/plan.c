@@ -267,6 +267,11 @@ static int build_etc(struct jail_plan *p, const char *sysroot)
         r |= add_file(p, "etc/hostname", "corral\n");
         r |= add_file(p, "etc/nsswitch.conf",
                       "passwd: files\ngroup: files\nhosts: files\nservices: files\nprotocols: files\n");
+        if (p->ca_bundle) {
+                r |= add(p, OP_DIR, NULL, "etc/ssl") == NULL;
+                r |= add(p, OP_DIR, NULL, "etc/ssl/certs") == NULL;
+                r |= add_file(p, JAIL_CA_BUNDLE + 1, p->ca_bundle);
+        }
         if (r)
                 return -1;
         /* Harmless host files the runtime reads: the loader cache, time zone,
@@ -380,6 +385,8 @@ int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_e
         size_t root_size = 4u << 20;
         if (cfg->script)
                 root_size += cfg->script_len;
+        if (p->ca_bundle)
+                root_size += strlen(p->ca_bundle);
         p->root_tmpfs_data = NULL;
         if (asprintf(&p->root_tmpfs_data, "size=%zu,nr_inodes=4096,mode=0755", root_size) < 0)
                 goto oom;

@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include <corral/jail.h>
 
 #include "jail-internal.h"
@@ -171,20 +173,30 @@ void probe_net_proxy(json_t *checks)
         corral_error *err = NULL;
         char *argv[] = { (char *)"bash", (char *)"-c",
                          (char *)"exec 3<>/dev/tcp/127.0.0.1/3128 && "
-                                 "printf 'GET http://doctor.invalid/ HTTP/1.0\\r\\n\\r\\n' >&3 && dd bs=12 count=1 status=none <&3",
+                                 "printf 'GET http://doctor.invalid/ HTTP/1.0\\r\\n\\r\\n' >&3 && dd bs=12 count=1 status=none <&3; "
+                                 "echo; grep \"this jail's CA\" /etc/ssl/certs/ca-certificates.crt >/dev/null && echo 1",
                          NULL };
         corral_jail_io io = { .capture = true, .cancel_fd = -1 };
         corral_jail_result res;
         char buf[512];
         cfg.timeout_s = 10;
         cfg.net = CORRAL_NET_ALLOW;
+        /* A brokered credential too (a fixed, worthless value): the jail's
+         * CA must be made and be in the jail's trust store. */
         bool ran = corral_jail_config_set_argv(&cfg, argv, &err) == 0 &&
                    corral_jail_config_add_net_allow(&cfg, "allowed.invalid", &err) == 0 &&
+                   corral_jail_config_add_net_secret(&cfg, "allowed.invalid", "X-Doctor", "doctor-check", &err) == 0 &&
                    corral_jail_run(&cfg, &io, &res, &err) == 0;
-        bool ok = false;
+        bool ok = false, ca = false;
+        char ca_buf[256];
+        snprintf(ca_buf, sizeof(ca_buf), "%s", err ? err->msg : "the proxy's check did not run");
         if (ran) {
-                ok = res.stdout_buf && strcmp(res.stdout_buf, "HTTP/1.1 403") == 0 && res.n_network == 1 &&
-                     !res.network[0].allowed;
+                const char *out = res.stdout_buf ? res.stdout_buf : "";
+                ok = strncmp(out, "HTTP/1.1 403\n", 13) == 0 && res.n_network == 1 && !res.network[0].allowed;
+                ca = ok && strcmp(out + 13, "1\n") == 0;
+                snprintf(ca_buf, sizeof(ca_buf), ca ? "a CA made for a jail is in its /etc/ssl/certs (%s)"
+                                                    : "the jail's CA bundle is missing inside the jail (%s)",
+                         OpenSSL_version(OPENSSL_VERSION));
                 snprintf(buf, sizeof(buf), ok ? "answers inside a jail at 127.0.0.1:%d (a refused request, %.1f ms)"
                                               : "no answer from the proxy inside a jail (port %d, %.1f ms)",
                          CORRAL_NET_PROXY_PORT, res.wall_ms);
@@ -194,6 +206,8 @@ void probe_net_proxy(json_t *checks)
         }
         probe_add(checks, "net allow proxy", ok, ok ? "ok" : "missing", buf,
                   "network allow-lists will not work here; the rest of corral does not need them");
+        probe_add(checks, "net brokered TLS", ca, ca ? "ok" : "missing", ca_buf,
+                  "brokered credentials for HTTPS hosts will not work here; plain allow-lists do not need them");
         corral_error_free(err);
         corral_jail_config_release(&cfg);
 }

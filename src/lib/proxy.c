@@ -13,8 +13,14 @@
  * Threads: one accepts; each connection has its own (at most net_conns), so
  * that the blocking host resolver and connect never hold up another
  * connection.  An eventfd written at stop wakes every poll(); stop waits for
- * the connection threads and joins the acceptor.  It does not: terminate
- * TLS, proxy anything but HTTP/1.x, keep connections alive.
+ * the connection threads and joins the acceptor.  It does not: proxy
+ * anything but HTTP/1.x, keep connections alive.
+ *
+ * Brokered credentials (cfg->net_secrets): a request to such a host gets
+ * the credential's header from here, and the answer comes back through a
+ * masker (net_mask_feed).  A CONNECT to one is not a tunnel: the program's
+ * TLS ends here with a leaf of the jail's CA (proxy-tls.c), and the proxy
+ * speaks TLS of its own to the host, checking its certificate.
  *
  * The request head and the ClientHello are bytes from the sandboxed program:
  * both parsers are bounded (NET_HEAD_MAX, one TLS record) and fuzzed
@@ -29,6 +35,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -40,7 +47,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include "jail-internal.h"
+#include "proxy-tls.h"
 #include "proxy.h"
 
 #define NET_IDLE_MS 60000        /* a connection with no bytes either way for this long is closed */
@@ -393,6 +404,11 @@ struct net_proxy {
         struct corral_net_conn *log;
         size_t n_log, cap_log;
         uint64_t dropped;
+        struct corral_net_secret *secrets; /* brokered credentials, copies wiped at stop */
+        size_t n_secrets;
+        const char **secret_values;        /* secrets[i].value, for the masker */
+        struct net_tls *tls;               /* the jail's CA, when a credential is brokered */
+
         /* net_proxy_observe(): told of each connection as it ends */
         void (*on_conn)(void *userdata, const struct corral_net_conn *c);
         void *on_conn_userdata;
@@ -401,11 +417,22 @@ struct net_proxy {
 struct conn {
         struct net_proxy *p;
         int client, server;
+        SSL *client_ssl;                /* while refuse() answers inside the program's TLS */
         double t0;
         struct corral_net_conn rec;
+        bool brokered;                  /* the host has credentials: added going up, masked coming back */
+        struct net_masker mask;         /* coming back from a brokered host */
         char head[NET_HEAD_MAX];
         size_t head_len;
 };
+
+/* One side of a relayed connection: a socket, with TLS on it (a brokered
+ * host's) or not. */
+struct end {
+        int fd;
+        SSL *ssl;
+};
+static bool end_send(struct conn *c, struct end *e, const char *buf, size_t len);
 
 /* Tell net_proxy_observe()'s observer of a connection that ended. */
 static void observe_conn(struct net_proxy *p, const struct corral_net_conn *rec)
@@ -517,8 +544,9 @@ static void refuse(struct conn *c, int code, const char *reason)
                          "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Corral-Reason: %s\r\n"
                          "Connection: close\r\nContent-Length: %d\r\n\r\ncorral proxy: %s\n",
                          code, text, reason, body, reason);
+        struct end cl = { .fd = c->client, .ssl = c->client_ssl };
         if (n > 0)
-                (void)send_all(c, c->client, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+                (void)end_send(c, &cl, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
 /* Count n more bytes; false when that passes the proxy's byte limit. */
@@ -608,45 +636,157 @@ static int open_upstream(struct conn *c, const struct net_request *rq, bool by_l
         return 0;
 }
 
+/* Read what there is: >0 bytes, 0 at the end, -1 on an error, -2 when
+ * nothing is there yet. */
+static ssize_t end_recv(struct end *e, char *buf, size_t len)
+{
+        if (e->ssl == NULL) {
+                ssize_t n = recv(e->fd, buf, len, MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return -2;
+                return n;
+        }
+        size_t got = 0;
+        ERR_clear_error();
+        if (SSL_read_ex(e->ssl, buf, len, &got) == 1)
+                return (ssize_t)got;
+        switch (SSL_get_error(e->ssl, 0)) {
+        case SSL_ERROR_WANT_READ:
+        case SSL_ERROR_WANT_WRITE:
+                return -2;
+        case SSL_ERROR_ZERO_RETURN:
+                return 0;
+        default:
+                return -1;
+        }
+}
+
+/* Send it all (see send_all); false when it could not. */
+static bool end_send(struct conn *c, struct end *e, const char *buf, size_t len)
+{
+        if (e->ssl == NULL)
+                return send_all(c, e->fd, buf, len);
+        while (len > 0) {
+                size_t w = 0;
+                ERR_clear_error();
+                if (SSL_write_ex(e->ssl, buf, len, &w) == 1) {
+                        buf += w;
+                        len -= w;
+                        continue;
+                }
+                int err = SSL_get_error(e->ssl, 0);
+                short ev = err == SSL_ERROR_WANT_READ ? POLLIN : err == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+                if (ev == 0 || wait_fd(c, e->fd, ev, NET_IDLE_MS) != 1)
+                        return false;
+        }
+        return true;
+}
+
+/* No more bytes this way: close_notify for TLS, then the socket's half. */
+static void end_close_write(struct end *e)
+{
+        if (e->ssl)
+                (void)SSL_shutdown(e->ssl);
+        shutdown(e->fd, SHUT_WR);
+}
+
+/* The TLS handshake, either side, bounded by NET_HEAD_MS a step. */
+static bool end_handshake(struct conn *c, struct end *e, bool server)
+{
+        for (;;) {
+                ERR_clear_error();
+                int r = server ? SSL_accept(e->ssl) : SSL_connect(e->ssl);
+                if (r == 1)
+                        return true;
+                int err = SSL_get_error(e->ssl, r);
+                short ev = err == SSL_ERROR_WANT_READ ? POLLIN : err == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+                if (ev == 0 || wait_fd(c, e->fd, ev, NET_HEAD_MS) != 1)
+                        return false;
+        }
+}
+
+size_t net_mask_feed(struct net_masker *m, const char *in, size_t n, char *out, bool flush)
+{
+        size_t total = m->hold_len + n;
+        memcpy(out, m->hold, m->hold_len);
+        memcpy(out + m->hold_len, in, n);
+        m->hold_len = 0;
+        for (size_t i = 0; i < m->n_values; i++) {
+                const char *v = m->values[i];
+                size_t vl = strlen(v);
+                for (char *at = out; vl > 0 && (at = memmem(at, total - (size_t)(at - out), v, vl)) != NULL; at += vl)
+                        memset(at, '*', vl);
+        }
+        if (flush)
+                return total;
+        size_t keep = 0;
+        for (size_t i = 0; i < m->n_values; i++) {
+                const char *v = m->values[i];
+                size_t vl = strlen(v);
+                for (size_t k = vl > 0 && vl - 1 < total ? vl - 1 : total; k > keep; k--)
+                        if (memcmp(out + total - k, v, k) == 0) {
+                                keep = k;
+                                break;
+                        }
+        }
+        memcpy(m->hold, out + total - keep, keep);
+        m->hold_len = keep;
+        return total - keep;
+}
+
 /* Copy bytes both ways until both sides are done, the proxy stops, the
  * connection idles out or the byte limit is reached.  pending (from the
- * program, read with its head) goes first. */
-static void relay(struct conn *c, const char *pending, size_t pending_len)
+ * program, read with its head) goes first.  For a brokered host what comes
+ * back is masked (net_mask_feed). */
+static void relay(struct conn *c, struct end *cl, struct end *sv, const char *pending, size_t pending_len)
 {
         if (pending_len > 0) {
                 if (!take_bytes(c->p, pending_len)) {
                         set_reason(c, "the jail's network byte limit was reached");
                         return;
                 }
-                if (!send_all(c, c->server, pending, pending_len))
+                if (!end_send(c, sv, pending, pending_len))
                         return;
                 c->rec.bytes_up += pending_len;
         }
         char buf[65536];
+        cleanup_free char *masked = c->brokered ? malloc(NET_SECRET_MAX + sizeof(buf)) : NULL;
+        if (c->brokered && masked == NULL) {
+                set_reason(c, "out of memory");
+                return;
+        }
         bool up_open = true, down_open = true;
         while (up_open || down_open) {
-                struct pollfd pfd[3] = { { .fd = up_open ? c->client : -1, .events = POLLIN },
-                                         { .fd = down_open ? c->server : -1, .events = POLLIN },
+                bool ready[2] = { up_open && cl->ssl && SSL_pending(cl->ssl) > 0,
+                                  down_open && sv->ssl && SSL_pending(sv->ssl) > 0 };
+                struct pollfd pfd[3] = { { .fd = up_open ? cl->fd : -1, .events = POLLIN },
+                                         { .fd = down_open ? sv->fd : -1, .events = POLLIN },
                                          { .fd = c->p->stop_fd, .events = POLLIN } };
-                int r = poll(pfd, 3, NET_IDLE_MS);
+                int r = poll(pfd, 3, ready[0] || ready[1] ? 0 : NET_IDLE_MS);
                 if (r < 0 && errno == EINTR)
                         continue;
                 if (r < 0 || pfd[2].revents)
                         return;
-                if (r == 0) {
+                if (r == 0 && !ready[0] && !ready[1]) {
                         set_reason(c, "idle for too long");
                         return;
                 }
                 for (int side = 0; side < 2; side++) {
-                        if (!pfd[side].revents)
+                        if (!pfd[side].revents && !ready[side])
                                 continue;
-                        int from = side == 0 ? c->client : c->server, to = side == 0 ? c->server : c->client;
-                        ssize_t n = recv(from, buf, sizeof(buf), MSG_DONTWAIT);
-                        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        struct end *from = side == 0 ? cl : sv, *to = side == 0 ? sv : cl;
+                        ssize_t n = end_recv(from, buf, sizeof(buf));
+                        if (n == -2)
                                 continue;
                         if (n <= 0) {
+                                if (side == 1 && c->brokered && c->mask.hold_len > 0) {
+                                        size_t m = net_mask_feed(&c->mask, buf, 0, masked, true);
+                                        if (!end_send(c, to, masked, m))
+                                                return;
+                                        c->rec.bytes_down += m;
+                                }
                                 /* Half-close: pass the end on, keep the other way. */
-                                shutdown(to, SHUT_WR);
+                                end_close_write(to);
                                 if (side == 0)
                                         up_open = false;
                                 else
@@ -659,21 +799,53 @@ static void relay(struct conn *c, const char *pending, size_t pending_len)
                                 set_reason(c, "the jail's network byte limit was reached");
                                 return;
                         }
+                        const char *out = buf;
+                        size_t m = (size_t)n;
+                        if (side == 1 && c->brokered) {
+                                m = net_mask_feed(&c->mask, buf, (size_t)n, masked, false);
+                                out = masked;
+                        }
                         /* A slow reader holds this connection up, no other. */
-                        if (!send_all(c, to, buf, (size_t)n)) {
+                        if (!end_send(c, to, out, m)) {
                                 set_reason(c, "a peer stopped reading");
                                 return;
                         }
                         if (side == 0)
                                 c->rec.bytes_up += (uint64_t)n;
                         else
-                                c->rec.bytes_down += (uint64_t)n;
+                                c->rec.bytes_down += (uint64_t)m;
                 }
         }
 }
 
-/* Drop the hop-by-hop and proxy header lines and add Connection: close. */
-static size_t rewrite_head(const struct conn *c, const struct net_request *rq, char *out, size_t cap)
+/* Is name (n bytes, then ':') one of the fields a brokered request gets
+ * from the proxy rather than the program? */
+static bool brokered_field(const struct net_proxy *p, const char *host, const char *line, size_t n)
+{
+        while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t'))
+                n--; /* "Name :" is not valid HTTP, but a lenient server may take it */
+        static const char *const own[] = { "host", "accept-encoding" };
+        for (size_t i = 0; i < ARRAY_SIZE(own); i++)
+                if (n == strlen(own[i]) && strncasecmp(line, own[i], n) == 0)
+                        return true;
+        for (size_t i = 0; i < p->n_secrets; i++)
+                if (strcmp(p->secrets[i].host, host) == 0 && n == strlen(p->secrets[i].header) &&
+                    strncasecmp(line, p->secrets[i].header, n) == 0)
+                        return true;
+        return false;
+}
+
+/* The head sent to the host: "METHOD TARGET HTTP/1.x" (target in origin
+ * form), the program's header lines (lines..lines_end, each ending in CRLF)
+ * less the hop-by-hop and proxy ones, and Connection: close.  For a
+ * brokered host also less Host, Accept-Encoding and the credentials' own
+ * fields, which the proxy sets: Host to the host it connects to (no other
+ * name on that server sees the credential), Accept-Encoding to identity (so
+ * that an echo comes back as text that can be masked), and each
+ * credential.  0 when it does not fit in cap. */
+static size_t rewrite_head(const struct conn *c, const struct net_request *rq, const char *target,
+                           size_t target_len, const char *lines, const char *lines_end, bool tls, char *out,
+                           size_t cap)
 {
         size_t o = 0;
 #define PUT(s, n)                                                                                                     \
@@ -685,30 +857,204 @@ static size_t rewrite_head(const struct conn *c, const struct net_request *rq, c
         } while (0)
         PUT(rq->method, strlen(rq->method));
         PUT(" ", 1);
-        if (rq->target_len == 0 || c->head[rq->target_off] != '/')
+        if (target_len == 0 || (target[0] != '/' && target[0] != '*'))
                 PUT("/", 1);
-        PUT(c->head + rq->target_off, rq->target_len);
+        PUT(target, target_len);
         char ver[16];
         int vn = snprintf(ver, sizeof(ver), " HTTP/1.%d\r\n", rq->minor);
         PUT(ver, (size_t)vn);
         static const char *const drop[] = { "connection:", "proxy-connection:", "proxy-authorization:",
                                             "keep-alive:" };
-        const char *line = c->head + rq->line_end, *end = c->head + rq->head_len - 2;
-        while (line < end) {
-                const char *eol = memmem(line, (size_t)(end - line), "\r\n", 2);
+        bool kept = true;
+        for (const char *line = lines; line < lines_end;) {
+                const char *eol = memmem(line, (size_t)(lines_end - line), "\r\n", 2);
                 if (eol == NULL)
                         break;
                 bool keep = true;
-                for (size_t i = 0; i < ARRAY_SIZE(drop); i++)
-                        if ((size_t)(eol - line) >= strlen(drop[i]) && strncasecmp(line, drop[i], strlen(drop[i])) == 0)
+                if (line[0] == ' ' || line[0] == '\t') {
+                        keep = kept; /* a folded line goes with the field it continues */
+                } else {
+                        for (size_t i = 0; i < ARRAY_SIZE(drop); i++)
+                                if ((size_t)(eol - line) >= strlen(drop[i]) &&
+                                    strncasecmp(line, drop[i], strlen(drop[i])) == 0)
+                                        keep = false;
+                        const char *colon = memchr(line, ':', (size_t)(eol - line));
+                        if (c->brokered && colon && brokered_field(c->p, rq->host, line, (size_t)(colon - line)))
                                 keep = false;
+                }
                 if (keep)
                         PUT(line, (size_t)(eol - line) + 2);
+                kept = keep;
                 line = eol + 2;
+        }
+        if (c->brokered) {
+                char host[NET_HOST_MAX + 16];
+                bool v6 = strchr(rq->host, ':') != NULL;
+                int hn = rq->port == (tls ? 443 : 80)
+                                 ? snprintf(host, sizeof(host), v6 ? "Host: [%s]\r\n" : "Host: %s\r\n", rq->host)
+                                 : snprintf(host, sizeof(host), v6 ? "Host: [%s]:%u\r\n" : "Host: %s:%u\r\n", rq->host,
+                                            rq->port);
+                PUT(host, (size_t)hn);
+                PUT("Accept-Encoding: identity\r\n", 27);
+                for (size_t i = 0; i < c->p->n_secrets; i++) {
+                        const struct corral_net_secret *s = &c->p->secrets[i];
+                        if (strcmp(s->host, rq->host) != 0)
+                                continue;
+                        PUT(s->header, strlen(s->header));
+                        PUT(": ", 2);
+                        PUT(s->value, strlen(s->value));
+                        PUT("\r\n", 2);
+                }
         }
         PUT("Connection: close\r\n\r\n", 21);
 #undef PUT
         return o;
+}
+
+/* The head of a request inside a brokered TLS connection, in origin form
+ * ("GET /path HTTP/1.1"): 1 with the method, target and where the header
+ * lines begin and end, 0 when more bytes are needed, -1 with *ret_reason. */
+static int origin_head_parse(const char *buf, size_t len, struct net_request *rq, size_t *ret_target_off,
+                             size_t *ret_target_len, const char **ret_reason)
+{
+        const char *end = memmem(buf, len, "\r\n\r\n", 4);
+        if (end == NULL) {
+                if (len < NET_HEAD_MAX)
+                        return 0;
+                *ret_reason = "the request head is too long";
+                return -1;
+        }
+        const char *eol = memmem(buf, (size_t)(end - buf) + 2, "\r\n", 2);
+        const char *sp1 = memchr(buf, ' ', (size_t)(eol - buf));
+        const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
+        if (sp1 == NULL || sp2 == NULL || sp1 == buf || (size_t)(sp1 - buf) >= sizeof(rq->method) ||
+            eol - sp2 != 9 || memcmp(sp2 + 1, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)sp2[8]) ||
+            (sp1[1] != '/' && !(sp1[1] == '*' && sp2 == sp1 + 2))) {
+                *ret_reason = "malformed request line (expected METHOD /PATH HTTP/1.x)";
+                return -1;
+        }
+        for (const char *q = buf; q < sp1; q++)
+                if (!is_tchar((unsigned char)*q)) {
+                        *ret_reason = "malformed request line";
+                        return -1;
+                }
+        for (const char *q = sp1 + 1; q < sp2; q++)
+                if ((unsigned char)*q <= ' ' || (unsigned char)*q >= 0x7f) {
+                        *ret_reason = "malformed request line";
+                        return -1;
+                }
+        memset(rq->method, 0, sizeof(rq->method));
+        memcpy(rq->method, buf, (size_t)(sp1 - buf));
+        rq->minor = sp2[8] - '0';
+        *ret_target_off = (size_t)(sp1 + 1 - buf);
+        *ret_target_len = (size_t)(sp2 - sp1 - 1);
+        rq->line_end = (size_t)(eol - buf) + 2;
+        rq->head_len = (size_t)(end - buf) + 4;
+        return 1;
+}
+
+/* A refusal inside the program's TLS connection (after its handshake). */
+static void refuse_tls(struct conn *c, struct end *cl, int code, const char *reason)
+{
+        c->client_ssl = cl->ssl;
+        refuse(c, code, reason);
+        c->client_ssl = NULL;
+}
+
+/* A CONNECT to a brokered host: terminate the program's TLS with the jail
+ * CA's leaf for the host, read one request, add the credentials, and send
+ * it on over a TLS connection of the proxy's own that checks the host's
+ * certificate. */
+static void broker_tls(struct conn *c, const struct net_request *rq)
+{
+        struct end cl = { .fd = c->client, .ssl = NULL }, sv = { .fd = c->server, .ssl = NULL };
+        /* TLS writes go out a record at a time: without this, Nagle holds
+         * each last short segment back for the peer's delayed ACK (40 ms). */
+        int one = 1;
+        setsockopt(c->client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        setsockopt(c->server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (c->head_len > rq->head_len) {
+                set_reason(c, "bytes after CONNECT before the tunnel was established");
+                return;
+        }
+        cl.ssl = net_tls_server(c->p->tls, rq->host);
+        if (cl.ssl == NULL || SSL_set_fd(cl.ssl, c->client) != 1) {
+                set_reason(c, "cannot set up TLS for the brokered host");
+                goto out;
+        }
+        if (!end_handshake(c, &cl, true)) {
+                set_reason(c, "the program's TLS handshake failed (does it trust the jail's CA bundle?)");
+                goto out;
+        }
+        const char *sni = SSL_get_servername(cl.ssl, TLSEXT_NAMETYPE_host_name);
+        if (sni && !net_host_is_literal(rq->host) && strcasecmp(sni, rq->host) != 0) {
+                refuse_tls(c, &cl, 403, "the TLS server name does not match the CONNECT host");
+                goto out;
+        }
+        struct net_request in = *rq;
+        size_t toff = 0, tlen = 0;
+        const char *why = NULL;
+        int r;
+        c->head_len = 0;
+        while ((r = origin_head_parse(c->head, c->head_len, &in, &toff, &tlen, &why)) == 0) {
+                if (c->head_len == sizeof(c->head)) {
+                        r = -1;
+                        why = "the request head is too long";
+                        break;
+                }
+                ssize_t n = end_recv(&cl, c->head + c->head_len, sizeof(c->head) - c->head_len);
+                if (n == -2) {
+                        if (SSL_pending(cl.ssl) == 0 && wait_fd(c, cl.fd, POLLIN, NET_HEAD_MS) != 1) {
+                                set_reason(c, "no request");
+                                goto out;
+                        }
+                        continue;
+                }
+                if (n <= 0) {
+                        set_reason(c, "no request");
+                        goto out;
+                }
+                c->head_len += (size_t)n;
+        }
+        if (r < 0) {
+                refuse_tls(c, &cl, 400, why);
+                goto out;
+        }
+        sv.ssl = net_tls_client(c->p->tls, rq->host);
+        if (sv.ssl == NULL || SSL_set_fd(sv.ssl, c->server) != 1) {
+                refuse_tls(c, &cl, 502, "cannot set up TLS to the host");
+                goto out;
+        }
+        if (!end_handshake(c, &sv, false)) {
+                long v = SSL_get_verify_result(sv.ssl);
+                refuse_tls(c, &cl, 502,
+                           v != X509_V_OK ? "the host's TLS certificate does not verify (system trust store and "
+                                            "the upstream CA file)"
+                                          : "the TLS handshake with the host failed");
+                goto out;
+        }
+        char *out = malloc(NET_HEAD_MAX + 64 + NET_SECRET_MAX * 4);
+        size_t n = out ? rewrite_head(c, &in, c->head + toff, tlen, c->head + in.line_end, c->head + in.head_len - 2,
+                                      true, out, NET_HEAD_MAX + 64 + NET_SECRET_MAX * 4)
+                       : 0;
+        if (n == 0) {
+                free(out);
+                refuse_tls(c, &cl, 400, "the request head is too long");
+                goto out;
+        }
+        bool within = take_bytes(c->p, n);
+        bool sent = within && end_send(c, &sv, out, n);
+        explicit_bzero(out, n);
+        free(out);
+        if (!within)
+                set_reason(c, "the jail's network byte limit was reached");
+        if (!sent)
+                goto out;
+        c->rec.bytes_up += n;
+        relay(c, &cl, &sv, c->head + in.head_len, c->head_len - in.head_len);
+out:
+        SSL_free(cl.ssl);
+        SSL_free(sv.ssl);
 }
 
 /* After "200" to a CONNECT: the ClientHello must name the host. */
@@ -795,36 +1141,56 @@ static void serve(struct conn *c)
         if (open_upstream(c, &rq, match->literal) < 0)
                 return;
         c->rec.allowed = true;
+        for (size_t i = 0; i < c->p->n_secrets; i++)
+                c->brokered |= strcmp(c->p->secrets[i].host, rq.host) == 0;
+        c->rec.brokered = c->brokered;
+        c->mask.values = c->p->secret_values;
+        c->mask.n_values = c->p->n_secrets;
+        struct end cl = { .fd = c->client, .ssl = NULL }, sv = { .fd = c->server, .ssl = NULL };
         if (rq.connect) {
                 static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
                 if (!send_all(c, c->client, ok, sizeof(ok) - 1))
                         return;
+                if (c->brokered && c->p->tls) {
+                        broker_tls(c, &rq);
+                        return;
+                }
                 size_t hello_len;
                 if (check_sni(c, &rq, &hello_len) < 0)
                         return;
-                relay(c, c->head, hello_len);
+                relay(c, &cl, &sv, c->head, hello_len);
                 return;
         }
-        char out[NET_HEAD_MAX + 64];
-        size_t n = rewrite_head(c, &rq, out, sizeof(out));
+        size_t cap = NET_HEAD_MAX + 64 + NET_SECRET_MAX * 4;
+        char *out = malloc(cap);
+        size_t n = out ? rewrite_head(c, &rq, c->head + rq.target_off, rq.target_len, c->head + rq.line_end,
+                                      c->head + rq.head_len - 2, false, out, cap)
+                       : 0;
         if (n == 0) {
+                free(out);
                 set_reason(c, "the request head is too long");
                 return;
         }
-        if (!take_bytes(c->p, n)) {
+        bool within = take_bytes(c->p, n);
+        bool sent = within && send_all(c, c->server, out, n);
+        explicit_bzero(out, n);
+        free(out);
+        if (!within)
                 set_reason(c, "the jail's network byte limit was reached");
-                return;
-        }
-        if (!send_all(c, c->server, out, n))
+        if (!sent)
                 return;
         c->rec.bytes_up += n;
-        relay(c, c->head + rq.head_len, c->head_len - rq.head_len);
+        relay(c, &cl, &sv, c->head + rq.head_len, c->head_len - rq.head_len);
 }
 
 static void *conn_main(void *arg)
 {
         struct conn *c = arg;
         struct net_proxy *p = c->p;
+        /* OpenSSL writes with write(), not send(MSG_NOSIGNAL): a program
+         * that closed its end must give EPIPE, not kill corral. */
+        struct sigpipe_guard pipe_guard;
+        sigpipe_block(&pipe_guard);
         serve(c);
         if (c->server >= 0)
                 close(c->server);
@@ -839,6 +1205,7 @@ static void *conn_main(void *arg)
         if (--p->active == 0)
                 pthread_cond_broadcast(&p->idle);
         pthread_mutex_unlock(&p->lock);
+        sigpipe_unblock(&pipe_guard);
         return NULL;
 }
 
@@ -951,19 +1318,32 @@ static void proxy_free(struct net_proxy *p)
         free(p->log);
         free(p->allow);
         free(p->resolve);
+        for (size_t i = 0; i < p->n_secrets; i++) {
+                free(p->secrets[i].host);
+                free(p->secrets[i].header);
+                if (p->secrets[i].value)
+                        explicit_bzero(p->secrets[i].value, strlen(p->secrets[i].value));
+                free(p->secrets[i].value);
+        }
+        free(p->secrets);
+        free(p->secret_values);
+        net_tls_free(p->tls);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->idle);
         free(p);
 }
 
-int net_proxy_start(const corral_jail_config *cfg, int handoff, struct net_proxy **ret, corral_error **ret_err)
+int net_proxy_start(const corral_jail_config *cfg, struct net_tls *tls, int handoff, struct net_proxy **ret,
+                    corral_error **ret_err)
 {
         *ret = NULL;
         struct net_proxy *p = calloc(1, sizeof(*p));
         if (p == NULL) {
                 close(handoff);
+                net_tls_free(tls);
                 return corral_fail(ret_err, ENOMEM, "cannot start the network proxy");
         }
+        p->tls = tls;
         p->handoff = handoff;
         p->listen_fd = -1;
         p->max_bytes = cfg->net_bytes;
@@ -978,7 +1358,23 @@ int net_proxy_start(const corral_jail_config *cfg, int handoff, struct net_proxy
                 nr++;
         p->allow = calloc(na + 1, sizeof(*p->allow));
         p->resolve = calloc(nr + 1, sizeof(*p->resolve));
-        if (p->stop_fd < 0 || p->allow == NULL || p->resolve == NULL) {
+        p->secrets = calloc(cfg->n_net_secrets + 1, sizeof(*p->secrets));
+        bool oom = false;
+        for (size_t i = 0; p->secrets && i < cfg->n_net_secrets; i++) {
+                struct corral_net_secret *d = &p->secrets[p->n_secrets++];
+                d->host = strdup(cfg->net_secrets[i].host);
+                d->header = strdup(cfg->net_secrets[i].header);
+                d->value = strdup(cfg->net_secrets[i].value);
+                oom |= d->host == NULL || d->header == NULL || d->value == NULL;
+        }
+        p->secret_values = calloc(cfg->n_net_secrets + 1, sizeof(*p->secret_values));
+        for (size_t i = 0; p->secret_values && !oom && i < p->n_secrets; i++)
+                p->secret_values[i] = p->secrets[i].value;
+        if (oom || p->secret_values == NULL) {
+                oom = true;
+                errno = ENOMEM;
+        }
+        if (p->stop_fd < 0 || p->allow == NULL || p->resolve == NULL || p->secrets == NULL || oom) {
                 int e = errno;
                 proxy_free(p);
                 return corral_fail(ret_err, e, "cannot start the network proxy");

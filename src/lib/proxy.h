@@ -5,7 +5,8 @@
  * The proxy is an object with threads of its own: one accepts on a
  * listening socket that lives in the jail's network namespace (handed over
  * by the jail's setup child, see enter.c), one per connection talks to the
- * program and to the allowed host.  It owns every fd it is given.
+ * program and to the allowed host, adding brokered credentials and masking
+ * them in answers.  It owns every fd it is given.
  *
  * Threads: net_proxy_start/net_proxy_stop from one thread (the jail's
  * supervisor); the pure functions from any.
@@ -21,6 +22,7 @@
 
 #define NET_HOST_MAX 253
 #define NET_HEAD_MAX 16384
+#define NET_SECRET_MAX 4096 /* a brokered credential's value, bytes */
 
 /* One allow-list entry. */
 struct net_allow_entry {
@@ -72,12 +74,32 @@ __attribute__((visibility("hidden"))) int net_tls_sni(const uint8_t *buf, size_t
 struct sockaddr;
 __attribute__((visibility("hidden"))) bool net_addr_is_restricted(const struct sockaddr *sa);
 
+/* Masking brokered credentials in a stream coming back from the host.
+ * net_mask_feed appends n bytes of in to what was held back, replaces every
+ * whole occurrence of any value with as many '*' (lengths, so HTTP framing,
+ * stay true), and returns how many bytes of out may go on; the longest tail
+ * that could begin a value is held back for the next call, or given too
+ * when flush (at the end of the stream).  out needs NET_SECRET_MAX + n
+ * bytes.  values are borrowed, each 1..NET_SECRET_MAX bytes. */
+struct net_masker {
+        const char *const *values;
+        size_t n_values;
+        char hold[NET_SECRET_MAX];
+        size_t hold_len;
+};
+__attribute__((visibility("hidden"))) size_t net_mask_feed(struct net_masker *m, const char *in, size_t n, char *out,
+                                                           bool flush);
+
 struct net_proxy;
-/* Start a proxy for cfg's allow-list, resolve map and caps.  handoff is a
- * unix socket on which the listening socket arrives (SCM_RIGHTS); the proxy
- * owns it.  0, or -1 with ret_err filled (handoff closed). */
-__attribute__((visibility("hidden"))) int net_proxy_start(const corral_jail_config *cfg, int handoff,
-                                                          struct net_proxy **ret, corral_error **ret_err);
+struct net_tls;
+/* Start a proxy for cfg's allow-list, resolve map, caps and brokered
+ * credentials.  tls (proxy-tls.h; NULL when cfg brokers nothing) terminates
+ * the program's TLS to brokered hosts.  handoff is a unix socket on which
+ * the listening socket arrives (SCM_RIGHTS).  The proxy owns tls and
+ * handoff.  0, or -1 with ret_err filled (both freed). */
+__attribute__((visibility("hidden"))) int net_proxy_start(const corral_jail_config *cfg, struct net_tls *tls,
+                                                          int handoff, struct net_proxy **ret,
+                                                          corral_error **ret_err);
 /* Call fn(userdata, record) as each connection ends, on the connection's
  * thread (before it goes into the log); fn NULL: none.  Accepts NULL p. */
 __attribute__((visibility("hidden"))) void net_proxy_observe(struct net_proxy *p,

@@ -94,8 +94,9 @@ static json_t *ms(double v)
 static json_t *net_conn_json(const struct corral_net_conn *c)
 {
         const char *h = c->host ? c->host : "", *m = c->method ? c->method : "";
-        return json_pack("{s:o, s:i, s:o, s:b, s:o, s:o, s:I, s:I, s:o}", "host", text(h, strlen(h)), "port",
-                         (int)c->port, "method", text(m, strlen(m)), "allowed", c->allowed, "reason",
+        return json_pack("{s:o, s:i, s:o, s:b, s:b, s:o, s:o, s:I, s:I, s:o}", "host", text(h, strlen(h)), "port",
+                         (int)c->port, "method", text(m, strlen(m)), "allowed", c->allowed, "brokered", c->brokered,
+                         "reason",
                          c->reason ? text(c->reason, strlen(c->reason)) : json_null(), "address",
                          c->address ? text(c->address, strlen(c->address)) : json_null(), "bytes_up",
                          (json_int_t)c->bytes_up, "bytes_down", (json_int_t)c->bytes_down, "ms", ms(c->ms));

@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 
 #include "jail-internal.h"
+#include "proxy-tls.h"
 #include "proxy.h"
 
 #ifndef CLONE_INTO_CGROUP
@@ -186,6 +187,14 @@ static int write_orders(const corral_jail_config *cfg, const struct jail_bpf *bp
         for (size_t i = 0; cfg->net == CORRAL_NET_ALLOW && i < n_proxy_env; i++)
                 if (!env_overridden(cfg, proxy_env[i]) && strings_add(&s, proxy_env[i]) < 0)
                         goto oom;
+        /* Brokered credentials: the bundle with the jail's CA (plan.c). */
+        static const char *const ca_env[] = {
+                "SSL_CERT_FILE=" JAIL_CA_BUNDLE,  "REQUESTS_CA_BUNDLE=" JAIL_CA_BUNDLE, "CURL_CA_BUNDLE=" JAIL_CA_BUNDLE,
+                "PIP_CERT=" JAIL_CA_BUNDLE,       "NODE_EXTRA_CA_CERTS=" JAIL_CA_BUNDLE, "GIT_SSL_CAINFO=" JAIL_CA_BUNDLE,
+        };
+        for (size_t i = 0; cfg->net == CORRAL_NET_ALLOW && cfg->n_net_secrets > 0 && i < ARRAY_SIZE(ca_env); i++)
+                if (!env_overridden(cfg, ca_env[i]) && strings_add(&s, ca_env[i]) < 0)
+                        goto oom;
         for (size_t i = 0; cfg->env && cfg->env[i]; i++)
                 if (strings_add(&s, cfg->env[i]) < 0)
                         goto oom;
@@ -258,6 +267,7 @@ struct jail {
         bool cpu_exceeded;       /* the tree's CPU time passed --cpu-time */
         struct rusage ru;
         struct net_proxy *proxy;  /* CORRAL_NET_ALLOW */
+        struct net_tls *tls;      /* brokered credentials: the jail's CA, until the proxy takes it */
         int proxy_child_fd;       /* the child's end of the proxy's handoff socket */
 };
 
@@ -723,6 +733,12 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
                 j.plan.on_notice = io->on_notice;
                 j.plan.notice_userdata = io->userdata;
         }
+        if (cfg->net == CORRAL_NET_ALLOW && cfg->n_net_secrets > 0) {
+                /* The CA first: its certificate goes into the jail's /etc. */
+                if (net_tls_new(cfg, &j.tls, ret_err) < 0)
+                        goto out;
+                j.plan.ca_bundle = net_tls_bundle(j.tls);
+        }
         if (jail_plan_build(&j.plan, cfg, ret_err) < 0)
                 goto out;
         if (j.plan.notice && io && io->on_notice)
@@ -826,7 +842,9 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
                         goto out;
                 }
                 j.proxy_child_fd = j.plan.proxy_fd = sv[1];
-                if (net_proxy_start(cfg, sv[0], &j.proxy, ret_err) < 0)
+                struct net_tls *tls = j.tls;
+                j.tls = NULL;
+                if (net_proxy_start(cfg, tls, sv[0], &j.proxy, ret_err) < 0)
                         goto out;
                 if (io && io->on_net_conn)
                         net_proxy_observe(j.proxy, io->on_net_conn, io->userdata);
@@ -955,6 +973,7 @@ out:
                 close(j.proxy_child_fd);
         /* The jail is gone: its end of every connection is closed. */
         net_proxy_stop(j.proxy, rc == 0 ? ret : NULL);
+        net_tls_free(j.tls);
         if (j.have_cg)
                 cgroup_destroy(&j.cg);
         if (j.have_cg && rc == 0)

@@ -57,7 +57,8 @@ struct mcp_servers {
 
 static const char *const entry_keys[] = { "type", "command", "environment", "enabled", "timeout", "url",
                                           "headers", "jail", "callTimeout", NULL };
-static const char *const jail_keys[] = { "allowRead", "allowWrite", "net", "resolve", "memory", "pids", "disk", NULL };
+static const char *const jail_keys[] = { "allowRead", "allowWrite", "net", "resolve", "secrets", "upstreamCa",
+                                          "memory", "pids", "disk", NULL };
 
 /* ---- a local server's jail ---- */
 
@@ -201,6 +202,26 @@ static int local_jail(struct server *s, const json_t *e, const char *path, corra
                 if (!json_is_string(v) || corral_jail_config_add_net_resolve(j, json_string_value(v), err) < 0)
                         return *err ? corral_error_prefix(err, "config file '%s': mcp.%s.jail.resolve", path, name)
                                     : config_error(err, path, name, "jail.resolve[%zu] must be \"HOST:ADDR\"", i);
+        }
+        /* Brokered credentials: "HOST=HEADER:ENV", the value from corral's
+         * environment, never written in the file (docs/network.md). */
+        json_t *secrets = json_object_get(jail, "secrets");
+        if (secrets && !json_is_array(secrets))
+                return config_error(err, path, name, "jail.secrets must be an array of \"HOST=HEADER:ENV\"");
+        json_array_foreach(secrets, i, v) {
+                if (!json_is_string(v) || corral_jail_config_add_net_secret_env(j, json_string_value(v), err) < 0)
+                        return *err ? corral_error_prefix(err, "config file '%s': mcp.%s.jail.secrets", path, name)
+                                    : config_error(err, path, name, "jail.secrets[%zu] must be \"HOST=HEADER:ENV\"",
+                                                   i);
+        }
+        json_t *uca = json_object_get(jail, "upstreamCa");
+        if (uca) {
+                const char *u = json_string_value(uca);
+                if (u == NULL || u[0] != '/')
+                        return config_error(err, path, name, "jail.upstreamCa must be an absolute host path");
+                free(j->net_upstream_ca);
+                if ((j->net_upstream_ca = strdup(u)) == NULL)
+                        return corral_fail(err, ENOMEM, "cannot start the MCP servers");
         }
         static const struct {
                 const char *key;

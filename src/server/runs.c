@@ -25,9 +25,12 @@
  * a jail's environment.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +54,7 @@
 
 /* A live run's events, shared by the run and its followers. */
 struct run_log {
+        const struct server *s;  /* its data directory is masked in the events */
         pthread_mutex_t lock;
         pthread_cond_t more;
         char **text;             /* each event's compact JSON */
@@ -58,6 +62,8 @@ struct run_log {
         size_t n, cap;
         bool ended;              /* no event will be added */
         unsigned refs;           /* under lock */
+        int *wakes;              /* eventfds written at each event and the end (WebSocket followers') */
+        size_t n_wakes, cap_wakes;
 };
 
 struct srv_run {
@@ -72,6 +78,7 @@ struct srv_run {
         struct run_log *log;     /* while it runs; followers hold their own reference */
         pthread_t thread;
         bool thread_started, joined;
+        bool server_stop;        /* cancelled by the server's stop */
         char *api_key;           /* the request's, until run_open(); zeroed */
         corral_jail_config jail;
         struct review_policy *review;
@@ -81,21 +88,37 @@ struct srv_run {
         char *staging;           /* sandboxes' files for the inputs, until the run ends */
         char *desc_text;         /* an ended run's description as JSON text (it no longer changes) */
         size_t n_staged;
+        /* While it goes: model replies and their tokens so far, for the list
+         * (the web view's); the result has the final counts. */
+        _Atomic uint64_t live_iterations, live_prompt, live_completion;
 };
 
 struct runs {
         char *dir;               /* DATA/runs */
         struct srv_run *list;    /* newest first; under s->lock */
         unsigned running;
+        unsigned *running_of;    /* per principal */
+        size_t n_principals;
+        pthread_t *zombies;      /* removed runs' threads, to join (under s->lock) */
+        size_t n_zombies, cap_zombies;
 };
+
+/* CLOCK_REALTIME in seconds, to the millisecond: "created" and "ended". */
+static double realtime_s(void)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        return (double)t.tv_sec + (double)(t.tv_nsec / 1000000) / 1000;
+}
 
 /* ---- the log ---- */
 
-static struct run_log *log_new(void)
+static struct run_log *log_new(const struct server *s)
 {
         struct run_log *l = calloc(1, sizeof(*l));
         if (l == NULL)
                 return NULL;
+        l->s = s;
         pthread_mutex_init(&l->lock, NULL);
         pthread_cond_init(&l->more, NULL);
         l->refs = 1;
@@ -117,34 +140,100 @@ static void log_put(struct run_log *l)
         }
         free(l->text);
         free(l->type);
+        free(l->wakes);
         pthread_mutex_destroy(&l->lock);
         pthread_cond_destroy(&l->more);
         free(l);
 }
 
-/* An event as a caller sees it: the host's paths (run_start's workspace and
- * trace, run_end's output_dir) left out.  A new reference. */
-static json_t *event_public(const json_t *event)
+/* Wake the followers that poll (l->lock held). */
+static void log_wake_locked(struct run_log *l)
+{
+        uint64_t one = 1;
+        for (size_t i = 0; i < l->n_wakes; i++)
+                if (write(l->wakes[i], &one, sizeof(one)) < 0) {
+                        /* EAGAIN: it is readable already */
+                }
+}
+
+/* fd (an eventfd) written at each new event and at the end; false when
+ * out of memory. */
+static bool log_watch(struct run_log *l, int fd)
+{
+        pthread_mutex_lock(&l->lock);
+        if (l->n_wakes == l->cap_wakes) {
+                size_t cap = l->cap_wakes ? 2 * l->cap_wakes : 4;
+                int *a = realloc(l->wakes, cap * sizeof(*a));
+                if (a == NULL) {
+                        pthread_mutex_unlock(&l->lock);
+                        return false;
+                }
+                l->wakes = a;
+                l->cap_wakes = cap;
+        }
+        l->wakes[l->n_wakes++] = fd;
+        pthread_mutex_unlock(&l->lock);
+        return true;
+}
+
+static void log_unwatch(struct run_log *l, int fd)
+{
+        pthread_mutex_lock(&l->lock);
+        for (size_t i = 0; i < l->n_wakes; i++)
+                if (l->wakes[i] == fd) {
+                        l->wakes[i] = l->wakes[--l->n_wakes];
+                        break;
+                }
+        pthread_mutex_unlock(&l->lock);
+}
+
+/* An event as a caller sees it, as compact JSON (malloc'd): the host's
+ * paths left out (run_start's workspace and trace, run_end's output_dir),
+ * and the server's data directory masked wherever a message names it (a
+ * notice says where the workspace was archived, an error where a copy
+ * failed): callers see the run, not the host's layout. */
+static char *event_text(const struct server *s, const json_t *event)
 {
         const char *type = json_string_value(json_object_get(event, "type"));
-        if (type == NULL || (strcmp(type, "run_start") != 0 && strcmp(type, "run_end") != 0))
-                return json_incref((json_t *)event);
-        json_t *c = json_copy((json_t *)event);
-        if (c) {
-                json_object_del(c, "workspace");
-                json_object_del(c, "trace");
-                json_object_del(c, "output_dir");
-                json_object_del(c, "cwd");
+        json_t *pub;
+        if (type != NULL && (strcmp(type, "run_start") == 0 || strcmp(type, "run_end") == 0)) {
+                pub = json_copy((json_t *)event);
+                if (pub) {
+                        json_object_del(pub, "workspace");
+                        json_object_del(pub, "trace");
+                        json_object_del(pub, "output_dir");
+                        json_object_del(pub, "cwd");
+                }
+        } else {
+                pub = json_incref((json_t *)event);
         }
-        return c;
+        char *text = pub ? json_dumps(pub, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+        /* The data directory as it appears inside a JSON string. */
+        json_t *dir = s && s->data_dir ? json_string(s->data_dir) : NULL;
+        cleanup_free char *quoted = dir ? json_dumps(dir, JSON_ENCODE_ANY) : NULL;
+        json_decref(dir);
+        if (text && quoted && strlen(quoted) > 2) {
+                quoted[strlen(quoted) - 1] = '\0';
+                if (strstr(text, quoted + 1) != NULL) {
+                        json_t *copy = json_deep_copy(pub);
+                        const char *const hide[] = { s->data_dir, NULL };
+                        free(text);
+                        text = NULL;
+                        if (copy) {
+                                redact_json(copy, hide);
+                                text = json_dumps(copy, JSON_COMPACT | JSON_REAL_PRECISION(15));
+                        }
+                        json_decref(copy);
+                }
+        }
+        json_decref(pub);
+        return text;
 }
 
 static void log_append(struct run_log *l, const json_t *event)
 {
         const char *type = json_string_value(json_object_get(event, "type"));
-        json_t *pub = event_public(event);
-        char *text = pub ? json_dumps(pub, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
-        json_decref(pub);
+        char *text = event_text(l->s, event);
         char *t = strdup(type ? type : "event");
         pthread_mutex_lock(&l->lock);
         if (text && t && l->n == l->cap) {
@@ -163,6 +252,7 @@ static void log_append(struct run_log *l, const json_t *event)
                 l->type[l->n] = TAKE_PTR(t);
                 l->n++;
                 pthread_cond_broadcast(&l->more);
+                log_wake_locked(l);
         }
         pthread_mutex_unlock(&l->lock);
         free(text);
@@ -179,6 +269,7 @@ static void log_end(struct run_log *l)
         pthread_mutex_lock(&l->lock);
         l->ended = true;
         pthread_cond_broadcast(&l->more);
+        log_wake_locked(l);
         pthread_mutex_unlock(&l->lock);
 }
 
@@ -326,6 +417,120 @@ static void load_one(struct server *s, const char *id)
         *tail = sr;
 }
 
+static int newer_first(const void *a, const void *b)
+{
+        const struct srv_run *x = *(struct srv_run *const *)a, *y = *(struct srv_run *const *)b;
+        double cx = json_number_value(json_object_get(x->info, "created"));
+        double cy = json_number_value(json_object_get(y->info, "created"));
+        return cx > cy ? -1 : cx < cy ? 1 : -strcmp(x->id, y->id);
+}
+
+/* The loaded list in the order the runs were made, newest first: by
+ * "created" (to the millisecond; whole seconds in older records, then by
+ * ID). */
+static void runs_sort(struct runs *rs)
+{
+        size_t n = 0;
+        for (struct srv_run *sr = rs->list; sr; sr = sr->next)
+                n++;
+        struct srv_run **v = n ? calloc(n, sizeof(*v)) : NULL;
+        if (v == NULL)
+                return; /* as records_list() had them: by ID */
+        n = 0;
+        for (struct srv_run *sr = rs->list; sr; sr = sr->next)
+                v[n++] = sr;
+        qsort(v, n, sizeof(*v), newer_first);
+        for (size_t i = 0; i < n; i++)
+                v[i]->next = i + 1 < n ? v[i + 1] : NULL;
+        rs->list = v[0];
+        free(v);
+}
+
+/* The count of who's running runs (one more slot: a principal this
+ * server does not know). */
+static unsigned *running_of(struct runs *rs, int who)
+{
+        return &rs->running_of[who >= 0 && (size_t)who < rs->n_principals ? (size_t)who : rs->n_principals];
+}
+
+/* When a finished run ended (CLOCK_REALTIME s): its result's "ended", or
+ * for an interrupted one, when it started (s->lock held). */
+static double ended_at(const struct srv_run *sr)
+{
+        json_t *e = json_object_get(sr->result, "ended");
+        return e ? json_number_value(e) : json_number_value(json_object_get(sr->info, "created"));
+}
+
+/* The retention: finished runs past the newest cfg.run_retention, or that
+ * ended longer ago than cfg.run_retention_age_s, leave the list and their
+ * records are removed (beneath DATA/runs, never through a link).  At start
+ * and as each run ends.  A follower reading a removed run's trace reads on
+ * (its file is open). */
+void runs_prune(struct server *s)
+{
+        struct runs *rs = s->runs;
+        unsigned keep = s->cfg.run_retention;
+        double max_age = s->cfg.run_retention_age_s, now = realtime_s();
+        if (rs == NULL || (keep == 0 && !(max_age > 0)))
+                return;
+        struct srv_run *gone = NULL;
+        unsigned finished = 0;
+        pthread_mutex_lock(&s->lock);
+        /* The threads of runs removed before, once they have exited. */
+        for (size_t i = 0; i < rs->n_zombies;)
+                if (pthread_tryjoin_np(rs->zombies[i], NULL) == 0)
+                        rs->zombies[i] = rs->zombies[--rs->n_zombies];
+                else
+                        i++;
+        for (struct srv_run **p = &rs->list; *p;) {
+                struct srv_run *sr = *p;
+                bool old = false;
+                if (sr->r == NULL) {
+                        finished++;
+                        old = (keep && finished > keep) || (max_age > 0 && now - ended_at(sr) > max_age);
+                }
+                /* A run's thread may still be on its way out: never joined
+                 * here (two ending runs could each wait for the other), but
+                 * kept for runs_end(), or for the next time here. */
+                if (old && sr->thread_started && !sr->joined) {
+                        if (rs->n_zombies == rs->cap_zombies) {
+                                size_t cap = rs->cap_zombies ? 2 * rs->cap_zombies : 8;
+                                pthread_t *z = realloc(rs->zombies, cap * sizeof(*z));
+                                if (z) {
+                                        rs->zombies = z;
+                                        rs->cap_zombies = cap;
+                                }
+                        }
+                        if (rs->n_zombies < rs->cap_zombies) {
+                                rs->zombies[rs->n_zombies++] = sr->thread;
+                                sr->joined = true;
+                        } else {
+                                old = false; /* out of memory: next time */
+                        }
+                }
+                if (!old) {
+                        p = &sr->next;
+                        continue;
+                }
+                *p = sr->next;
+                sr->next = gone;
+                gone = sr;
+        }
+        pthread_mutex_unlock(&s->lock);
+        /* Freed now: a run's thread touches its srv_run no more once it has
+         * set sr->r to NULL. */
+        while (gone) {
+                struct srv_run *sr = gone;
+                gone = sr->next;
+                cleanup_free char *dir = NULL;
+                struct workspace *ws = NULL;
+                if (asprintf(&dir, "%s/%s", rs->dir, sr->id) >= 0 && workspace_attach(dir, &ws, NULL) == 0)
+                        workspace_close(ws, true);
+                srv_run_free(sr);
+                metrics_add(s->metrics, "corral_runs_removed_total", NULL, 1);
+        }
+}
+
 int runs_init(struct server *s, const char *data_dir, corral_error **ret_err)
 {
         struct runs *rs = calloc(1, sizeof(*rs));
@@ -334,8 +539,14 @@ int runs_init(struct server *s, const char *data_dir, corral_error **ret_err)
                 return corral_fail(ret_err, ENOMEM, "cannot start the server");
         }
         s->runs = rs;
+        rs->n_principals = auth_count(s->auth);
+        rs->running_of = calloc(rs->n_principals + 1, sizeof(*rs->running_of));
+        if (rs->running_of == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot start the server");
         if (s->cfg.max_runs == 0)
                 s->cfg.max_runs = 4;
+        if (s->cfg.max_runs_per_token == 0)
+                s->cfg.max_runs_per_token = 4;
         if (mkdir(rs->dir, 0700) < 0 && errno != EEXIST)
                 return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot make the runs' directory '%s'",
                                          rs->dir);
@@ -350,7 +561,29 @@ int runs_init(struct server *s, const char *data_dir, corral_error **ret_err)
                         load_one(s, id);
         }
         json_decref(list);
+        runs_sort(rs);
+        runs_prune(s);
         return 0;
+}
+
+void runs_wait(struct server *s, double wait_s)
+{
+        struct runs *rs = s->runs;
+        if (rs == NULL || !(wait_s > 0))
+                return;
+        double until = monotonic_ms() + wait_s * 1000;
+        pthread_mutex_lock(&s->lock);
+        while (rs->running > 0 && monotonic_ms() < until) {
+                struct timespec t;
+                clock_gettime(CLOCK_REALTIME, &t);
+                t.tv_nsec += 100 * 1000 * 1000; /* a run's end broadcasts; look again anyway */
+                if (t.tv_nsec >= 1000000000L) {
+                        t.tv_sec++;
+                        t.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&s->changed, &s->lock, &t);
+        }
+        pthread_mutex_unlock(&s->lock);
 }
 
 void runs_end(struct server *s)
@@ -361,6 +594,7 @@ void runs_end(struct server *s)
         pthread_mutex_lock(&s->lock);
         for (struct srv_run *sr = rs->list; sr; sr = sr->next)
                 if (sr->thread_started && !sr->joined && sr->cancel_fd >= 0) {
+                        sr->server_stop = true;
                         uint64_t one = 1;
                         if (write(sr->cancel_fd, &one, sizeof(one)) < 0) {
                                 /* an eventfd written once does not fail */
@@ -376,6 +610,10 @@ void runs_end(struct server *s)
                                 sr->joined = found = true;
                                 t = sr->thread;
                         }
+                if (!found && s->runs->n_zombies) {
+                        t = rs->zombies[--rs->n_zombies];
+                        found = true;
+                }
                 pthread_mutex_unlock(&s->lock);
                 if (!found)
                         break;
@@ -394,6 +632,8 @@ void runs_free(struct server *s)
                 srv_run_free(sr);
         }
         free(rs->dir);
+        free(rs->running_of);
+        free(rs->zombies);
         free(rs);
         s->runs = NULL;
 }
@@ -437,6 +677,12 @@ static json_t *describe_locked(struct srv_run *sr)
         json_object_update_missing(d, sr->info);
         if (sr->result)
                 json_object_update_missing(d, sr->result);
+        else if (strcmp(sr->status, "running") == 0)
+                json_object_update_new(d, json_pack("{s:I,s:{s:I,s:I}}", "iterations",
+                                                    (json_int_t)atomic_load(&sr->live_iterations), "usage",
+                                                    "prompt_tokens", (json_int_t)atomic_load(&sr->live_prompt),
+                                                    "completion_tokens",
+                                                    (json_int_t)atomic_load(&sr->live_completion)));
         return d;
 }
 
@@ -463,6 +709,10 @@ static void on_event(void *ud, const json_t *event)
                             (double)json_integer_value(json_object_get(u, "prompt_tokens")));
                 metrics_add(m, "corral_model_tokens_total", "completion",
                             (double)json_integer_value(json_object_get(u, "completion_tokens")));
+                atomic_fetch_add(&rt->sr->live_iterations, 1);
+                atomic_fetch_add(&rt->sr->live_prompt, (uint64_t)json_integer_value(json_object_get(u, "prompt_tokens")));
+                atomic_fetch_add(&rt->sr->live_completion,
+                                 (uint64_t)json_integer_value(json_object_get(u, "completion_tokens")));
         }
 }
 
@@ -498,7 +748,13 @@ static void *run_thread_main(void *arg)
         json_t *pub = public_result(res);
         json_decref(res);
         if (pub)
-                json_object_set_new(pub, "ended", json_real((double)time(NULL)));
+                json_object_set_new(pub, "ended", json_real(realtime_s()));
+        pthread_mutex_lock(&s->lock);
+        bool server_stop = sr->server_stop;
+        pthread_mutex_unlock(&s->lock);
+        const char *status = json_string_value(json_object_get(pub, "status"));
+        if (pub && server_stop && status && strcmp(status, "cancelled") == 0)
+                json_object_set_new(pub, "reason", json_string("cancelled: server stopping"));
         if (pub)
                 record_write(s->runs, sr->id, "result.json", pub);
         run_free(sr->r); /* the trace closed: its subscriber is done */
@@ -519,10 +775,13 @@ static void *run_thread_main(void *arg)
         sr->result = pub;
         struct run_log *l = TAKE_PTR(sr->log);
         s->runs->running--;
+        (*running_of(s->runs, sr->owner))--;
+        pthread_cond_broadcast(&s->changed);
         pthread_mutex_unlock(&s->lock);
         log_end(l);
         log_put(l);
         free(rt);
+        runs_prune(s);
         return NULL;
 }
 
@@ -843,14 +1102,25 @@ static enum MHD_Result run_create(struct request *rq)
         if (body == NULL)
                 return reply_error(rq, 400, "usage", "the body is not JSON: %s (line %d, column %d)", je.text,
                                    je.line, je.column);
+        /* Both caps taken now (given back below on failure): the
+         * server's, and the token's so that one cannot take them all. */
+        unsigned *mine = running_of(rs, rq->who);
         pthread_mutex_lock(&s->lock);
         bool full = rs->running >= s->cfg.max_runs;
-        if (!full)
-                rs->running++; /* taken now: given back below on failure */
+        bool token_full = !full && *mine >= s->cfg.max_runs_per_token;
+        if (!full && !token_full) {
+                rs->running++;
+                (*mine)++;
+        }
         pthread_mutex_unlock(&s->lock);
-        if (full) {
+        if (full || token_full) {
                 json_decref(body);
-                count_rejected(s, "runs");
+                count_rejected(s, full ? "runs" : "runs_per_token");
+                if (token_full)
+                        return reply_error(rq, MHD_HTTP_TOO_MANY_REQUESTS, "limit",
+                                           "this token has its most runs going at once (%u): wait for one to end "
+                                           "(or cancel one)",
+                                           s->cfg.max_runs_per_token);
                 return reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "limit",
                                    "the server runs its most runs at once (%u): try again later", s->cfg.max_runs);
         }
@@ -862,7 +1132,7 @@ static enum MHD_Result run_create(struct request *rq)
         c.no_trace = false;
         struct run_thread *rt = calloc(1, sizeof(*rt));
         if (sr == NULL || rt == NULL || (sr->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
-            (sr->log = log_new()) == NULL) {
+            (sr->log = log_new(s)) == NULL) {
                 corral_fail(&err, ENOMEM, "cannot start the run");
                 goto fail;
         }
@@ -902,10 +1172,13 @@ static enum MHD_Result run_create(struct request *rq)
         rt->sr = sr;
         run_subscribe(sr->r, on_event, rt, true);
         task = redact_text(c.task, run_secrets(sr->r));
+        /* To the millisecond: the list's order after a restart (runs of
+         * one second have IDs in no order). */
+        double created = realtime_s();
         sr->info = json_pack("{s:s?,s:s?,s:f}", "task", task, "model", c.provider.model, "created",
-                             (double)time(NULL));
+                             created);
         json_t *serve = json_pack("{s:s,s:s?,s:s?,s:f}", "owner", auth_name(s->auth, rq->who), "task", task, "model",
-                                  c.provider.model, "created", (double)time(NULL));
+                                  c.provider.model, "created", created);
         sr->body = TAKE_PTR(body);
         if (sr->status == NULL || sr->info == NULL || serve == NULL) {
                 json_decref(serve);
@@ -931,6 +1204,7 @@ static enum MHD_Result run_create(struct request *rq)
 fail:
         pthread_mutex_lock(&s->lock);
         rs->running--;
+        (*mine)--;
         pthread_mutex_unlock(&s->lock);
         json_decref(body);
         if (sr) {
@@ -943,52 +1217,141 @@ fail:
 
 /* ---- events ---- */
 
+/* A follower: one client reading the events, over server-sent events (bs)
+ * or a WebSocket (ws).  The same rules for both: replay after `after`,
+ * then live; a client that leaves RUN_BACKLOG bytes untaken for
+ * RUN_BACKLOG_WAIT_S gets a final "dropped" message and no more. */
 struct follower {
+        struct ws_io io;         /* first: a WebSocket's wslay user_data */
         struct server *s;
         struct run_log *log;     /* a live run's, or NULL: its trace file */
         char *trace;
         uint64_t after;          /* the last event the client has */
         uint64_t seq;
-        struct body_stream *bs;
         bool dropped;
+        struct body_stream *bs;  /* server-sent events */
+        wslay_event_context_ptr ws; /* a WebSocket, or NULL */
+        int wake;                /* a WebSocket's eventfd, in the log's watch list; else -1 */
+        bool ws_gone;            /* the WebSocket's client has closed or failed */
 };
+
+/* ---- the WebSocket's side (the connection's thread only: wslay is not
+ * thread-safe) ---- */
+
+/* One round of the WebSocket's I/O: wait at most timeout_ms for the
+ * socket, the log's wake or the server's stop, then read (answering pings,
+ * taking a close) and write what wslay has queued. */
+static void ws_pump(struct follower *f, int timeout_ms)
+{
+        if (f->ws_gone)
+                return;
+        if (!wslay_event_want_read(f->ws) && !wslay_event_want_write(f->ws)) {
+                f->ws_gone = true;
+                return;
+        }
+        struct pollfd p[3] = {
+                { .fd = f->io.sock, .events = (short)((wslay_event_want_read(f->ws) ? POLLIN : 0) |
+                                                      (wslay_event_want_write(f->ws) ? POLLOUT : 0)) },
+                { .fd = f->wake, .events = POLLIN },
+                /* Readable for good once set: watched until then. */
+                { .fd = f->s->stop_fd, .events = atomic_load(&f->s->stopping) ? 0 : POLLIN },
+        };
+        if (f->io.n_extra)
+                timeout_ms = 0;
+        if (poll(p, 3, timeout_ms) < 0 && errno != EINTR) {
+                f->ws_gone = true;
+                return;
+        }
+        uint64_t n;
+        if ((p[1].revents & POLLIN) && read(f->wake, &n, sizeof(n)) < 0) {
+                /* EAGAIN: taken already */
+        }
+        if (((p[0].revents & (POLLIN | POLLHUP | POLLERR)) || f->io.n_extra) && wslay_event_recv(f->ws) != 0)
+                f->ws_gone = true;
+        if (!f->ws_gone && wslay_event_want_write(f->ws) && wslay_event_send(f->ws) != 0)
+                f->ws_gone = true;
+}
+
+static void ws_queue(struct follower *f, const char *text, size_t len)
+{
+        struct wslay_event_msg m = { .opcode = WSLAY_TEXT_FRAME, .msg = (const uint8_t *)text, .msg_length = len };
+        if (!f->ws_gone && wslay_event_queue_msg(f->ws, &m) != 0) /* copies the bytes */
+                f->ws_gone = true;
+        ws_pump(f, 0);
+}
+
+/* Messages from the client mean nothing here (wslay answers pings). */
+static void ws_ignore(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg, void *user_data)
+{
+        (void)ctx;
+        (void)arg;
+        (void)user_data;
+}
+
+/* ---- both transports ---- */
+
+static bool follower_gone(struct follower *f)
+{
+        return f->ws ? f->ws_gone : body_stream_gone(f->bs);
+}
+
+static size_t follower_pending(struct follower *f)
+{
+        return f->ws ? wslay_event_get_queued_msg_length(f->ws) : body_stream_pending(f->bs);
+}
 
 /* Wait until the client has taken what is buffered (to RUN_BACKLOG), at
  * most RUN_BACKLOG_WAIT_S; false: it is too slow (or gone). */
 static bool wait_for_client(struct follower *f)
 {
         double until = monotonic_ms() + RUN_BACKLOG_WAIT_S * 1000;
-        while (body_stream_pending(f->bs) > RUN_BACKLOG) {
-                if (body_stream_gone(f->bs) || atomic_load(&f->s->stopping) || monotonic_ms() > until)
+        while (follower_pending(f) > RUN_BACKLOG) {
+                if (follower_gone(f) || atomic_load(&f->s->stopping) || monotonic_ms() > until)
                         return false;
-                struct timespec ts = { 0, 10 * 1000 * 1000 };
-                nanosleep(&ts, NULL);
+                if (f->ws) {
+                        ws_pump(f, 50);
+                } else {
+                        struct timespec ts = { 0, 10 * 1000 * 1000 };
+                        nanosleep(&ts, NULL);
+                }
         }
-        return !body_stream_gone(f->bs);
+        return !follower_gone(f);
 }
+
+#define DROPPED_MESSAGE "this client fell behind the run: reconnect with Last-Event-ID (or ?after=) to resume"
 
 static void follower_send(struct follower *f, const char *type, const char *text)
 {
+        /* A type goes into an SSE line and a JSON string unquoted: ours
+         * are [a-z_]; anything else (a damaged trace) is "event". */
+        if (type[0] == '\0' || type[strspn(type, "abcdefghijklmnopqrstuvwxyz0123456789_")] != '\0')
+                type = "event";
         f->seq++;
         if (f->dropped || f->seq <= f->after)
                 return;
+        char *line = NULL;
+        int n;
         if (!wait_for_client(f)) {
                 f->dropped = true;
-                if (!body_stream_gone(f->bs)) {
-                        char *line = NULL;
-                        int n = asprintf(&line, "event: dropped\ndata: {\"type\":\"dropped\",\"last_event_id\":%" PRIu64
-                                                ",\"message\":\"this client fell behind the run: reconnect with "
-                                                "Last-Event-ID to resume\"}\n\n",
-                                         f->seq - 1);
-                        if (n > 0)
-                                body_stream_write(f->bs, line, (size_t)n);
-                        free(line);
-                }
-                return;
+                if (follower_gone(f))
+                        return;
+                if (f->ws)
+                        n = asprintf(&line, "{\"type\":\"dropped\",\"data\":{\"type\":\"dropped\","
+                                            "\"last_event_id\":%" PRIu64 ",\"message\":\"" DROPPED_MESSAGE "\"}}",
+                                     f->seq - 1);
+                else
+                        n = asprintf(&line, "event: dropped\ndata: {\"type\":\"dropped\",\"last_event_id\":%" PRIu64
+                                            ",\"message\":\"" DROPPED_MESSAGE "\"}\n\n",
+                                     f->seq - 1);
+        } else if (f->ws) {
+                /* The SSE fields as JSON: {"id", "type", "data": the event}. */
+                n = asprintf(&line, "{\"id\":%" PRIu64 ",\"type\":\"%s\",\"data\":%s}", f->seq, type, text);
+        } else {
+                n = asprintf(&line, "id: %" PRIu64 "\nevent: %s\ndata: %s\n\n", f->seq, type, text);
         }
-        char *line = NULL;
-        int n = asprintf(&line, "id: %" PRIu64 "\nevent: %s\ndata: %s\n\n", f->seq, type, text);
-        if (n > 0)
+        if (n > 0 && f->ws)
+                ws_queue(f, line, (size_t)n);
+        else if (n > 0)
                 body_stream_write(f->bs, line, (size_t)n);
         free(line);
 }
@@ -997,17 +1360,37 @@ static void follow_file_event(void *ud, const json_t *event)
 {
         struct follower *f = ud;
         const char *type = json_string_value(json_object_get(event, "type"));
-        json_t *pub = event_public(event);
-        cleanup_free char *text = pub ? json_dumps(pub, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
-        json_decref(pub);
+        cleanup_free char *text = event_text(f->s, event);
         if (text)
                 follower_send(f, type ? type : "event", text);
 }
 
-static void follow_run(struct body_stream *bs, void *ud)
+/* Until there is more in the log, it has ended, the client is gone or the
+ * server stops (l->lock held; a WebSocket's I/O goes on meanwhile). */
+static void follower_idle_locked(struct follower *f, struct run_log *l, size_t next)
 {
-        struct follower *f = ud;
-        f->bs = bs;
+        while (next == l->n && !l->ended && !atomic_load(&f->s->stopping) && !follower_gone(f)) {
+                if (f->ws) {
+                        /* The log wakes f->wake at its next event. */
+                        pthread_mutex_unlock(&l->lock);
+                        ws_pump(f, 1000);
+                        pthread_mutex_lock(&l->lock);
+                        continue;
+                }
+                struct timespec until;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += 200 * 1000 * 1000;
+                if (until.tv_nsec >= 1000000000L) {
+                        until.tv_sec++;
+                        until.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&l->more, &l->lock, &until);
+        }
+}
+
+/* Every event after f->after, then the live ones to the run's end. */
+static void follow(struct follower *f)
+{
         if (f->log == NULL) {
                 trace_read_file(f->trace, follow_file_event, f, NULL);
                 return;
@@ -1016,36 +1399,79 @@ static void follow_run(struct body_stream *bs, void *ud)
         size_t next = 0;
         for (;;) {
                 pthread_mutex_lock(&l->lock);
-                while (next == l->n && !l->ended && !atomic_load(&f->s->stopping) && !body_stream_gone(bs)) {
-                        struct timespec until;
-                        clock_gettime(CLOCK_REALTIME, &until);
-                        until.tv_nsec += 200 * 1000 * 1000;
-                        if (until.tv_nsec >= 1000000000L) {
-                                until.tv_sec++;
-                                until.tv_nsec -= 1000000000L;
-                        }
-                        pthread_cond_timedwait(&l->more, &l->lock, &until);
-                }
+                follower_idle_locked(f, l, next);
                 size_t n = l->n;
                 bool ended = l->ended;
                 pthread_mutex_unlock(&l->lock);
                 /* Entries below n never change: read without the lock
                  * (the arrays may move: each pointer is taken under it). */
-                while (next < n && !f->dropped && !body_stream_gone(bs)) {
+                while (next < n && !f->dropped && !follower_gone(f)) {
                         pthread_mutex_lock(&l->lock);
                         const char *type = l->type[next], *text = l->text[next];
                         pthread_mutex_unlock(&l->lock);
                         follower_send(f, type, text);
                         next++;
                 }
-                if (f->dropped || body_stream_gone(bs) || atomic_load(&f->s->stopping) || (ended && next == n))
+                if (f->dropped || follower_gone(f) || atomic_load(&f->s->stopping) || (ended && next == n))
                         return;
         }
+}
+
+static void follow_run(struct body_stream *bs, void *ud)
+{
+        struct follower *f = ud;
+        f->bs = bs;
+        follow(f);
+}
+
+/* The WebSocket: the events, then a close frame: 1000 at the run's end,
+ * 1008 when dropped as slow, 1001 when the server stops.  What is queued
+ * gets the server's request timeout to go out (a slow client reads its
+ * backlog, then the "dropped" message). */
+static void follow_ws(void *ud, const struct ws_io *io)
+{
+        struct follower *f = ud;
+        f->io = *io;
+        struct wslay_event_callbacks cb = { .recv_callback = ws_io_recv, .send_callback = ws_io_send,
+                                            .on_msg_recv_callback = ws_ignore };
+        if (wslay_event_context_server_init(&f->ws, &cb, f) != 0) {
+                f->ws = NULL;
+                return;
+        }
+        wslay_event_config_set_max_recv_msg_length(f->ws, 4096);
+        follow(f);
+        /* What is queued first (wslay would send a queued close before
+         * it), then the close, then until the client's close: within the
+         * request timeout (a moment only when the server stops). */
+        bool stop = atomic_load(&f->s->stopping);
+        double until = monotonic_ms() + (stop ? 2.0 : f->s->cfg.request_timeout_s) * 1000;
+        while (!f->ws_gone && wslay_event_get_queued_msg_count(f->ws) > 0 && monotonic_ms() < until &&
+               (stop || !atomic_load(&f->s->stopping)))
+                ws_pump(f, 200);
+        stop = atomic_load(&f->s->stopping);
+        if (!f->ws_gone && wslay_event_get_queued_msg_count(f->ws) == 0) {
+                const char *why = f->dropped ? "fell behind the run" : stop ? "server stopping" : "run ended";
+                wslay_event_queue_close(f->ws,
+                                        f->dropped ? WSLAY_CODE_POLICY_VIOLATION
+                                        : stop     ? WSLAY_CODE_GOING_AWAY
+                                                   : WSLAY_CODE_NORMAL_CLOSURE,
+                                        (const uint8_t *)why, strlen(why));
+                until = monotonic_ms() + 2000;
+                while (!f->ws_gone && monotonic_ms() < until)
+                        ws_pump(f, 200);
+        }
+        wslay_event_context_free(f->ws);
+        f->ws = NULL;
 }
 
 static void follow_release(void *ud)
 {
         struct follower *f = ud;
+        if (f->wake >= 0) {
+                if (f->log)
+                        log_unwatch(f->log, f->wake);
+                close(f->wake);
+        }
         log_put(f->log);
         free(f->trace);
         free(f);
@@ -1068,6 +1494,7 @@ static enum MHD_Result run_events(struct request *rq, struct srv_run *sr)
                 }
                 after = v;
         }
+        bool ws = websocket_requested(rq);
         struct follower *f = calloc(1, sizeof(*f));
         if (f == NULL) {
                 pthread_mutex_unlock(&s->lock);
@@ -1075,6 +1502,7 @@ static enum MHD_Result run_events(struct request *rq, struct srv_run *sr)
         }
         f->s = s;
         f->after = after;
+        f->wake = -1;
         /* s->lock held by the caller: the log's reference taken under it. */
         if (sr->log) {
                 pthread_mutex_lock(&sr->log->lock);
@@ -1087,6 +1515,17 @@ static enum MHD_Result run_events(struct request *rq, struct srv_run *sr)
         if (f->trace == NULL) {
                 follow_release(f);
                 return reply_error(rq, 500, "internal", "cannot tell where the run's trace is");
+        }
+        if (ws) {
+                f->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+                if (f->wake < 0 || (f->log && !log_watch(f->log, f->wake))) {
+                        if (f->wake >= 0)
+                                close(TAKE_FD(f->wake));
+                        follow_release(f);
+                        return MHD_NO;
+                }
+                static const struct ws_upgrade_hooks ws_hooks = { .run = follow_ws, .release = follow_release };
+                return websocket_upgrade(rq, &ws_hooks, f);
         }
         static const struct body_stream_hooks hooks = { .run = follow_run, .release = follow_release };
         return body_stream_reply(rq, MHD_HTTP_OK, "text/event-stream", &hooks, f);
@@ -1149,11 +1588,34 @@ static enum MHD_Result run_archive(struct request *rq, const char *id)
         return reply_fd(rq, fd, (uint64_t)st.st_size, "application/x-tar");
 }
 
-/* GET /v1/runs: the list as text joined from each run's (an ended run's
- * made once), so that a long list costs copies, not JSON work. */
+#define RUN_LIST_DEFAULT 100
+#define RUN_LIST_MAX 1000
+
+/* GET /v1/runs[?limit=N&after=ID]: the caller's runs, newest first, a page
+ * of at most limit (default RUN_LIST_DEFAULT); "next" names the last one
+ * when more follow (the next page's after=), absent on the last page.  A
+ * cursor whose run has been removed meanwhile (the retention) still works:
+ * the page starts at the first run that started in an earlier second (an
+ * ID carries its start to the second; runs of the cursor's own second are
+ * skipped, never shown twice).  The text is joined from each run's (an
+ * ended run's made once), so that a long list costs copies, not JSON work. */
 static enum MHD_Result run_list(struct request *rq)
 {
         struct server *s = rq->s;
+        const char *lim = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "limit");
+        const char *after = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "after");
+        unsigned long limit = RUN_LIST_DEFAULT;
+        if (lim) {
+                char *end;
+                errno = 0;
+                limit = strtoul(lim, &end, 10);
+                if (!isdigit((unsigned char)lim[0]) || *end || errno || limit == 0 || limit > RUN_LIST_MAX)
+                        return reply_error(rq, 400, "usage", "limit must be a whole number from 1 to %d, not '%.40s'",
+                                           RUN_LIST_MAX, lim);
+        }
+        if (after && !records_is_run_id(after))
+                return reply_error(rq, 400, "usage",
+                                   "after must be a run's id (the \"next\" of the page before), not '%.80s'", after);
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
@@ -1161,10 +1623,30 @@ static enum MHD_Result run_list(struct request *rq)
                 return MHD_NO;
         fputs("{\"runs\":[", f);
         bool first = true, ok = true;
+        unsigned long n = 0;
+        const char *last = NULL;
+        char next[RUN_ID_MAX] = "";
         pthread_mutex_lock(&s->lock);
-        for (struct srv_run *sr = s->runs->list; sr && ok; sr = sr->next) {
+        struct srv_run *sr = s->runs->list;
+        if (after) {
+                struct srv_run *at = sr;
+                while (at && strcmp(at->id, after) != 0)
+                        at = at->next;
+                if (at) {
+                        sr = at->next;
+                } else {
+                        /* "YYYYMMDD-HHMMSS-": the second it started */
+                        while (sr && strncmp(sr->id, after, 15) >= 0)
+                                sr = sr->next;
+                }
+        }
+        for (; sr && ok; sr = sr->next) {
                 if (sr->owner != rq->who)
                         continue;
+                if (n == limit) {
+                        snprintf(next, sizeof(next), "%s", last); /* one more follows */
+                        break;
+                }
                 char *text = sr->desc_text;
                 bool going = sr->r != NULL;
                 if (text == NULL) {
@@ -1180,12 +1662,17 @@ static enum MHD_Result run_list(struct request *rq)
                                 fputc(',', f);
                         fputs(text, f);
                         first = false;
+                        n++;
+                        last = sr->id;
                 }
                 if (going)
                         free(text);
         }
         pthread_mutex_unlock(&s->lock);
-        fputs("]}\n", f);
+        if (next[0])
+                fprintf(f, "],\"next\":\"%s\"}\n", next);
+        else
+                fputs("]}\n", f);
         if (fclose(f) != 0 || !ok) {
                 free(buf);
                 return MHD_NO;

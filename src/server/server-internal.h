@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+#include <wslay/wslay.h>
 
 #include "../session/host.h"
 #include "../workspace/workspace.h"
@@ -56,6 +57,7 @@ struct server {
         struct MHD_Daemon *mhd;
         struct session_host *host;
         struct metrics *metrics;
+        char *data_dir;          /* resolved: masked in what runs' events say (runs.c) */
         char *work_dir;          /* ours alone (0700, flock-held): paused archives, tar transfers */
         int work_lock;
 
@@ -104,6 +106,20 @@ struct request {
 
 /* The OpenAPI 3.1 description of the API (openapi.json, embedded). */
 extern const char server_openapi[];
+
+/* ---- the web view (web.c, docs/webview.md) ---- */
+/* One file of the page, compiled in (scripts/embed-files.py). */
+struct web_file {
+        const char *name;        /* "index.html", "app.js", ...; NULL ends the table */
+        const char *type;        /* its Content-Type */
+        const unsigned char *data;
+        size_t len;
+};
+extern const struct web_file web_files[];
+/* Whether GET path is the web view's: "/" asked for as HTML, or "/ui/NAME". */
+bool web_claims(struct request *rq, const char *method, const char *path);
+/* The page or one of its files, with the Content-Security-Policy. */
+enum MHD_Result web_route(struct request *rq, const char *path);
 
 /* ---- answers (server.c) ---- */
 /* A JSON answer of text (taken, a newline added), or NULL. */
@@ -234,7 +250,13 @@ int runs_init(struct server *s, const char *data_dir, corral_error **ret_err);
 enum MHD_Result runs_route(struct request *rq, const char *method, const char *path);
 /* Gauges for /metrics (corral_runs by status). */
 void runs_metrics(struct server *s);
-/* Cancel every run and wait for their threads; runs_free() after. */
+/* Remove the finished runs past the retention (count, age) with their
+ * records. */
+void runs_prune(struct server *s);
+/* Wait up to wait_s for the running runs to end. */
+void runs_wait(struct server *s, double wait_s);
+/* Cancel every run ("cancelled: server stopping") and wait for their
+ * threads; runs_free() after. */
 void runs_end(struct server *s);
 void runs_free(struct server *s);
 
@@ -242,5 +264,28 @@ void runs_free(struct server *s);
 /* GET /v1/sandboxes/{id}/ws: the upgrade, or an error answer.  Takes the
  * reference on sb. */
 enum MHD_Result websocket_open(struct request *rq, struct sandbox *sb);
+/* An upgraded connection's socket, for wslay's callbacks: the first member
+ * of the struct given to wslay as its user_data. */
+struct ws_io {
+        int sock;                /* non-blocking use only */
+        const char *extra;       /* bytes libmicrohttpd read past the request */
+        size_t n_extra;
+};
+/* wslay's recv and send callbacks over a struct ws_io (user_data). */
+ssize_t ws_io_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *user_data);
+ssize_t ws_io_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *user_data);
+struct ws_upgrade_hooks {
+        /* On the connection's thread once upgraded: the connection is
+         * closed when it returns. */
+        void (*run)(void *ud, const struct ws_io *io);
+        /* After run, or instead of it (the handshake was not one). */
+        void (*release)(void *ud);
+};
+/* The request asks for a WebSocket (Upgrade: websocket). */
+bool websocket_requested(struct request *rq);
+/* Answer the handshake (101; a 400 when the headers are not one) and hand
+ * the connection to hooks->run.  Takes ud: release is called in every case.
+ * The connection counts in s->streams while it is open. */
+enum MHD_Result websocket_upgrade(struct request *rq, const struct ws_upgrade_hooks *hooks, void *ud);
 
 #endif

@@ -48,6 +48,7 @@ void server_config_init(struct server_config *cfg)
         cfg->max_mcp_sessions = 64;
         cfg->mcp_idle_timeout_s = 1800;
         cfg->max_runs = 4;
+        cfg->max_runs_per_token = 4;
 }
 
 /* ---- answers ---- */
@@ -333,6 +334,9 @@ static enum MHD_Result gate(struct request *rq, const char *method, const char *
                                                          : NULL;
         if (login_token && strcmp(method, "GET") == 0)
                 return login(rq, login_token);
+        /* The web view's files need no token: they hold nothing of anyone's. */
+        if (web_claims(rq, method, path))
+                return web_route(rq, path);
         size_t len = 0;
         const char *token = NULL;
         if (e2b_claims(rq, path)) {
@@ -708,6 +712,7 @@ int server_start(const struct server_config *cfg, struct server **ret, corral_er
         workspace_sweep(data);
         if (workspace_make_temporary(data, &s->work_dir, &s->work_lock, ret_err) < 0)
                 goto fail;
+        s->data_dir = realpath(data, NULL);
         if (cfg->tokens_file) {
                 if (auth_load(cfg->tokens_file, &s->auth, ret_err) < 0) {
                         corral_error_set_field(ret_err, "tokens_file");
@@ -758,6 +763,8 @@ int server_start(const struct server_config *cfg, struct server **ret, corral_er
                        0);
         metrics_define(s->metrics, "corral_runs_total", METRIC_COUNTER, "Agent runs ended, by status.", "status",
                        NULL, 0);
+        metrics_define(s->metrics, "corral_runs_removed_total", METRIC_COUNTER,
+                       "Finished agent runs removed with their records by the retention.", NULL, NULL, 0);
         metrics_define(s->metrics, "corral_model_request_seconds", METRIC_HISTOGRAM,
                        "Time a run waited for the model's answer, per request.", NULL, NULL, 0);
         metrics_define(s->metrics, "corral_model_tokens_total", METRIC_COUNTER, "Tokens of runs' model requests.",
@@ -824,7 +831,7 @@ static void wait_quiet(struct server *s, double wait_s, bool streams)
         pthread_mutex_unlock(&s->lock);
 }
 
-void server_shutdown(struct server *s, double grace_s)
+void server_shutdown(struct server *s, double grace_s, double run_grace_s)
 {
         if (s == NULL || atomic_exchange(&s->draining, true))
                 return;
@@ -839,14 +846,17 @@ void server_shutdown(struct server *s, double grace_s)
         /* Running steps get the grace period to end on their own; then
          * they are cancelled, and their streams get a moment to send the
          * end before the connections close. */
+        double t0 = monotonic_ms();
         wait_quiet(s, grace_s, false);
         if (s->host)
                 session_host_cancel_all(s->host);
+        /* Agent runs have what is left of theirs (followed meanwhile to
+         * their ends); then they are cancelled (recorded as such). */
+        runs_wait(s, run_grace_s - (monotonic_ms() - t0) / 1000);
         atomic_store(&s->stopping, true);
         /* MCP's sessions end here: their calls interrupted, their
          * streams ended. */
         mcp_http_end_all(s);
-        /* Runs are cancelled (recorded as such), their followers end. */
         runs_end(s);
         uint64_t one = 1;
         if (write(s->stop_fd, &one, sizeof(one)) < 0) {
@@ -865,7 +875,7 @@ void server_free(struct server *s)
 {
         if (s == NULL)
                 return;
-        server_shutdown(s, 0);
+        server_shutdown(s, 0, 0);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);
         if (s->socket_path)
@@ -889,6 +899,7 @@ void server_free(struct server *s)
         if (s->work_lock >= 0)
                 close(s->work_lock);
         corral_jail_config_release(&s->limits);
+        free(s->data_dir);
         free(s->token_file);
         free(s->url);
         if (s->stop_fd >= 0)

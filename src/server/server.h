@@ -46,6 +46,9 @@ struct server_config {
         unsigned max_mcp_sessions; /* MCP sessions at /mcp at once, all tokens together (default 64) */
         double mcp_idle_timeout_s; /* an MCP session unused this long ends (default 1800) */
         unsigned max_runs;        /* agent runs going at once, all tokens together (default 4) */
+        unsigned max_runs_per_token; /* ... and per token (default 4) */
+        unsigned run_retention;   /* finished runs whose records are kept, newest first (0: all) */
+        double run_retention_age_s; /* finished runs older than this are removed (0: never) */
         /* Model endpoints a run's request may name as its base_url besides
          * the server's own ("any": every one); NULL-terminated or NULL.
          * Borrowed for the server's life. */
@@ -64,9 +67,10 @@ CORRAL_HIDDEN int server_start(const struct server_config *cfg, struct server **
 CORRAL_HIDDEN const char *server_url(const struct server *s);
 CORRAL_HIDDEN const char *server_token_file(const struct server *s);
 /* Stop accepting requests (/readyz says 503), let running steps end for
- * grace_s, then cancel the rest and stop every sandbox.  Returns once
- * nothing is left. */
-CORRAL_HIDDEN void server_shutdown(struct server *s, double grace_s);
+ * grace_s and running agent runs for run_grace_s (from the same moment),
+ * then cancel the rest (a run's record says "cancelled: server stopping")
+ * and stop every sandbox.  Returns once nothing is left. */
+CORRAL_HIDDEN void server_shutdown(struct server *s, double grace_s, double run_grace_s);
 CORRAL_HIDDEN void server_free(struct server *s);
 
 #endif

@@ -7,7 +7,10 @@
  * a worker thread of its own and queues its events in an outbox, which an
  * eventfd makes the loop send.  A client that goes away interrupts its
  * steps; the server's stop ends the loop with a close frame (1001) once the
- * steps have sent their results. */
+ * steps have sent their results.
+ *
+ * The handshake, the upgrade's lifecycle and wslay's socket callbacks are
+ * shared with the runs' events (websocket_upgrade(), runs.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -38,11 +41,9 @@ struct ws_msg {
 struct ws_step;
 
 struct ws {
+        struct ws_io io;         /* first: wslay's user_data */
         struct server *s;
         struct sandbox *sb;
-        int sock;
-        const char *extra;       /* bytes libmicrohttpd read past the request */
-        size_t n_extra;
         wslay_event_context_ptr ctx;
         int wake;                /* eventfd: the outbox has messages */
         pthread_mutex_t lock;    /* the outbox and the steps */
@@ -215,18 +216,18 @@ static void interrupt_steps(struct ws *w)
 
 /* ---- wslay (the loop's thread only) ---- */
 
-static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *user_data)
+ssize_t ws_io_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *user_data)
 {
         (void)flags;
-        struct ws *w = user_data;
-        if (w->n_extra) {
-                size_t n = w->n_extra < len ? w->n_extra : len;
-                memcpy(buf, w->extra, n);
-                w->extra += n;
-                w->n_extra -= n;
+        struct ws_io *io = user_data;
+        if (io->n_extra) {
+                size_t n = io->n_extra < len ? io->n_extra : len;
+                memcpy(buf, io->extra, n);
+                io->extra += n;
+                io->n_extra -= n;
                 return (ssize_t)n;
         }
-        ssize_t n = recv(w->sock, buf, len, MSG_DONTWAIT);
+        ssize_t n = recv(io->sock, buf, len, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
                 wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
                 return -1;
@@ -238,11 +239,11 @@ static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
         return n;
 }
 
-static ssize_t ws_send_raw(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *user_data)
+ssize_t ws_io_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *user_data)
 {
         (void)flags;
-        struct ws *w = user_data;
-        ssize_t n = send(w->sock, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        struct ws_io *io = user_data;
+        ssize_t n = send(io->sock, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
                 wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
                 return -1;
@@ -330,7 +331,7 @@ static void ws_loop(struct ws *w)
                 if (!wslay_event_want_read(w->ctx) && !wslay_event_want_write(w->ctx))
                         break;
                 struct pollfd p[3] = {
-                        { .fd = w->sock, .events = (short)((wslay_event_want_read(w->ctx) ? POLLIN : 0) |
+                        { .fd = w->io.sock, .events = (short)((wslay_event_want_read(w->ctx) ? POLLIN : 0) |
                                                            (wslay_event_want_write(w->ctx) ? POLLOUT : 0)) },
                         { .fd = w->wake, .events = POLLIN },
                         /* Readable for good once set: watched only when it can
@@ -338,11 +339,11 @@ static void ws_loop(struct ws *w)
                         { .fd = w->s->stop_fd, .events = !stopping && running == 0 ? POLLIN : 0 },
                 };
                 int timeout = running ? 200 : -1; /* a worker's end wakes no fd: look again soon */
-                if (w->n_extra)
+                if (w->io.n_extra)
                         timeout = 0;
                 if (poll(p, 3, timeout) < 0 && errno != EINTR)
                         break;
-                if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) || w->n_extra) {
+                if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) || w->io.n_extra) {
                         if (wslay_event_recv(w->ctx) != 0)
                                 break;
                 }
@@ -356,20 +357,12 @@ static void ws_loop(struct ws *w)
         }
 }
 
-static void upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra, size_t n_extra,
-                     MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+/* The sandbox's WebSocket, on the connection's thread once upgraded. */
+static void sandbox_ws_run(void *ud, const struct ws_io *io)
 {
-        (void)conn;
-        (void)con_cls;
-        struct ws *w = cls;
-        w->sock = sock;
-        /* Each message is written whole and answered at once: Nagle's
-         * wait for the peer's delayed ACK cost 40 ms a step. */
-        int one = 1;
-        (void)setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on a unix socket */
-        w->extra = extra;
-        w->n_extra = n_extra;
-        struct wslay_event_callbacks cb = { .recv_callback = ws_recv, .send_callback = ws_send_raw,
+        struct ws *w = ud;
+        w->io = *io;
+        struct wslay_event_callbacks cb = { .recv_callback = ws_io_recv, .send_callback = ws_io_send,
                                             .on_msg_recv_callback = ws_message };
         if (wslay_event_context_server_init(&w->ctx, &cb, w) == 0) {
                 wslay_event_config_set_max_recv_msg_length(w->ctx, w->s->cfg.max_body);
@@ -382,15 +375,44 @@ static void upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, cons
                 flush_outbox(w);
                 wslay_event_context_free(w->ctx);
         }
-        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
-        pthread_mutex_lock(&w->s->lock);
-        w->s->streams--;
-        pthread_cond_broadcast(&w->s->changed);
-        pthread_mutex_unlock(&w->s->lock);
+}
+
+static void sandbox_ws_release(void *ud)
+{
+        struct ws *w = ud;
         sandbox_put(w->s, w->sb);
         close(w->wake);
         pthread_mutex_destroy(&w->lock);
         free(w);
+}
+
+/* ---- the upgrade (shared: the sandboxes' and the runs' events) ---- */
+
+struct ws_upgrade {
+        struct server *s;
+        struct ws_upgrade_hooks hooks;
+        void *ud;
+};
+
+static void upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra, size_t n_extra,
+                     MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+        (void)conn;
+        (void)con_cls;
+        struct ws_upgrade *u = cls;
+        /* Each message is written whole and answered at once: Nagle's
+         * wait for the peer's delayed ACK cost 40 ms a step. */
+        int one = 1;
+        (void)setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on a unix socket */
+        struct ws_io io = { .sock = sock, .extra = extra, .n_extra = n_extra };
+        u->hooks.run(u->ud, &io);
+        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+        pthread_mutex_lock(&u->s->lock);
+        u->s->streams--;
+        pthread_cond_broadcast(&u->s->changed);
+        pthread_mutex_unlock(&u->s->lock);
+        u->hooks.release(u->ud);
+        free(u);
 }
 
 /* The handshake's Sec-WebSocket-Accept: base64(SHA-1(key + the RFC 6455 GUID)). */
@@ -424,7 +446,12 @@ static bool header_has(struct MHD_Connection *c, const char *name, const char *t
         return false;
 }
 
-enum MHD_Result websocket_open(struct request *rq, struct sandbox *sb)
+bool websocket_requested(struct request *rq)
+{
+        return header_has(rq->conn, MHD_HTTP_HEADER_UPGRADE, "websocket");
+}
+
+enum MHD_Result websocket_upgrade(struct request *rq, const struct ws_upgrade_hooks *hooks, void *ud)
 {
         struct MHD_Connection *c = rq->conn;
         const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
@@ -432,28 +459,24 @@ enum MHD_Result websocket_open(struct request *rq, struct sandbox *sb)
         if (!header_has(c, MHD_HTTP_HEADER_UPGRADE, "websocket") || !header_has(c, MHD_HTTP_HEADER_CONNECTION,
                                                                                "upgrade") ||
             key == NULL || strlen(key) != 24 || version == NULL || strcmp(version, "13") != 0) {
-                sandbox_put(rq->s, sb);
+                hooks->release(ud);
                 return reply_error(rq, MHD_HTTP_BAD_REQUEST, "usage",
                                    "this route is a WebSocket (version 13): send the upgrade headers");
         }
-        struct ws *w = calloc(1, sizeof(*w));
-        if (w == NULL || (w->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-                free(w);
-                sandbox_put(rq->s, sb);
+        struct ws_upgrade *u = calloc(1, sizeof(*u));
+        if (u == NULL) {
+                hooks->release(ud);
                 return MHD_NO;
         }
-        w->s = rq->s;
-        w->sb = sb;
-        w->sock = -1;
-        w->out_tail = &w->out;
-        pthread_mutex_init(&w->lock, NULL);
+        u->s = rq->s;
+        u->hooks = *hooks;
+        u->ud = ud;
         char accept[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) + 1];
         accept_key(key, accept);
-        struct MHD_Response *r = MHD_create_response_for_upgrade(upgraded, w);
+        struct MHD_Response *r = MHD_create_response_for_upgrade(upgraded, u);
         if (r == NULL) {
-                close(w->wake);
-                free(w);
-                sandbox_put(rq->s, sb);
+                free(u);
+                hooks->release(ud);
                 return MHD_NO;
         }
         MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket");
@@ -462,4 +485,21 @@ enum MHD_Result websocket_open(struct request *rq, struct sandbox *sb)
         rq->s->streams++; /* ended by upgraded() */
         pthread_mutex_unlock(&rq->s->lock);
         return reply(rq, MHD_HTTP_SWITCHING_PROTOCOLS, r);
+}
+
+enum MHD_Result websocket_open(struct request *rq, struct sandbox *sb)
+{
+        struct ws *w = calloc(1, sizeof(*w));
+        if (w == NULL || (w->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+                free(w);
+                sandbox_put(rq->s, sb);
+                return MHD_NO;
+        }
+        w->s = rq->s;
+        w->sb = sb;
+        w->io.sock = -1;
+        w->out_tail = &w->out;
+        pthread_mutex_init(&w->lock, NULL);
+        static const struct ws_upgrade_hooks hooks = { .run = sandbox_ws_run, .release = sandbox_ws_release };
+        return websocket_upgrade(rq, &hooks, w);
 }

@@ -794,6 +794,10 @@ int warm_supported(const corral_jail_config *cfg, corral_error **ret_err)
         }
         if (cfg->net == CORRAL_NET_HOST)
                 return corral_usage(ret_err, "warm sessions have no host network: start a cold session");
+        /* The jail's CA (proxy-tls.c) goes into a cold jail's trust store
+         * at its set-up; a warm session's filesystem is the zygote's. */
+        if (cfg->net == CORRAL_NET_ALLOW && cfg->n_net_secrets > 0)
+                return corral_usage(ret_err, "warm sessions have no brokered credentials yet: start a cold session");
         /* The zygote keeps corral's hard limits as its ceilings (spawn.c):
          * each session gets its caller's limits, up to them. */
         static const struct {
@@ -1359,7 +1363,7 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
                         return corral_fail(ret_err, e, "cannot start the network proxy");
                 }
                 trees[ntrees++] = sv[1];
-                if (net_proxy_start(cfg, sv[0], &w->proxy, ret_err) < 0) {
+                if (net_proxy_start(cfg, /* tls= */ NULL, sv[0], &w->proxy, ret_err) < 0) {
                         for (int i = 0; i < ntrees; i++)
                                 close(trees[i]);
                         warm_free(w);

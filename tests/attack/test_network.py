@@ -1,6 +1,7 @@
 """Attacks on the network: reaching the host's listeners, DNS, other socket
 families, and the jail's own loopback (up by default: private to the jail).
 Each host listener counts what reached it; it must stay at 0."""
+import json
 import socket
 import time
 
@@ -298,3 +299,84 @@ def test_allow_list_no_way_to_the_hosts_listeners(run_jail, listener):
         assert line.split(" ")[1] in ("400", "403"), (name, line)
     assert all(not c["allowed"] for c in r["network"]), r["network"]
     assert lst.hits == []
+
+
+BROKER_TRIES = r"""
+import json, socket, ssl, sys
+port = int(sys.argv[1])
+res = {}
+def ask(name, head, tls_name=None):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+    try:
+        if tls_name:
+            s.sendall(f"CONNECT ok.test:{port} HTTP/1.1\r\n\r\n".encode())
+            s.recv(200)
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            s = ctx.wrap_socket(s, server_hostname=tls_name)
+        s.sendall(head.encode())
+        data = b""
+        while True:
+            k = s.recv(65536)
+            if not k:
+                break
+            data += k
+        res[name] = data.decode(errors="replace")
+    except (OSError, ssl.SSLError) as e:
+        res[name] = "error " + type(e).__name__
+    s.close()
+ask("host-header", f"GET http://ok.test:{port}/ HTTP/1.1\r\nHost: other.test:{port}\r\n\r\n")
+ask("own-key", f"GET http://ok.test:{port}/ HTTP/1.1\r\nX-Key : mine\r\nX-Key:mine2\r\n\r\n")
+ask("folded", f"GET http://ok.test:{port}/ HTTP/1.1\r\nX-Other: a\r\nX-Key: mine\r\n  folded\r\n\r\n")
+ask("not-brokered", f"GET http://other.test:{port}/ HTTP/1.1\r\n\r\n")
+ask("tls-sni", "GET / HTTP/1.1\r\n\r\n", tls_name="other.test")
+ask("tls-absolute", f"GET http://other.test:{port}/ HTTP/1.1\r\n\r\n", tls_name="ok.test")
+print(json.dumps(res))
+"""
+
+
+def test_brokered_credential_cannot_be_coaxed_out(run_jail, tmp_path):
+    """--secret: the program cannot read the value back (echoes are masked), send it elsewhere (Host, another
+    allowed host, another TLS name), nor send a key of its own under the credential's name."""
+    import http.server
+    import os
+    import secrets
+    import threading
+    token = "tok-" + secrets.token_hex(12)
+    seen = []
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.headers.get("Host"), self.headers.get_all("X-Key")))
+            body = str(self.headers).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    web = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Echo)
+    port = web.server_address[1]
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        opts = ["--net", f"allow=ok.test:{port},other.test:{port}", "--resolve", "ok.test:127.0.0.2",
+                "--resolve", "other.test:127.0.0.2", "--secret", "ok.test=X-Key:ATTACK_TOKEN"]
+        r = run_jail(opts, BROKER_TRIES, argv=[str(port)], timeout=20, env=dict(os.environ, ATTACK_TOKEN=token))
+    finally:
+        web.shutdown()
+    assert r["status"] == "ok", r
+    res = out_json(r)
+    assert token not in json.dumps(r)
+    stars = "*" * len(token)
+    assert f"X-Key: {stars}" in res["host-header"] and f"Host: ok.test:{port}" in res["host-header"]
+    assert f"X-Key: {stars}" in res["own-key"] and "mine" not in res["own-key"]
+    assert "folded" not in res["folded"] and "X-Other: a" in res["folded"]
+    assert "X-Key" not in res["not-brokered"] and "200" in res["not-brokered"]
+    assert res["tls-sni"].startswith("HTTP/1.1 403") or res["tls-sni"].startswith("error"), res
+    assert res["tls-absolute"].startswith("HTTP/1.1 400"), res
+    # the upstream got the credential only as ok.test's, once a request, never the program's
+    # the upstream got the credential only as ok.test's, once a request, never the program's; the TLS
+    # tries were refused before a byte reached it
+    assert sorted(seen, key=str) == sorted([(f"ok.test:{port}", [token])] * 3 + [(None, None)], key=str), seen

@@ -16,6 +16,9 @@ const {Corral, BadRequest, Conflict} = await import(path.join(pkg, 'src', 'index
 const client = new Corral({baseUrl: process.env.CORRAL_TEST_URL, token: process.env.CORRAL_TEST_TOKEN})
 const KEY = process.env.CORRAL_TEST_KEY
 const env = process.env
+// Node >= 22 has one; test_js_client_runs.py runs Node 20 with --experimental-websocket.
+const HAS_WS = typeof globalThis.WebSocket === 'function'
+if (!HAS_WS && env.CORRAL_TEST_NEED_WEBSOCKET) throw new Error('no global WebSocket in this Node')
 const noKey = (...things) => { for (const t of things) assert.ok(!JSON.stringify(t ?? null).includes(KEY) && !String(t).includes(KEY)) }
 
 // {name: bytes} of the regular files of a (pax or ustar) tar.
@@ -60,6 +63,16 @@ test('a run followed to its end, artifacts and the archive', async () => {
   const again = []
   for await (const ev of run.events()) again.push(ev)
   assert.deepEqual(again, events)
+  if (HAS_WS) { // the same replayed over a WebSocket, and after an event
+    const overWs = []
+    for await (const ev of run.events({websocket: true})) overWs.push(ev)
+    assert.deepEqual(overWs, events)
+    const tail = []
+    for await (const ev of run.events({websocket: true, after: 2})) tail.push(ev)
+    assert.deepEqual(tail, events.slice(2))
+  }
+  const page = await client.runs.list({limit: 1})
+  assert.deepEqual(page.map((r) => r.id), [run.id])
   assert.equal((await client.runs.list())[0].id, run.id)
   assert.equal((await client.runs.get(run.id)).answer, done.answer)
   const arts = await run.artifacts()
@@ -71,9 +84,11 @@ test('a run followed to its end, artifacts and the archive', async () => {
   assert.equal(new TextDecoder().decode(files[name]), 'widget 3\n')
 })
 
-test('a follower leaves midway and resumes; an AbortSignal', async () => {
+test('a follower leaves midway and resumes; an AbortSignal; a WebSocket follower alongside', async () => {
   const run = await client.runs.create('sum the sales', {model: 'gpt-test', baseUrl: env.CORRAL_TEST_MODEL_RESUME,
     inputs: {'sales.csv': new TextEncoder().encode('product,sales\nwidget,3\n')}})
+  const live = []
+  const following = HAS_WS ? (async () => { for await (const ev of run.events({websocket: true})) live.push(ev) })() : null
   const first = []
   for await (const ev of run.events()) {
     first.push(ev)
@@ -90,6 +105,10 @@ test('a follower leaves midway and resumes; an AbortSignal', async () => {
   const ids = [...first, ...rest].map((e) => e.id)
   assert.deepEqual(ids, ids.map((_, i) => i + 1))
   assert.equal(rest.at(-1).type, 'run_end')
+  if (following) {
+    await following
+    assert.deepEqual(live, [...first, ...rest])
+  }
 })
 
 test('cancel', async () => {

@@ -158,6 +158,8 @@ def test_doctor_json_is_the_report_it_prints(corral):
     assert names.index("jail") < names.index("python in a jail") < names.index("libcurl")
     proxy = checks[names.index("net allow proxy")]
     assert proxy["ok"] is True and "answers inside a jail at 127.0.0.1:3128" in proxy["detail"], proxy
+    ca = checks[names.index("net brokered TLS")]
+    assert ca["ok"] is True and "a CA made for a jail is in its /etc/ssl/certs (OpenSSL " in ca["detail"], ca
     for c in checks:
         assert isinstance(c["ok"], bool) and isinstance(c["detail"], str), c
         assert c["state"] in ("ok", "missing", "none", "yes", "fast", "slow"), c

@@ -116,6 +116,14 @@ def test_cancel(client):
             run.cancel()
 
 
+def test_the_list_page_by_page(client):
+    every = [r.id for r in client.runs.list()]  # the runs of the tests above, newest first
+    assert len(every) >= 3
+    assert [r.id for r in client.runs.list(limit=2)] == every[:2]
+    assert [r.id for r in client.runs.list(limit=1, after=every[0])] == every[1:2]
+    assert [r.id for r in client.runs.list(after=every[1])] == every[2:]
+
+
 def test_a_bad_request(client):
     with pytest.raises(BadRequest) as e:
         client.runs.create("x", model="gpt-test", base_url="http://127.0.0.1:9/v1", api_key=KEY, max_iterations=-1)

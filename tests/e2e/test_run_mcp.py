@@ -158,6 +158,8 @@ def test_a_tool_call_over_its_time_limit_is_cancelled_and_the_run_goes_on(tmp_pa
     ({"type": "local", "command": ["x"], "environment": {"T": "{env:CORRAL_TEST_UNSET_VAR}"}},
      "names the environment variable 'CORRAL_TEST_UNSET_VAR', which is not set"),
     ({"type": "local", "command": ["no-such-mcp-server-program"]}, "the MCP server 'bad' could not start"),
+    ({"type": "local", "command": ["x"], "jail": {"net": "allow=a.test", "secrets": ["a.test=X-Key:CORRAL_TEST_UNSET_VAR"]}},
+     "mcp.bad.jail.secrets: the environment variable 'CORRAL_TEST_UNSET_VAR' is not set"),
 ])
 def test_config_mistakes_are_usage_errors(tmp_path, entry, message):
     config = write_config(tmp_path, {"bad": entry})
@@ -307,5 +309,55 @@ def test_a_server_with_an_allow_list(tmp_path, notes):
         ok = [e["ok"] for e in trace_events(tmp_path) if e["type"] == "tool_result"]
         assert ok == [True, False, False]
         assert processes_with(mark) == []
+    finally:
+        web.shutdown()
+
+
+def test_a_server_with_a_brokered_credential(tmp_path, notes):
+    """jail.secrets: the proxy adds the header for the server's requests; the
+    host echoes it back, and neither the model, the trace nor the output
+    sees the value (docs/network.md, "Brokered credentials")."""
+    import http.server
+    import threading
+    token = f"key-{os.getpid()}-{time.monotonic_ns()}"
+    seen = []
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.headers.get("X-Api-Key"))
+            body = f"you sent key={self.headers.get('X-Api-Key')}".encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    web = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Echo)
+    port = web.server_address[1]
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        data, _ = notes
+        mark = f"corral-mcp-secret-{os.getpid()}-{time.monotonic_ns()}"
+        entry = notes_server(data, mark)
+        entry["jail"].update({"net": f"allow=files.test:{port}", "resolve": ["files.test:127.0.0.2"],
+                              "secrets": ["files.test=X-Api-Key:CORRAL_TEST_API_KEY"]})
+        config = write_config(tmp_path, {"notes": entry})
+        turns = [
+            tool_call("notes_fetch", url=f"http://files.test:{port}/"),
+            text("done") | {"expect": {"contains": ["you sent key=" + "*" * len(token)],
+                                       "not_contains": [token]}},
+        ]
+        env = base_env(NO_COLOR="1", MY_NOTES_TOKEN="token-for-notes", CORRAL_TEST_API_KEY=token)
+        with ScriptedServer(turns) as srv:
+            r = corral_run(tmp_path, srv, config, "fetch", env=env)
+        srv.assert_ok()
+        assert r.returncode == 0, r.stderr
+        assert seen == [token]
+        assert token not in r.stdout and token not in r.stderr
+        events = trace_events(tmp_path)
+        assert token not in json.dumps(events)
+        assert [e["ok"] for e in events if e["type"] == "tool_result"] == [True]
     finally:
         web.shutdown()

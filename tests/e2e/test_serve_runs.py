@@ -121,24 +121,32 @@ def test_run_followed_by_two_clients(serve, tmp_path, monkeypatch):
         s = serve()
         csv = base64.b64encode(b"product,sales\nwidget,3\n").decode()
         rid = start_run(s, srv, {"inputs": [{"path": "sales.csv", "content_base64": csv}]})
-        first, second = [], []
+        first, second, ws_first, ws_second = [], [], [], []
         joined = threading.Event()
 
         def follow_first():
             def seen(ev):
                 joined.set()  # run_start arrived: the second client joins midway
             first.extend(sse(s, rid, on_event=seen))
+        # each over SSE and over a WebSocket (GET .../events upgraded)
         t = threading.Thread(target=follow_first)
         t.start()
+        tw = threading.Thread(target=lambda: ws_first.append(ws_events(s, rid)))
+        tw.start()
         assert joined.wait(30)
         time.sleep(1.2)  # the first model turn is over: the second client joins midway
         assert s.json("GET", f"/v1/runs/{rid}")[1]["status"] == "running"
+        tw2 = threading.Thread(target=lambda: ws_second.append(ws_events(s, rid)))
+        tw2.start()
         second.extend(sse(s, rid))
-        t.join(60)
+        for x in (t, tw, tw2):
+            x.join(60)
         srv.assert_ok()
         # the key went to the model, from the server's environment
         assert srv.request_headers[0]["authorization"] == f"Bearer {KEY}"
     assert first == second, "both clients see the same events"
+    # over a WebSocket: the same, each closed with 1000 after run_end
+    assert ws_first[0] == (first, 1000) and ws_second[0] == (first, 1000)
     ids = [e[0] for e in first]
     assert ids == list(range(1, len(ids) + 1))
     types = [e[1] for e in first]
@@ -161,12 +169,25 @@ def test_run_followed_by_two_clients(serve, tmp_path, monkeypatch):
     # the host's paths stay with the host
     assert "workspace" in lines[0] and "workspace" not in first[0][2] and "trace" not in first[0][2]
     assert "output_dir" not in end
+    # nor does a notice name them (the archive's path, under the data directory)
+    data = os.path.realpath(s.data)
+    assert any("archived to" in e[2].get("message", "") for e in first if e[1] == "notice"), first
+    assert data in trace.read_text()
+    for blob in (json.dumps(first), json.dumps(ws_first), json.dumps(sse(s, rid))):
+        assert data not in blob
 
     # resume: after N, every later event exactly once
     rest = sse(s, rid, headers={"Last-Event-ID": "3"})
     assert rest == first[3:]
     assert sse(s, rid, path_extra="?after=2") == first[2:]
     assert s.request("GET", f"/v1/runs/{rid}/events", headers={"Last-Event-ID": "x"})[0] == 400
+    assert ws_events(s, rid, "?after=3")[0] == first[3:]
+    assert ws_events(s, rid, headers={"Last-Event-ID": "2"})[0] == first[2:]
+    import websocket
+    with pytest.raises(websocket.WebSocketBadStatusException) as e:
+        websocket.create_connection(f"ws://127.0.0.1:{s.port}/v1/runs/{rid}/events?after=x",
+                                    header=[f"Authorization: Bearer {s.token}"], timeout=30)
+    assert e.value.status_code == 400
 
     # artifacts: the list, one file, the tar; traversal refused
     status, j = s.json("GET", f"/v1/runs/{rid}/artifacts")
@@ -183,7 +204,8 @@ def test_run_followed_by_two_clients(serve, tmp_path, monkeypatch):
     assert any(n.endswith("output/env.txt") for n in names), names
 
     # the key: in no answer, event, record or jail
-    every = [json.dumps(first).encode(), env, tar, json.dumps(s.json("GET", "/v1/runs")[1]).encode()]
+    every = [json.dumps(first).encode(), json.dumps(ws_first).encode(), env, tar,
+             json.dumps(s.json("GET", "/v1/runs")[1]).encode()]
     for root, _, files in os.walk(s.data):
         for f in files:
             every.append(open(os.path.join(root, f), "rb").read())
@@ -289,6 +311,11 @@ def test_bad_requests(serve):
         assert j["error"]["kind"] == "usage"
         if field:
             assert j["error"].get("field") == field, (body, j)
+    # a bad request with a key: the key in no part of the answer
+    status, h, data = s.request("POST", "/v1/runs", {"task": "x", "model": {"base_url": "http://127.0.0.1:9/v1",
+                                                                           "model": "m"}, "review": "lax"},
+                                headers={"X-Model-Api-Key": HEADER_KEY})
+    assert status == 400 and HEADER_KEY not in data.decode() + str(h.items())
     assert s.json("GET", "/v1/runs") == (200, {"runs": []})
     assert s.request("PUT", "/v1/runs")[0] == 405
     assert s.request("GET", "/v1/runs", token=False)[0] == 401
@@ -311,8 +338,11 @@ def test_wrk_list_runs(serve, tmp_path):
 def test_a_slow_client_is_dropped_never_the_run(serve):
     """A follower that reads nothing: the run goes on at its own pace; the
     client, once it reads, finds `event: dropped` naming the last event it
-    has, and resumes from there with Last-Event-ID to run_end."""
+    has, and resumes from there with Last-Event-ID to run_end.  The same
+    over a WebSocket: every event to the last it has, a "dropped" message,
+    a close (1008)."""
     import socket
+    import websocket
     s = serve()
     # a 7 MB answer: in model_reply and run_end, more than a stalled
     # socket's buffers and the follower's 1 MiB take
@@ -324,6 +354,10 @@ def test_a_slow_client_is_dropped_never_the_run(serve):
         slow.connect(("127.0.0.1", s.port))
         slow.sendall(f"GET /v1/runs/{rid}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                      f"Authorization: Bearer {s.token}\r\n\r\n".encode())
+        # and one over a WebSocket
+        slow_ws = websocket.WebSocket(sockopt=[(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)])
+        slow_ws.connect(f"ws://127.0.0.1:{s.port}/v1/runs/{rid}/events",
+                        header=[f"Authorization: Bearer {s.token}"], timeout=60)
         t0 = time.time()
         j = wait_end(s, rid, timeout=120)
         took = time.time() - t0
@@ -347,6 +381,18 @@ def test_a_slow_client_is_dropped_never_the_run(serve):
     assert 0 < last < len(fast)
     rest = sse(s, rid, headers={"Last-Event-ID": str(last)})
     assert rest == fast[last:]
+    got = []
+    while True:
+        op, frame = slow_ws.recv_data(control_frame=True)
+        if op == websocket.ABNF.OPCODE_CLOSE:
+            code = int.from_bytes(frame[:2], "big")
+            break
+        got.append(json.loads(frame))
+    slow_ws.close()
+    assert code == 1008 and got[-1]["type"] == "dropped", (code, got[-1:])
+    ws_last = got[-1]["data"]["last_event_id"]
+    assert 0 < ws_last < len(fast) and [(m["id"], m["type"]) for m in got[:-1]] == \
+        [(e[0], e[1]) for e in fast[:ws_last]]
     print(f"run with a stalled follower: {took:.1f} s; dropped after event {last} of {len(fast)}")
 
 
@@ -403,3 +449,112 @@ def test_model_urls_a_run_may_name(serve, monkeypatch):
         # the server's key goes to its own endpoint only
         assert own.request_headers[0]["authorization"] == f"Bearer {KEY}"
         assert KEY not in str(allowed.request_headers[0].get("authorization"))
+
+
+def ws_events(s, rid, query="", on_event=None, headers=None):
+    """[(id, type, data)] of .../events over a WebSocket, to its close;
+    and the close frame's code."""
+    import websocket  # python3-websocket: a client written by others
+    h = [f"Authorization: Bearer {s.token}"] + [f"{k}: {v}" for k, v in (headers or {}).items()]
+    ws = websocket.create_connection(f"ws://127.0.0.1:{s.port}/v1/runs/{rid}/events{query}", header=h, timeout=60)
+    out = []
+    while True:
+        op, frame = ws.recv_data(control_frame=True)
+        if op == websocket.ABNF.OPCODE_CLOSE:
+            code = int.from_bytes(frame[:2], "big")
+            break
+        if op != websocket.ABNF.OPCODE_TEXT:
+            continue
+        m = json.loads(frame)
+        ev = (m.get("id"), m["type"], m["data"])
+        out.append(ev)
+        if on_event:
+            on_event(ev)
+    ws.close()
+    return out, code
+
+
+def test_a_token_has_its_own_cap(serve):
+    """--max-runs-per-token: a token at its cap is answered 429 with
+    Retry-After, and another token still starts runs."""
+    tokens = {"alice": "a" * 32, "bob": "b" * 32}
+    s = serve("--max-runs", "3", "--max-runs-per-token", "1", tokens=tokens)
+    with ScriptedServer([text("never") | {"delay": 30}, text("never") | {"delay": 30}]) as srv:
+        rid = start_run(s, srv)
+        body = {"task": "x", "model": {"base_url": srv.base_url, "model": "gpt-test"}}
+        status, h, data = s.request("POST", "/v1/runs", body)
+        j = json.loads(data)
+        assert status == 429 and h["Retry-After"], j
+        assert j["error"]["kind"] == "limit" and "this token" in j["error"]["message"], j
+        bob = start_run(s, srv, token=tokens["bob"])
+        srv.wait_for_requests(2, 30)
+        assert s.json("POST", f"/v1/runs/{rid}/cancel")[0] == 202
+        assert s.json("POST", f"/v1/runs/{bob}/cancel", token=tokens["bob"])[0] == 202
+        wait_end(s, rid, timeout=20)
+        srv.stop()
+    assert 'corral_rejected_requests_total{reason="runs_per_token"} 1' in s.request("GET", "/metrics")[2].decode()
+
+
+def test_the_list_in_pages_and_the_retention(serve):
+    """GET /v1/runs?limit=&after=: newest first, "next" while more follow;
+    --run-retention N keeps the newest N finished runs (removed as runs end
+    and at start), --run-retention-age removes older ones at start."""
+    s = serve("--run-retention", "3")
+    with ScriptedServer([text(f"answer {i}") for i in range(5)]) as srv:
+        made = []
+        for _ in range(5):
+            made.append(start_run(s, srv))
+            wait_end(s, made[-1])
+        srv.assert_ok()
+    newest = made[::-1]
+    status, j = s.json("GET", "/v1/runs")
+    assert status == 200 and [r["id"] for r in j["runs"]] == newest[:3] and "next" not in j, j
+    assert sorted(os.listdir(s.data / "runs")) == sorted(newest[:3])
+    status, p1 = s.json("GET", "/v1/runs?limit=2")
+    assert [r["id"] for r in p1["runs"]] == newest[:2] and p1["next"] == newest[1], p1
+    status, p2 = s.json("GET", f"/v1/runs?limit=2&after={p1['next']}")
+    assert [r["id"] for r in p2["runs"]] == newest[2:3] and "next" not in p2, p2
+    # a cursor whose run has gone: the runs older than it
+    assert [r["id"] for r in s.json("GET", f"/v1/runs?after={newest[0]}")[1]["runs"]] == newest[1:3]
+    assert [r["id"] for r in s.json("GET", f"/v1/runs?after={newest[3]}")[1]["runs"]] == []
+    for bad in ("limit=0", "limit=1001", "limit=x", "after=../x"):
+        status, j = s.json("GET", f"/v1/runs?{bad}")
+        assert status == 400 and j["error"]["kind"] == "usage", (bad, j)
+    s.stop()
+    s2 = serve("--run-retention", "1")
+    assert [r["id"] for r in s2.json("GET", "/v1/runs")[1]["runs"]] == newest[:1]
+    assert os.listdir(s2.data / "runs") == newest[:1]
+    s2.stop()
+    time.sleep(1.2)
+    s3 = serve("--run-retention-age", "1s")
+    assert s3.json("GET", "/v1/runs") == (200, {"runs": []})
+    assert os.listdir(s3.data / "runs") == []
+
+
+def test_runs_at_the_servers_stop(serve):
+    """SIGTERM: a run that ends within --run-grace ends as it would (its
+    follower sees its run_end); one that does not is cancelled, its record
+    saying so, and a restarted server lists both."""
+    s = serve("--run-grace", "2")
+    with ScriptedServer([text("quick") | {"delay": 0.8}]) as quick, \
+            ScriptedServer([text("never") | {"delay": 30}]) as slow:
+        a = start_run(s, quick)
+        b = start_run(s, slow)
+        quick.wait_for_requests(1, 30)
+        slow.wait_for_requests(1, 30)
+        seen = []
+        t = threading.Thread(target=lambda: seen.extend(sse(s, a)))
+        t.start()
+        time.sleep(0.2)
+        t0 = time.time()
+        rc, _ = s.stop()
+        took = time.time() - t0
+        t.join(30)
+        slow.stop()
+    assert rc == 0
+    assert 1.5 < took < 15, took  # the grace, not more
+    assert seen and seen[-1][1] == "run_end" and seen[-1][2]["status"] == "answered"
+    s2 = serve()
+    runs = {r["id"]: r for r in s2.json("GET", "/v1/runs")[1]["runs"]}
+    assert runs[a]["status"] == "answered" and runs[a]["answer"] == "quick", runs[a]
+    assert runs[b]["status"] == "cancelled" and runs[b]["reason"] == "cancelled: server stopping", runs[b]

@@ -95,6 +95,31 @@ def test_the_first_python_jail_says_it_builds_the_font_cache(tmp_path):
         shutil.rmtree(cache, ignore_errors=True)
 
 
+def test_font_cache_made_under_a_tight_umask_serves_later_jails(tmp_path):
+    """The session host runs with umask 077: a cache root it made 0700 broke
+    every later Python jail of root's (the bind is made as the jail's uid).
+    The modes are set whatever the umask, and a 0700 root left by an earlier
+    corral is repaired; either way the next jail runs and uses the cache."""
+    parent = tempfile.mkdtemp(prefix="corral-test-cache-", dir="/tmp")
+    os.chmod(parent, 0o755)
+    try:
+        cache = os.path.join(parent, "made")  # made by corral, under umask 077
+        env = dict(os.environ, CORRAL_CACHE_DIR=cache)
+        r = subprocess.run(["sh", "-c", 'umask 077 && exec "$0" exec -c "print(1)"', CORRAL],
+                           env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "building matplotlib's font cache" in r.stderr, r.stderr
+        if os.geteuid() == 0:
+            assert os.stat(cache).st_mode & 0o777 == 0o755
+            os.chmod(cache, 0o700)  # as an earlier corral left it
+        r = run("exec", "-c", "import matplotlib.pyplot; print(2)", env=env)
+        assert r.returncode == 0 and r.stdout == "2\n", r.stderr
+        assert "font cache" not in r.stderr and "Matplotlib is building" not in r.stderr, r.stderr
+        if os.geteuid() == 0:
+            assert os.stat(cache).st_mode & 0o777 == 0o755
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
 def test_the_first_session_start_says_why_it_waits():
     """On a terminal, a start that waits for the host's zygote to import the
     data libraries says so; a later start (the zygote ready) does not."""

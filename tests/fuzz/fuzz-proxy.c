@@ -3,7 +3,10 @@
  *   0: net_request_parse, the proxy request head;
  *   1: net_tls_sni, the server name of a TLS ClientHello;
  *   2: net_allow_parse and net_allow_matches, an allow-list entry (the
- *      caller's, but cheap to cover) matched against a fixed host.
+ *      caller's, but cheap to cover) matched against a fixed host;
+ *   3: net_mask_feed, bytes from a brokered host fed in pieces (the next
+ *      byte picks their size): as long as the input, no value left in it,
+ *      and the same whatever the pieces.
  *
  * Invariants: a head parsed whole (1) has head_len within the input and at
  * most NET_HEAD_MAX, a request line inside it, a non-empty method, a host
@@ -78,11 +81,47 @@ static void entry(const char *text)
         (void)net_allow_matches(&e, "127.0.0.1", 80);
 }
 
+static void mask_once(const char *buf, size_t len, size_t step, char *res)
+{
+        static const char *const values[] = { "Bearer s3cret", "zzzz", "aXa" };
+        struct net_masker m = { .values = values, .n_values = 3 };
+        char *out = malloc(NET_SECRET_MAX + len + 1);
+        size_t got = 0;
+        FUZZ_ASSERT(out != NULL);
+        for (size_t off = 0; off < len;) {
+                size_t k = len - off > step ? step : len - off;
+                size_t n = net_mask_feed(&m, buf + off, k, out, false);
+                memcpy(res + got, out, n);
+                got += n;
+                off += k;
+        }
+        size_t n = net_mask_feed(&m, "", 0, out, true);
+        memcpy(res + got, out, n);
+        FUZZ_ASSERT(got + n == len);
+        for (size_t i = 0; i < 3; i++)
+                FUZZ_ASSERT(memmem(res, len, values[i], strlen(values[i])) == NULL);
+        free(out);
+}
+
+static void mask(const char *buf, size_t len)
+{
+        if (len < 1)
+                return;
+        size_t step = (unsigned char)buf[0] % 16 + 1;
+        char *whole = malloc(len), *pieces = malloc(len);
+        FUZZ_ASSERT(whole && pieces);
+        mask_once(buf + 1, len - 1, len, whole);
+        mask_once(buf + 1, len - 1, step, pieces);
+        FUZZ_ASSERT(memcmp(whole, pieces, len - 1) == 0);
+        free(whole);
+        free(pieces);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         if (size < 1 || size > 4 * NET_HEAD_MAX)
                 return 0;
-        uint8_t which = data[0] % 3;
+        uint8_t which = data[0] % 4;
         data++;
         size--;
         char *copy = malloc(size + 1);
@@ -94,8 +133,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 request(copy, size);
         else if (which == 1)
                 sni((const uint8_t *)copy, size);
-        else
+        else if (which == 2)
                 entry(copy);
+        else
+                mask(copy, size);
         free(copy);
         return 0;
 }

@@ -207,6 +207,10 @@ TEST(seconds_good)
         seconds_ok("0.001", 0.001);
         seconds_ok("31536000", 31536000.0); /* a year exactly */
         seconds_ok("525600m", 31536000.0);
+        seconds_ok("5h", 18000.0);
+        seconds_ok("1.5h", 5400.0);
+        seconds_ok("7d", 604800.0);
+        seconds_ok("365d", 31536000.0);
 }
 
 TEST(seconds_bad)
@@ -217,7 +221,9 @@ TEST(seconds_bad)
         seconds_bad("0.5ms");
         seconds_bad("31536001");   /* longer than a year */
         seconds_bad("99999999999");
-        seconds_bad("5h");
+        seconds_bad("366d");       /* longer than a year */
+        seconds_bad("5H");
+        seconds_bad("5hours");
         seconds_bad("5S");
         seconds_bad("5 s");
         seconds_bad("1M");

@@ -1,7 +1,8 @@
 /* test-proxy.c: the pure parts of the --net allow proxy (src/lib/proxy.c):
  * allow-list entries and their matching (wildcards, ports, IP literals),
  * request heads, the TLS server name, the restricted-address rule, and the
- * config's allow-list and resolve map (copy, validate). */
+ * config's allow-list and resolve map (copy, validate), and the masker of
+ * brokered credentials. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -292,12 +293,87 @@ TEST(config)
         corral_jail_config_release(&cfg);
 }
 
+/* The masker over text fed in pieces of `step` bytes (0: all at once),
+ * then flushed: a malloc'd copy of all that went on. */
+static char *mask_in_pieces(const char *const *values, size_t n_values, const char *text, size_t step)
+{
+        struct net_masker m = { .values = values, .n_values = n_values };
+        size_t len = strlen(text), got = 0;
+        char *res = calloc(1, len + 1), *out = malloc(NET_SECRET_MAX + len + 1);
+        for (size_t off = 0; off < len;) {
+                size_t k = step && len - off > step ? step : len - off;
+                size_t n = net_mask_feed(&m, text + off, k, out, false);
+                memcpy(res + got, out, n);
+                got += n;
+                off += k;
+        }
+        size_t n = net_mask_feed(&m, "", 0, out, true);
+        memcpy(res + got, out, n);
+        res[got + n] = '\0';
+        free(out);
+        return res;
+}
+
+TEST(masking)
+{
+        const char *v[] = { "s3cret-token", "abcab" };
+        /* the same answer however the stream is cut */
+        for (size_t step = 0; step < 16; step++) {
+                char *r = mask_in_pieces(v, 2, "x s3cret-token y s3cret-tokens3cret-token abcabcab s3cret-toke", step);
+                CHECK_STR(r, "x ************ y ************************ *****cab s3cret-toke");
+                free(r);
+        }
+        /* only a tail that may begin a value is held, and only until it cannot */
+        struct net_masker m = { .values = v, .n_values = 1 };
+        char out[NET_SECRET_MAX + 64];
+        CHECK(net_mask_feed(&m, "abc s3cr", 8, out, false) == 4);
+        CHECK(net_mask_feed(&m, "X", 1, out, false) == 5 && memcmp(out, "s3crX", 5) == 0);
+        CHECK(net_mask_feed(&m, "plain", 5, out, false) == 5 && m.hold_len == 0);
+}
+
+TEST(secrets_config)
+{
+        corral_jail_config cfg, copy;
+        corral_jail_config_init(&cfg);
+        char *argv[] = { "true", NULL };
+        CHECK(corral_jail_config_set_argv(&cfg, argv, NULL) == 0);
+        cfg.net = CORRAL_NET_ALLOW;
+        CHECK(corral_jail_config_add_net_allow(&cfg, "api.test,*.svc.test", NULL) == 0);
+        corral_error *err = NULL;
+        CHECK(corral_jail_config_add_net_secret(&cfg, "API.test", "Authorization", "Bearer t0ken", NULL) == 0);
+        CHECK(corral_jail_config_add_net_secret(&cfg, "a.svc.test", "X-Key", "k3y-value", NULL) == 0);
+        CHECK(corral_jail_config_add_net_secret(&cfg, "*.svc.test", "X-Key", "k3y-value", NULL) < 0);
+        CHECK(corral_jail_config_add_net_secret(&cfg, "api.test:443", "X-Key", "k3y-value", NULL) < 0);
+        CHECK(corral_jail_config_add_net_secret(&cfg, "api.test", "Bad Name", "k3y-value", NULL) < 0);
+        CHECK(corral_jail_config_add_net_secret(&cfg, "api.test", "content-length", "k3y-value", NULL) < 0);
+        CHECK(corral_jail_config_add_net_secret(&cfg, "api.test", "X-Key", "abc", NULL) < 0);
+        /* a refusal names the host, never the value */
+        CHECK(corral_jail_config_add_net_secret(&cfg, "api.test", "X-Key", "two\nlines", &err) < 0 && err &&
+              strstr(err->msg, "api.test") && !strstr(err->msg, "lines"));
+        corral_error_free(err);
+        CHECK(cfg.n_net_secrets == 2);
+        CHECK_STR(cfg.net_secrets[0].host, "api.test");
+        CHECK(corral_jail_config_validate(&cfg, NULL) == 0);
+        CHECK(corral_jail_config_copy(&copy, &cfg, NULL) == 0);
+        CHECK(copy.n_net_secrets == 2 && copy.net_secrets[1].value != cfg.net_secrets[1].value);
+        CHECK_STR(copy.net_secrets[1].value, "k3y-value");
+        /* a credential for a host the jail cannot reach, or with no proxy at all */
+        CHECK(corral_jail_config_add_net_secret(&copy, "other.test", "X-Key", "k3y-value", NULL) == 0);
+        CHECK(corral_jail_config_validate(&copy, NULL) < 0);
+        corral_jail_config_release(&copy);
+        cfg.net = CORRAL_NET_NONE;
+        CHECK(corral_jail_config_validate(&cfg, NULL) < 0);
+        corral_jail_config_release(&cfg);
+}
+
 int main(void)
 {
         RUN(allow_entries);
         RUN(allow_matching);
         RUN(request_heads);
         RUN(tls_server_name);
+        RUN(masking);
+        RUN(secrets_config);
         RUN(restricted_addresses);
         RUN(config);
         return DONE();

@@ -33,7 +33,7 @@ export class Corral {
     this.baseUrl = this._t.baseUrl
     this.WebSocket = o.WebSocket
     this.sandboxes = new Sandboxes(this._t, this)
-    this.runs = new Runs(this._t)
+    this.runs = new Runs(this._t, this)
   }
   toJSON() { return {baseUrl: this.baseUrl} }
   /** GET /healthz (no token needed). */

@@ -1,7 +1,7 @@
 // Agent runs of corral serve (docs/api.md, Runs): create, get, list; on a
-// run, its events followed over server-sent events (an async iterator,
-// resumed with Last-Event-ID when the stream breaks or the server drops a
-// slow follower), wait, cancel, artifacts, the archive.  The model API key
+// run, its events followed over server-sent events or a WebSocket (an async
+// iterator, resumed after the last event seen when the stream breaks or the
+// server drops a slow follower), wait, cancel, artifacts, the archive.  The model API key
 // goes in the X-Model-Api-Key header of the create request only: it is not kept.
 import {ConnectionFailed, CorralError, TimeoutError} from './errors.js'
 
@@ -30,10 +30,14 @@ function inputsOf(inputs) {
 /** The output of the run's code an event carries (a tool_result's exec.stdout), or undefined. */
 const stdoutOf = (ev) => (ev.type === 'tool_result' && ev.exec?.stdout) || undefined
 
+const inBrowser = () => typeof window !== 'undefined' && typeof document !== 'undefined'
+
 export class Run {
   #t
-  constructor(transport, info) {
+  #client
+  constructor(transport, info, client) {
     this.#t = transport
+    this.#client = client
     this.info = info
     this.id = info.id
   }
@@ -59,8 +63,17 @@ export class Run {
    * The run's events (objects, each with its number as `id`), from the first (or after
    * event `after`) to run_end, as the run goes.  A broken stream or an `event: dropped`
    * is resumed with Last-Event-ID, at most maxReconnects times in a row without progress.
+   * websocket: true (the client's WebSocket constructor, else the global one: browsers,
+   * Node >= 22, Node 20 with --experimental-websocket) or a constructor (the `ws`
+   * package's): the same events over a WebSocket instead of server-sent events.
    */
-  async * events({after, signal, maxReconnects = 5} = {}) {
+  async * events({after, signal, maxReconnects = 5, websocket} = {}) {
+    if (websocket) {
+      const WS = typeof websocket === 'function' ? websocket : this.#client?.WebSocket ?? globalThis.WebSocket
+      if (!WS) throw new CorralError('no WebSocket implementation: pass {websocket: WebSocket} (e.g. the ws package on Node 20)')
+      yield * this.#socketEvents({after, signal, maxReconnects, WS})
+      return
+    }
     let last = after ?? null
     let failures = 0
     let quiet = 0
@@ -145,11 +158,68 @@ export class Run {
     }
   }
 
+  /** events() over a WebSocket: {id, type, data} messages; closed 1000 at the end. */
+  async * #socketEvents({after, signal, maxReconnects, WS}) {
+    let last = after ?? null
+    let failures = 0
+    for (;;) {
+      if (signal?.aborted) throw signal.reason
+      const url = this.#t.baseUrl.replace(/^http/, 'ws') + `/v1/runs/${this.id}/events` +
+        (last !== null ? `?after=${last}` : '')
+      // A browser sends the login cookie (it cannot set headers); Node's and ws take them.
+      const ws = inBrowser() ? new WS(url) : new WS(url, {headers: this.#t.authHeaders()})
+      const queue = []
+      let code = null
+      let wake = null
+      const poke = () => { const w = wake; wake = null; w?.() }
+      ws.onmessage = (m) => { queue.push(typeof m.data === 'string' ? m.data : String(m.data)); poke() }
+      ws.onclose = (ev) => { code = ev?.code ?? 1006; poke() }
+      ws.onerror = () => { poke() }
+      const onAbort = () => poke()
+      signal?.addEventListener('abort', onAbort, {once: true})
+      let dropped = false
+      let progress = false
+      try {
+        for (;;) {
+          if (signal?.aborted) throw signal.reason
+          if (queue.length === 0) {
+            if (code !== null) break
+            await new Promise((resolve) => { wake = resolve })
+            continue
+          }
+          const m = JSON.parse(queue.shift())
+          if (m.type === 'dropped') {
+            if (m.data?.last_event_id !== undefined && m.data?.last_event_id !== null) last = m.data.last_event_id
+            dropped = true
+            continue // the close follows
+          }
+          if (m.id === undefined || m.id === null || (last !== null && m.id <= last)) continue
+          const ev = m.data
+          ev.id = m.id
+          last = m.id
+          failures = 0
+          progress = true
+          yield ev
+          if (ev.type === 'run_end') return
+        }
+      } finally {
+        signal?.removeEventListener('abort', onAbort)
+        try { ws.close(1000) } catch {}
+      }
+      // 1000: the server sent all there is (an interrupted run has no run_end).
+      if (code === 1000 && !dropped) return
+      if (!dropped && !progress && ++failures > maxReconnects) {
+        throw new ConnectionFailed(`run ${this.id}: the WebSocket kept closing (${code})`)
+      }
+      if (!dropped) await sleep(Math.min(100 * 2 ** failures, 5000), signal)
+    }
+  }
+
   /**
    * Follow the events to the end (each to onEvent, the output of the run's code to
    * onStdout) and resolve with this run as it ended.
    */
-  async wait({onEvent, onStdout, timeoutMs, signal} = {}) {
+  async wait({onEvent, onStdout, timeoutMs, signal, websocket} = {}) {
     const ctl = new AbortController()
     const onAbort = () => ctl.abort(signal.reason)
     if (signal?.aborted) throw signal.reason
@@ -158,7 +228,7 @@ export class Run {
       ? setTimeout(() => ctl.abort(new TimeoutError(`run ${this.id}: still going after ${timeoutMs} ms`)), timeoutMs)
       : undefined
     try {
-      for await (const ev of this.events({signal: ctl.signal})) {
+      for await (const ev of this.events({signal: ctl.signal, websocket})) {
         onEvent?.(ev)
         const out = stdoutOf(ev)
         if (out) onStdout?.(out)
@@ -190,7 +260,11 @@ export class Run {
 
 export class Runs {
   #t
-  constructor(transport) { this.#t = transport }
+  #client
+  constructor(transport, client) {
+    this.#t = transport
+    this.#client = client
+  }
 
   /**
    * POST /v1/runs: a Run, going.  apiKey is sent as X-Model-Api-Key and not kept;
@@ -206,7 +280,7 @@ export class Runs {
       wall_budget: wallBudget})) if (v !== undefined) body[k] = v
     const headers = apiKey ? {'X-Model-Api-Key': apiKey} : {}
     try {
-      return new Run(this.#t, await this.#t.json('POST', '/v1/runs', {body, headers, signal}))
+      return new Run(this.#t, await this.#t.json('POST', '/v1/runs', {body, headers, signal}), this.#client)
     } catch (e) {
       if (apiKey && e instanceof CorralError && String(e.message).includes(apiKey)) {
         e.message = e.message.replaceAll(apiKey, '[REDACTED]') // never echo the key
@@ -215,7 +289,21 @@ export class Runs {
     }
   }
 
-  async get(id) { return new Run(this.#t, await this.#t.json('GET', `/v1/runs/${id}`)) }
-  /** This token's runs, newest first. */
-  async list() { return (await this.#t.json('GET', '/v1/runs')).runs.map((r) => new Run(this.#t, r)) }
+  async get(id) { return new Run(this.#t, await this.#t.json('GET', `/v1/runs/${id}`), this.#client) }
+  /**
+   * This token's runs, newest first: every one (page by page), or at most limit of
+   * them after the run `after` (an id).
+   */
+  async list({limit, after} = {}) {
+    const out = []
+    for (;;) {
+      const q = new URLSearchParams()
+      if (limit !== undefined) q.set('limit', String(Math.min(limit - out.length, 1000)))
+      if (after) q.set('after', after)
+      const page = await this.#t.json('GET', `/v1/runs${String(q) ? '?' + q : ''}`)
+      out.push(...page.runs.map((r) => new Run(this.#t, r, this.#client)))
+      if (!page.next || (limit !== undefined && out.length >= limit)) return out
+      after = page.next
+    }
+  }
 }

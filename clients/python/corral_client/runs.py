@@ -223,6 +223,19 @@ class Runs:
     def get(self, id):
         return Run(self._t, self._t.request("GET", f"/v1/runs/{id}"))
 
-    def list(self):
-        """This token's runs, newest first."""
-        return [Run(self._t, r) for r in self._t.request("GET", "/v1/runs")["runs"]]
+    def list(self, limit=None, after=None):
+        """This token's runs, newest first: every one (the server's pages
+        followed), or at most limit of them after the run `after` (an id)."""
+        out = []
+        while True:
+            q = {}
+            if limit is not None:
+                q["limit"] = min(limit - len(out), 1000)
+            if after:
+                q["after"] = after
+            path = "/v1/runs" + ("?" + urllib.parse.urlencode(q) if q else "")
+            page = self._t.request("GET", path)
+            out += [Run(self._t, r) for r in page["runs"]]
+            if not page.get("next") or (limit is not None and len(out) >= limit):
+                return out
+            after = page["next"]

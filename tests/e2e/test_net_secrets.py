@@ -1,0 +1,306 @@
+"""--secret HOST=HEADER:ENV: brokered credentials (docs/network.md, "Brokered credentials").
+
+The proxy adds the header on the host side; the value must never be inside the jail (environment, files,
+/proc), in the result or on the terminal, also when the upstream echoes it back.  Servers listen on 127.0.0.2
+only; certificates are made here with the openssl CLI (a test CA given to corral with --upstream-ca)."""
+import http.server
+import json
+import os
+import pathlib
+import secrets
+import shutil
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+
+from conftest import CORRAL
+
+HOST_ADDR = "127.0.0.2"
+HEADER = "X-Api-Key"
+
+
+class Echo(http.server.BaseHTTPRequestHandler):
+    """Answers with the request's headers, in the body and in a response header: the worst upstream."""
+    protocol_version = "HTTP/1.0"
+    seen = []
+    all_keys = []
+
+    def do_GET(self):
+        Echo.seen.append((self.server.server_address[1], dict(self.headers)))
+        Echo.all_keys.append(self.headers.get_all(HEADER))
+        body = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()
+        if self.path == "/drip":  # the echo in 3-byte pieces: the masker must join them
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(0, len(body), 3):
+                self.wfile.write(body[i:i + 3])
+                self.wfile.flush()
+                time.sleep(0.002)
+            return
+        self.send_response(200)
+        self.send_header("X-Echo-Key", self.headers.get(HEADER, "none"))
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def start(server):
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def open_dir():
+    """A directory an ordinary user can reach too (pytest's own are root's, 0700)."""
+    return pathlib.Path(tempfile.mkdtemp(prefix="corral-net-secrets-"))
+
+
+@pytest.fixture(scope="module")
+def pki():
+    """A test CA and a server certificate it signed for api.test and other.test."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make the test certificates")
+    d = open_dir()
+    os.chmod(d, 0o755)
+
+    def ossl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=d)
+    ossl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+         "-subj", "/CN=corral test CA", "-keyout", "ca.key", "-out", "ca.pem")
+    ossl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj",
+         "/CN=api.test", "-keyout", "srv.key", "-out", "srv.csr")
+    (d / "ext").write_text("subjectAltName=DNS:api.test,DNS:other.test\n")
+    ossl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1",
+         "-extfile", "ext", "-out", "srv.pem")
+    for f in d.iterdir():
+        os.chmod(f, 0o644)
+    yield d
+    shutil.rmtree(d)
+
+
+@pytest.fixture(scope="module")
+def servers(pki):
+    """(http port, https port): both echo the request headers."""
+    plain = start(http.server.ThreadingHTTPServer((HOST_ADDR, 0), Echo))
+    tls = http.server.ThreadingHTTPServer((HOST_ADDR, 0), Echo)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(pki / "srv.pem", pki / "srv.key")
+    tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
+    start(tls)
+    yield plain.server_address[1], tls.server_address[1]
+    plain.shutdown()
+    tls.shutdown()
+
+
+@pytest.fixture
+def token():
+    return "tok-" + secrets.token_hex(16)
+
+
+# Inside the jail: fetch, then look for the token everywhere the program can read.
+PROBE = r"""
+import os, ssl, sys, urllib.request
+tok = sys.argv[1] if len(sys.argv) > 1 else None
+url = {url!r}
+try:
+    r = urllib.request.urlopen(url, timeout=10, context={ctx})
+    print("status", r.status)
+    print("echo-header", r.headers.get("X-Echo-Key"))
+    print(r.read().decode(), end="")
+except Exception as e:
+    print("error", e)
+print("env", "X_TOKEN" in os.environ, len(os.environ))
+found = []
+for top in ("/etc", "/tmp", "/workspace", "/run", "/proc/self/environ", "/proc/1/environ", "/proc/1/cmdline"):
+    for dirpath, dirs, files in os.walk(top) if os.path.isdir(top) else [(os.path.dirname(top), [], [os.path.basename(top)])]:
+        for f in files:
+            path = os.path.join(dirpath, f)
+            if os.path.islink(path) and not path.startswith("/proc"):  # /etc/alternatives: host programs
+                continue
+            try:
+                with open(path, "rb") as fh:
+                    found.append(fh.read(1 << 20))
+            except OSError:
+                pass
+print("files-read", len(found))
+with open("/workspace/dump", "wb") as fh:  # for the host to search
+    fh.write(b"\0".join(found) + os.environb.get(b"NOTHING", b""))
+"""
+
+
+def run(corral_bin_args, token, env_extra=None, preexec=None, timeout=60):
+    env = dict(os.environ, X_TOKEN=token, **(env_extra or {}))
+    return subprocess.run([CORRAL, *corral_bin_args], capture_output=True, env=env, timeout=timeout,
+                          preexec_fn=preexec)
+
+
+def exec_args(pki, ws, url, ctx="None", *extra):
+    return ["exec", "--json", "-w", str(ws), "--net", f"allow=api.test:{url[1]},other.test:{url[1]}",
+            "--resolve", f"api.test:{HOST_ADDR}", "--resolve", f"other.test:{HOST_ADDR}",
+            "--secret", f"api.test={HEADER}:X_TOKEN", "--upstream-ca", str(pki / "ca.pem"), *extra,
+            "--lang", "python", "-c", PROBE.format(url=url[0], ctx=ctx)]
+
+
+def check_clean(p, token, ws):
+    """Nothing corral printed, and nothing the jail could read, holds the token."""
+    assert token.encode() not in p.stdout and token.encode() not in p.stderr
+    dump = (ws / "dump").read_bytes()
+    assert b"ca-certificates.crt" in dump and len(dump) > 100_000  # it did read /etc and /proc
+    assert token.encode() not in dump
+
+
+def upstream_saw(port):
+    return [h for p, h in Echo.seen if p == port][-1]
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_brokered_header_added_upstream_and_masked_in_the_echo(servers, pki, token, tmp_path, scheme):
+    port = servers[0] if scheme == "http" else servers[1]
+    p = run(exec_args(pki, tmp_path, (f"{scheme}://api.test:{port}/echo", port)), token)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    out = r["stdout"]
+    assert "status 200" in out, r
+    # the upstream got it, from the proxy, with the Host it connects to
+    seen = upstream_saw(port)
+    assert seen[HEADER] == token and seen["Host"] == f"api.test:{port}"
+    assert seen["Accept-Encoding"] == "identity"
+    # the echo, in the body and in a response header, comes back masked
+    assert f"echo-header {'*' * len(token)}\n" in out and f"{HEADER}: {'*' * len(token)}\n" in out
+    assert "env False" in out
+    check_clean(p, token, tmp_path)
+    [c] = r["network"]
+    assert c["allowed"] and c["brokered"] and c["method"] == ("GET" if scheme == "http" else "CONNECT")
+
+
+def test_echo_in_pieces_and_the_programs_own_header(servers, pki, token, tmp_path):
+    """The program's own X-Api-Key is replaced, not added to; an echo split over many reads is still masked."""
+    port = servers[1]
+    code = f"""
+import urllib.request
+rq = urllib.request.Request("https://api.test:{port}/drip", headers={{"{HEADER}": "mine", "Host": "evil.test"}})
+print(urllib.request.urlopen(rq, timeout=10).read().decode(), end="")
+"""
+    p = run(["exec", "--json", "--net", f"allow=api.test:{port}", "--resolve", f"api.test:{HOST_ADDR}",
+             "--secret", f"api.test={HEADER}:X_TOKEN", "--upstream-ca", str(pki / "ca.pem"), "-c", code], token)
+    r = json.loads(p.stdout)
+    assert f"{HEADER}: {'*' * len(token)}\n" in r["stdout"], r
+    assert f"Host: api.test:{port}\n" in r["stdout"]
+    assert Echo.all_keys[-1] == [token]
+    assert token.encode() not in p.stdout and token.encode() not in p.stderr
+
+
+def test_https_brokered_host_is_served_by_the_jail_ca(servers, pki, token, tmp_path):
+    """The jail sees a certificate from corral's CA for the brokered host; the bundle and variables are set."""
+    port = servers[1]
+    code = f"""
+import os, socket, ssl
+print(os.environ["SSL_CERT_FILE"], os.environ["REQUESTS_CA_BUNDLE"], os.environ["PIP_CERT"])
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"CONNECT api.test:{port} HTTP/1.1\\r\\n\\r\\n")
+assert s.recv(100).startswith(b"HTTP/1.1 200")
+t = ssl.create_default_context().wrap_socket(s, server_hostname="api.test")
+print(dict(x[0] for x in t.getpeercert()["issuer"])["commonName"])
+"""
+    p = run(["exec", "--json", "--net", f"allow=api.test:{port}", "--resolve", f"api.test:{HOST_ADDR}",
+             "--secret", f"api.test={HEADER}:X_TOKEN", "--upstream-ca", str(pki / "ca.pem"), "-c", code], token)
+    r = json.loads(p.stdout)
+    assert r["stdout"].splitlines() == ["/etc/ssl/certs/ca-certificates.crt"] * 3 + [
+        "corral jail CA (brokered hosts only)"] or r["stdout"].splitlines()[1:] == [
+        "corral jail CA (brokered hosts only)"], r
+
+
+def test_non_brokered_https_host_stays_a_tunnel(servers, pki, token, tmp_path):
+    """other.test has no credential: the jail talks TLS to the upstream itself and sees its certificate."""
+    port = servers[1]
+    ca = (pki / "ca.pem").read_text()
+    ctx = f"ssl.create_default_context(cadata={ca!r})"
+    p = run(exec_args(pki, tmp_path, (f"https://other.test:{port}/echo", port), ctx), token)
+    r = json.loads(p.stdout)
+    assert "status 200" in r["stdout"], r
+    assert HEADER not in upstream_saw(port) and "echo-header none" in r["stdout"]
+    [c] = r["network"]
+    assert c["method"] == "CONNECT" and c["brokered"] is False
+    check_clean(p, token, tmp_path)
+
+
+def test_upstream_certificate_is_verified(servers, pki, token, tmp_path):
+    """Without the test CA the proxy cannot verify api.test: the program gets a 502 with the reason."""
+    port = servers[1]
+    p = run(["exec", "--json", "--net", f"allow=api.test:{port}", "--resolve", f"api.test:{HOST_ADDR}",
+             "--secret", f"api.test={HEADER}:X_TOKEN", "--lang", "python", "-c",
+             f"import urllib.request\ntry:\n    urllib.request.urlopen('https://api.test:{port}/', timeout=10)\n"
+             f"except Exception as e:\n    print(e.code, e.headers['X-Corral-Reason'])\n"], token)
+    r = json.loads(p.stdout)
+    assert r["stdout"].startswith("502 the host's TLS certificate does not verify"), r
+    assert token.encode() not in p.stdout
+
+
+def test_secret_usage_errors(corral, servers, pki):
+    """corral exec's usage errors exit 125 (README, exit statuses); the value is never quoted."""
+    port = servers[0]
+    env = {k: v for k, v in os.environ.items() if k != "X_UNSET"}
+    base = ["exec", "--net", f"allow=api.test:{port}", "--resolve", f"api.test:{HOST_ADDR}"]
+    cases = [
+        (["--secret", f"api.test={HEADER}:X_UNSET"], "--secret: the environment variable 'X_UNSET' is not set"),
+        (["--secret", "api.test"], "--secret: invalid 'api.test': expected HOST=HEADER:ENV"),
+        (["--secret", f"elsewhere.test={HEADER}:HOME"], "host 'elsewhere.test' is not in the network allow-list"),
+        (["--secret", "api.test=Host:HOME"], "the credential header 'Host' is one the proxy sets itself"),
+        (["--secret", "api.test=Bad Name:HOME"], "invalid credential header name 'Bad Name'"),
+    ]
+    for extra, message in cases:
+        r = corral(*base, *extra, "--", "true", env=env)
+        assert r.rc == 125 and message in r.err.decode(), (extra, r.err)
+    r = corral("exec", "--secret", f"api.test={HEADER}:HOME", "--", "true")
+    assert r.rc == 125 and "needs a network allow-list" in r.err.decode()
+
+
+@pytest.fixture
+def nobody_dir():
+    d = open_dir()
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_as_an_ordinary_user(servers, pki, token, nobody_dir):
+    if os.getuid() != 0:
+        pytest.skip("runs as root and drops to nobody")
+    port = servers[1]
+    tmp_path = nobody_dir
+    os.chmod(tmp_path, 0o755)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    state = tmp_path / "state"
+    state.mkdir()
+    for d in (tmp_path, ws, state):
+        os.chown(d, 65534, 65534)
+
+    def drop():
+        os.setgroups([])
+        os.setresgid(65534, 65534, 65534)
+        os.setresuid(65534, 65534, 65534)
+    p = run(exec_args(pki, ws, (f"https://api.test:{port}/echo", port)), token,
+            env_extra={"XDG_STATE_HOME": str(state), "HOME": str(tmp_path)}, preexec=drop)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert "status 200" in r["stdout"] and upstream_saw(port)[HEADER] == token
+    check_clean(p, token, ws)
+
+
+def test_mcp_jail_brokers_too(servers, token):
+    """corral mcp-jail takes --secret as corral exec does."""
+    port = servers[0]
+    code = f"import urllib.request; print(urllib.request.urlopen('http://api.test:{port}/e', timeout=10).read().decode())"
+    p = run(["mcp-jail", "--net", f"allow=api.test:{port}", "--resolve", f"api.test:{HOST_ADDR}",
+             "--secret", f"api.test={HEADER}:X_TOKEN", "--", "python3", "-c", code], token)
+    assert p.returncode == 0, p.stderr
+    assert f"{HEADER}: {'*' * len(token)}".encode() in p.stdout
+    assert upstream_saw(port)[HEADER] == token and token.encode() not in p.stdout + p.stderr
