@@ -289,6 +289,11 @@ typedef struct corral_jail_io {
         /* When this fd (> 0) becomes readable, the jail is killed and the run
          * ends with status killed, limit "cancelled".  0 or -1: none. */
         int cancel_fd;
+        /* CORRAL_NET_ALLOW: called as each connection through the proxy
+         * ends, allowed or refused (the same record the result's network
+         * log keeps), on one of the proxy's threads, with userdata: it must
+         * be thread-safe and quick.  c is borrowed for the call. */
+        void (*on_net_conn)(void *userdata, const struct corral_net_conn *c);
 } corral_jail_io;
 
 /* Spawn the jail, supervise it to the end and tear everything down.
@@ -307,6 +312,10 @@ const char *corral_limits_backend_to_string(enum corral_limits_backend b);
 /* Serialize a result as the schema-1 JSON object (see docs/exec-json.md).
  * Returns a malloc'd NUL-terminated string, or NULL on allocation failure. */
 char *corral_jail_result_to_json(const corral_jail_result *res);
+/* One connection through the proxy as the JSON object of the result's
+ * "network" array (docs/exec-json.md).  malloc'd, or NULL on allocation
+ * failure. */
+char *corral_net_conn_to_json(const struct corral_net_conn *c);
 /* The object a front end prints instead when the program could not be started
  * (a usage error, a jail that could not be set up; nothing ran): status
  * "failed", exit_code 125, reason and error {kind, message, field} from err

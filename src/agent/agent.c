@@ -434,13 +434,20 @@ static int set_system_prompt(const struct agent_config *cfg, json_t *messages, b
 
 static json_t *limits_json(const corral_jail_config *j)
 {
-        return json_pack("{s:f, s:I, s:I, s:I, s:I, s:s}", "timeout_s", j->timeout_s, "memory_bytes",
+        json_t *o = json_pack("{s:f, s:I, s:I, s:I, s:I, s:s}", "timeout_s", j->timeout_s, "memory_bytes",
                          (json_int_t)j->memory_bytes, "pids", (json_int_t)j->pids, "disk_bytes",
                          (json_int_t)j->disk_bytes, "output_limit", (json_int_t)j->output_limit, "net",
                          j->net == CORRAL_NET_NONE   ? "none"
                          : j->net == CORRAL_NET_DOWN ? "down"
                          : j->net == CORRAL_NET_HOST ? "host"
                                                      : "allow");
+        if (o && j->net == CORRAL_NET_ALLOW) {
+                json_t *a = json_array();
+                for (size_t i = 0; a && j->net_allow && j->net_allow[i]; i++)
+                        json_array_append_new(a, json_string(j->net_allow[i]));
+                json_object_set_new(o, "net_allow", a);
+        }
+        return o;
 }
 
 int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_error **err)

@@ -82,7 +82,15 @@ static void put_limits(FILE *f, const corral_jail_config *j)
         fprintf(f, "Limits of each run: %.0f s wall time, %" PRIu64 " MiB memory, %" PRIu64 " processes, "
                    "%" PRIu64 " MiB per file written, output beyond %" PRIu64 " KiB per stream is dropped.\n",
                 j->timeout_s, j->memory_bytes >> 20, j->pids, j->disk_bytes >> 20, j->output_limit >> 10);
-        if (j->net != CORRAL_NET_HOST)
+        if (j->net == CORRAL_NET_ALLOW) {
+                /* The names are the user's own (--net allow=), not the model's. */
+                fprintf(f, "The network reaches only these hosts, through a proxy the environment names "
+                           "(HTTP_PROXY, HTTPS_PROXY; pip is set up for it and installs for the user, importable in "
+                           "the next step): ");
+                for (size_t i = 0; j->net_allow && j->net_allow[i]; i++)
+                        fprintf(f, "%s%s", i ? ", " : "", j->net_allow[i]);
+                fprintf(f, ". Any other host is refused (HTTP 403 from the proxy); DNS does not resolve inside.\n");
+        } else if (j->net != CORRAL_NET_HOST)
                 fprintf(f, "There is no network: do not pip install, download or call web APIs; use what is "
                            "installed.%s\n",
                         j->net == CORRAL_NET_NONE ? " A server your own code starts on 127.0.0.1 is reachable from it."

@@ -471,10 +471,59 @@ static char *take_figures(struct toolbox *tb, json_t *figures, unsigned asked)
         return obs;
 }
 
-/* run_python in the run's session: started at the first step, over the
- * same jail configuration a fresh process would get (jc), kept for the
- * whole run.  The observation adds the trailing expression's value and
- * says when the interpreter's state was lost. */
+/* Most refused connections a step's observation names one by one. */
+#define NET_REFUSED_SHOWN 5
+
+/* --net allow: a step's connections through the proxy (network, the
+ * objects of exec --json's "network"; borrowed): a "net" trace event each,
+ * the array in the step's exec object, and for the model a note naming the
+ * refused ones and why (a program may swallow the proxy's 403).  The note
+ * is malloc'd, NULL when nothing was refused. */
+static char *step_network(struct toolbox *tb, json_t *network, uint64_t dropped, struct tool_result *s)
+{
+        if (!json_is_array(network))
+                return NULL;
+        if (s->exec) {
+                json_object_set(s->exec, "network", network);
+                if (dropped)
+                        json_object_set_new(s->exec, "network_dropped", json_integer((json_int_t)dropped));
+        }
+        struct capbuf note = { .cap = 4096 };
+        size_t i, refused = 0;
+        json_t *c;
+        json_array_foreach(network, i, c) {
+                if (tb->cfg->trace) {
+                        json_t *ev = json_deep_copy(c);
+                        if (ev)
+                                json_object_set_new(ev, "iteration", json_integer(tb->iteration));
+                        trace_emit(tb->cfg->trace, "net", ev);
+                }
+                if (json_is_true(json_object_get(c, "allowed")))
+                        continue;
+                if (refused++ >= NET_REFUSED_SHOWN)
+                        continue;
+                const char *host = json_string_value(json_object_get(c, "host"));
+                const char *method = json_string_value(json_object_get(c, "method"));
+                const char *reason = json_string_value(json_object_get(c, "reason"));
+                cleanup_free char *line = NULL;
+                if (asprintf(&line, "network: %s %s:%d was refused by corral's proxy: %s\n",
+                             method && method[0] ? method : "a connection", host && host[0] ? host : "?",
+                             (int)json_integer_value(json_object_get(c, "port")), reason ? reason : "refused") >= 0)
+                        capbuf_append(&note, line, strlen(line));
+        }
+        if (refused > NET_REFUSED_SHOWN) {
+                cleanup_free char *more = NULL;
+                if (asprintf(&more, "network: %zu more connections were refused\n", refused - NET_REFUSED_SHOWN) >= 0)
+                        capbuf_append(&note, more, strlen(more));
+        }
+        if (refused == 0) {
+                capbuf_release(&note);
+                return NULL;
+        }
+        capbuf_append(&note, "", 1);
+        return capbuf_detach(&note, NULL);
+}
+
 /* Start run_python's session in the user's session host (cfg->session_host):
  * its zygote, kept between runs, instead of one of this process's.  The
  * session lives while we hold its start connection (a run killed takes it
@@ -643,14 +692,16 @@ started:;
                 json_object_set(s->exec, "error", r.error ? r.error : json_null());
         }
         cleanup_free char *figure_list = take_figures(tb, r.figures, lim.preview_count);
+        cleanup_free char *net_note = step_network(tb, r.network, r.network_dropped, s);
         if (s->exec)
                 json_object_set(s->exec, "figures", r.figures ? r.figures : json_null());
         cleanup_free char *obs = agent_observe_exec(&res, jc, s->artifacts, cfg->observation_bytes);
         const char *value = json_string_value(json_object_get(r.value, "text"));
         cleanup_free char *value_cut = value ? agent_cut_middle(value, strlen(value), cfg->observation_bytes) : NULL;
         char *content = NULL;
-        if (asprintf(&content, "%s%s%s%s%s%s%s", obs ? obs : "", value_cut ? "value of the last expression:\n" : "",
+        if (asprintf(&content, "%s%s%s%s%s%s%s%s", obs ? obs : "", value_cut ? "value of the last expression:\n" : "",
                      value_cut ? value_cut : "", value_cut ? "\n" : "", figure_list ? figure_list : "",
+                     net_note ? net_note : "",
                      r.restarted ? "note: this step ran in a fresh interpreter: the previous one was lost, so "
                                    "variables and imports from earlier steps are gone.\n"
                                  : "",
@@ -816,6 +867,24 @@ void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code, s
         if (s->exec)
                 json_object_set_new(s->exec, "jail_ms", json_real(round_ms(jail_ms))); /* the whole jail: set-up to teardown */
         s->content = agent_observe_exec(&res, &jc, s->artifacts, cfg->observation_bytes);
+        if (res.net_proxy) {
+                json_t *network = json_array();
+                for (size_t i = 0; network && i < res.n_network; i++) {
+                        cleanup_free char *text = corral_net_conn_to_json(&res.network[i]);
+                        json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+                        if (o)
+                                json_array_append_new(network, o);
+                }
+                cleanup_free char *net_note = step_network(tb, network, res.network_dropped, s);
+                json_decref(network);
+                if (net_note && s->content) {
+                        char *both = NULL;
+                        if (asprintf(&both, "%s%s", s->content, net_note) >= 0) {
+                                free(s->content);
+                                s->content = both;
+                        }
+                }
+        }
         s->ok = res.status == CORRAL_STATUS_OK;
         s->cancelled = res.limit == CORRAL_LIMIT_CANCELLED;
         if (!s->ok && !s->cancelled)

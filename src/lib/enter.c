@@ -204,41 +204,7 @@ static int arrange_fds(const struct jail_plan *p, int *ret_init_fd)
         return 0;
 }
 
-/* A socket listening on 127.0.0.1:CORRAL_NET_PROXY_PORT, sent to the
- * supervisor over to (SCM_RIGHTS). */
-static int hand_over_listener(int to)
-{
-        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (s < 0)
-                return -1;
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(CORRAL_NET_PROXY_PORT),
-                                 .sin_addr = { htonl(INADDR_LOOPBACK) } };
-        int one = 1;
-        (void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 128) < 0) {
-                close(s);
-                return -1;
-        }
-        char byte = 'L';
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int))];
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-        h->cmsg_level = SOL_SOCKET;
-        h->cmsg_type = SCM_RIGHTS;
-        h->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(h), &s, sizeof(int));
-        ssize_t n = sendmsg(to, &m, MSG_NOSIGNAL);
-        int e = errno;
-        close(s);
-        close(to);
-        errno = e;
-        return n == 1 ? 0 : -1;
-}
+_Static_assert(CORRAL_NET_PROXY_PORT == 3128, "netdev.c binds the proxy's port by number");
 
 void jail_enter(const struct jail_plan *p)
 {
@@ -320,7 +286,7 @@ void jail_enter(const struct jail_plan *p)
         /* --net allow: the proxy's listening socket, made here so that it
          * is in this namespace, served by the supervisor's proxy on the
          * host (proxy.c).  Nothing inside holds it after this. */
-        if (p->net == CORRAL_NET_ALLOW && hand_over_listener(p->proxy_fd) < 0)
+        if (p->net == CORRAL_NET_ALLOW && netdev_proxy_listener_send(p->proxy_fd) < 0)
                 fail(STEP_PROXY);
 
         /* Give up every capability for good: bounding set, ambient set, then

@@ -28,6 +28,7 @@
 #include <corral/jail.h>
 
 #include "protocol.h"
+#include "proxy.h" /* net_proxy_start/stop: warm sessions serve their own namespace's listener */
 #include "util.h"
 
 /* ---- seccomp.c ---- */
@@ -299,5 +300,9 @@ CORRAL_HIDDEN int jail_run_special(const corral_jail_config *cfg, const corral_j
 #define JAIL_DEFAULT_UID_COUNT 65536u
 #define JAIL_SCRIPT_DIR "/run/corral"
 #define JAIL_MAX_SCRIPT (16u << 20)
+
+/* --net allow: the environment that points programs at the proxy
+ * (HTTP_PROXY and the rest, docs/network.md), n strings in *ret_n. */
+CORRAL_HIDDEN const char *const *jail_net_allow_env(size_t *ret_n);
 
 #endif

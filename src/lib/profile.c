@@ -3,6 +3,7 @@
  *   {"timeout": 30, "cpu_time": 10, "memory": "512M", "pids": 128,
  *    "cpus": 1.5, "nofile": 256, "disk": "256M", "output_limit": "1M",
  *    "net": "none", "rootfs": "/srv/img", "workspace": "/srv/ws",
+ *    "resolve": ["HOST:ADDR"], "net_bytes": "1G", "net_conns": 32,
  *    "require_cgroups": false, "env": {"NAME": "VALUE"},
  *    "binds": [{"src": "/data", "dst": "/data", "writable": false}]}
  *
@@ -129,8 +130,34 @@ static int apply_profile(corral_jail_config *cfg, json_t *root, const char *path
                                 cfg->net = CORRAL_NET_DOWN;
                         else if (s && strcmp(s, "host") == 0)
                                 cfg->net = CORRAL_NET_HOST;
+                        else if (s && strncmp(s, "allow=", 6) == 0) {
+                                cfg->net = CORRAL_NET_ALLOW;
+                                if ((r = corral_jail_config_add_net_allow(cfg, s + 6, ret_err)) < 0)
+                                        corral_error_prefix(ret_err, "profile key 'net'");
+                        } else
+                                r = corral_usage(ret_err, "profile key 'net': expected none, down, host or "
+                                                          "\"allow=HOST[:PORT],...\"");
+                } else if (strcmp(key, "resolve") == 0) {
+                        size_t i;
+                        json_t *e;
+                        if (!json_is_array(v))
+                                r = corral_usage(ret_err, "profile key 'resolve': expected an array of \"HOST:ADDR\"");
+                        json_array_foreach(v, i, e) {
+                                if (r < 0)
+                                        break;
+                                if (!json_is_string(e))
+                                        r = corral_usage(ret_err, "profile resolve[%zu]: expected \"HOST:ADDR\"", i);
+                                else if ((r = corral_jail_config_add_net_resolve(cfg, json_string_value(e),
+                                                                                 ret_err)) < 0)
+                                        corral_error_prefix(ret_err, "profile resolve[%zu]", i);
+                        }
+                } else if (strcmp(key, "net_bytes") == 0) {
+                        r = get_size(v, key, &cfg->net_bytes, ret_err);
+                } else if (strcmp(key, "net_conns") == 0) {
+                        if (!json_is_integer(v) || json_integer_value(v) <= 0)
+                                r = corral_usage(ret_err, "profile key 'net_conns': expected a positive integer");
                         else
-                                r = corral_usage(ret_err, "profile key 'net': expected none, down or host");
+                                cfg->net_conns = (uint64_t)json_integer_value(v);
                 } else if (strcmp(key, "rootfs") == 0)
                         r = get_string(v, key, &cfg->rootfs, ret_err);
                 else if (strcmp(key, "workspace") == 0)
@@ -198,7 +225,8 @@ static int apply_profile(corral_jail_config *cfg, json_t *root, const char *path
                 } else {
                         static const char *const keys[] = { "timeout", "cpu_time", "memory", "disk", "output_limit",
                                                             "pids", "nofile", "cpus", "net", "rootfs", "workspace",
-                                                            "require_cgroups", "env", "binds", NULL };
+                                                            "require_cgroups", "env", "binds", "resolve",
+                                                            "net_bytes", "net_conns", NULL };
                         const char *near = nearest_name(key, keys);
                         r = corral_usage(ret_err, "profile '%s': unknown key '%s'%s%s%s", path, key,
                                          near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
@@ -210,6 +238,34 @@ static int apply_profile(corral_jail_config *cfg, json_t *root, const char *path
                 corral_error_prefix(ret_err, "profile '%s'", path);
 out:
         return r < 0 ? -1 : 0;
+}
+
+/* The allow-list as the profile keys that give it back: "net" as
+ * "allow=A,B", "resolve", "net_bytes", "net_conns". */
+static int profile_net_allow(json_t *o, const corral_jail_config *cfg)
+{
+        struct capbuf list = { .cap = SIZE_MAX };
+        capbuf_append(&list, "allow=", 6);
+        for (size_t i = 0; cfg->net_allow && cfg->net_allow[i]; i++) {
+                if (i > 0)
+                        capbuf_append(&list, ",", 1);
+                capbuf_append(&list, cfg->net_allow[i], strlen(cfg->net_allow[i]));
+        }
+        capbuf_append(&list, "", 1);
+        json_t *resolve = json_array();
+        for (size_t i = 0; cfg->net_resolve && cfg->net_resolve[i]; i++)
+                json_array_append_new(resolve, json_string(cfg->net_resolve[i]));
+        int r = list.data && !list.truncated && resolve ? 0 : -1;
+        if (r == 0) {
+                json_object_set_new(o, "net", json_string(list.data));
+                json_object_set_new(o, "resolve", resolve);
+                json_object_set_new(o, "net_bytes", json_integer((json_int_t)cfg->net_bytes));
+                json_object_set_new(o, "net_conns", json_integer((json_int_t)cfg->net_conns));
+        } else {
+                json_decref(resolve);
+        }
+        capbuf_release(&list);
+        return r;
 }
 
 char *corral_jail_config_to_profile_json(const corral_jail_config *cfg)
@@ -224,6 +280,10 @@ char *corral_jail_config_to_profile_json(const corral_jail_config *cfg)
                               cfg->require_cgroups);
         if (o == NULL)
                 return NULL;
+        if (cfg->net == CORRAL_NET_ALLOW && profile_net_allow(o, cfg) < 0) {
+                json_decref(o);
+                return NULL;
+        }
         if (cfg->cpu_time_s > 0)
                 json_object_set_new(o, "cpu_time", json_real(cfg->cpu_time_s));
         if (cfg->cpus > 0)

@@ -408,6 +408,10 @@ struct net_proxy {
         size_t n_secrets;
         const char **secret_values;        /* secrets[i].value, for the masker */
         struct net_tls *tls;               /* the jail's CA, when a credential is brokered */
+
+        /* net_proxy_observe(): told of each connection as it ends */
+        void (*on_conn)(void *userdata, const struct corral_net_conn *c);
+        void *on_conn_userdata;
 };
 
 struct conn {
@@ -430,10 +434,33 @@ struct end {
 };
 static bool end_send(struct conn *c, struct end *e, const char *buf, size_t len);
 
+/* Tell net_proxy_observe()'s observer of a connection that ended. */
+static void observe_conn(struct net_proxy *p, const struct corral_net_conn *rec)
+{
+        pthread_mutex_lock(&p->lock);
+        void (*fn)(void *, const struct corral_net_conn *) = p->on_conn;
+        void *ud = p->on_conn_userdata;
+        pthread_mutex_unlock(&p->lock);
+        if (fn)
+                fn(ud, rec);
+}
+
+void net_proxy_observe(struct net_proxy *p, void (*fn)(void *userdata, const struct corral_net_conn *c),
+                       void *userdata)
+{
+        if (p == NULL)
+                return;
+        pthread_mutex_lock(&p->lock);
+        p->on_conn = fn;
+        p->on_conn_userdata = userdata;
+        pthread_mutex_unlock(&p->lock);
+}
+
 /* Keep c's record in the log (under the lock); the strings move over. */
 static void log_conn(struct net_proxy *p, struct conn *c)
 {
         c->rec.ms = monotonic_ms() - c->t0;
+        observe_conn(p, &c->rec);
         pthread_mutex_lock(&p->lock);
         bool kept = false;
         if (p->n_log < CORRAL_NET_LOG_MAX) {

@@ -100,6 +100,12 @@ struct net_tls;
 __attribute__((visibility("hidden"))) int net_proxy_start(const corral_jail_config *cfg, struct net_tls *tls,
                                                           int handoff, struct net_proxy **ret,
                                                           corral_error **ret_err);
+/* Call fn(userdata, record) as each connection ends, on the connection's
+ * thread (before it goes into the log); fn NULL: none.  Accepts NULL p. */
+__attribute__((visibility("hidden"))) void net_proxy_observe(struct net_proxy *p,
+                                                             void (*fn)(void *userdata,
+                                                                        const struct corral_net_conn *c),
+                                                             void *userdata);
 /* Stop it: close every connection, join the threads, free everything.  The
  * connection log goes to res (when not NULL).  Accepts NULL. */
 __attribute__((visibility("hidden"))) void net_proxy_stop(struct net_proxy *p, corral_jail_result *res);

@@ -91,6 +91,25 @@ static json_t *ms(double v)
         return json_real(round_ms(v));
 }
 
+static json_t *net_conn_json(const struct corral_net_conn *c)
+{
+        const char *h = c->host ? c->host : "", *m = c->method ? c->method : "";
+        return json_pack("{s:o, s:i, s:o, s:b, s:b, s:o, s:o, s:I, s:I, s:o}", "host", text(h, strlen(h)), "port",
+                         (int)c->port, "method", text(m, strlen(m)), "allowed", c->allowed, "brokered", c->brokered,
+                         "reason",
+                         c->reason ? text(c->reason, strlen(c->reason)) : json_null(), "address",
+                         c->address ? text(c->address, strlen(c->address)) : json_null(), "bytes_up",
+                         (json_int_t)c->bytes_up, "bytes_down", (json_int_t)c->bytes_down, "ms", ms(c->ms));
+}
+
+char *corral_net_conn_to_json(const struct corral_net_conn *c)
+{
+        json_t *o = net_conn_json(c);
+        char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
+        json_decref(o);
+        return s;
+}
+
 char *corral_jail_result_to_json(const corral_jail_result *r)
 {
         const char *limit = corral_limit_to_string(r->limit);
@@ -119,18 +138,8 @@ char *corral_jail_result_to_json(const corral_jail_result *r)
         }
         if (r->net_proxy) {
                 json_t *a = json_array();
-                for (size_t i = 0; a && i < r->n_network; i++) {
-                        const struct corral_net_conn *c = &r->network[i];
-                        const char *h = c->host ? c->host : "", *m = c->method ? c->method : "";
-                        json_array_append_new(
-                                a, json_pack("{s:o, s:i, s:o, s:b, s:b, s:o, s:o, s:I, s:I, s:o}", "host",
-                                             text(h, strlen(h)), "port", (int)c->port, "method", text(m, strlen(m)),
-                                             "allowed", c->allowed, "brokered", c->brokered, "reason",
-                                             c->reason ? text(c->reason, strlen(c->reason)) : json_null(), "address",
-                                             c->address ? text(c->address, strlen(c->address)) : json_null(),
-                                             "bytes_up", (json_int_t)c->bytes_up, "bytes_down",
-                                             (json_int_t)c->bytes_down, "ms", ms(c->ms)));
-                }
+                for (size_t i = 0; a && i < r->n_network; i++)
+                        json_array_append_new(a, net_conn_json(&r->network[i]));
                 json_object_set_new(o, "network", a);
                 if (r->network_dropped)
                         json_object_set_new(o, "network_dropped", json_integer((json_int_t)r->network_dropped));

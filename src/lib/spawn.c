@@ -153,6 +153,19 @@ static bool env_overridden(const corral_jail_config *cfg, const char *assignment
         return false;
 }
 
+const char *const *jail_net_allow_env(size_t *ret_n)
+{
+        static const char *const proxy_env[] = {
+                "HTTP_PROXY=http://127.0.0.1:3128",  "HTTPS_PROXY=http://127.0.0.1:3128",
+                "ALL_PROXY=http://127.0.0.1:3128",   "NO_PROXY=localhost,127.0.0.1,::1",
+                "http_proxy=http://127.0.0.1:3128",  "https_proxy=http://127.0.0.1:3128",
+                "all_proxy=http://127.0.0.1:3128",   "no_proxy=localhost,127.0.0.1,::1",
+                "PIP_PROXY=http://127.0.0.1:3128",
+        };
+        *ret_n = ARRAY_SIZE(proxy_env);
+        return proxy_env;
+}
+
 static int write_orders(const corral_jail_config *cfg, const struct jail_bpf *bpf, const struct init_rlimit *rl,
                         uint32_t n_rl, uint32_t flags, corral_error **ret_err)
 {
@@ -169,14 +182,9 @@ static int write_orders(const corral_jail_config *cfg, const struct jail_bpf *bp
                 if (!env_overridden(cfg, default_env[i]) && strings_add(&s, default_env[i]) < 0)
                         goto oom;
         /* --net allow: programs find the proxy (docs/network.md). */
-        static const char *const proxy_env[] = {
-                "HTTP_PROXY=http://127.0.0.1:3128",  "HTTPS_PROXY=http://127.0.0.1:3128",
-                "ALL_PROXY=http://127.0.0.1:3128",   "NO_PROXY=localhost,127.0.0.1,::1",
-                "http_proxy=http://127.0.0.1:3128",  "https_proxy=http://127.0.0.1:3128",
-                "all_proxy=http://127.0.0.1:3128",   "no_proxy=localhost,127.0.0.1,::1",
-                "PIP_PROXY=http://127.0.0.1:3128",
-        };
-        for (size_t i = 0; cfg->net == CORRAL_NET_ALLOW && i < ARRAY_SIZE(proxy_env); i++)
+        size_t n_proxy_env;
+        const char *const *proxy_env = jail_net_allow_env(&n_proxy_env);
+        for (size_t i = 0; cfg->net == CORRAL_NET_ALLOW && i < n_proxy_env; i++)
                 if (!env_overridden(cfg, proxy_env[i]) && strings_add(&s, proxy_env[i]) < 0)
                         goto oom;
         /* Brokered credentials: the bundle with the jail's CA (plan.c). */
@@ -838,6 +846,8 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
                 j.tls = NULL;
                 if (net_proxy_start(cfg, tls, sv[0], &j.proxy, ret_err) < 0)
                         goto out;
+                if (io && io->on_net_conn)
+                        net_proxy_observe(j.proxy, io->on_net_conn, io->userdata);
         }
 
         uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |

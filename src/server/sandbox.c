@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -151,7 +152,7 @@ void sandboxes_end(struct server *s)
 /* The keys of a sandbox's "limits" a caller may set: a profile's
  * (docs/profile.md) without its host paths (rootfs, workspace, binds). */
 static const char *const limit_keys[] = { "timeout", "cpu_time", "memory", "disk", "output_limit",
-                                          "pids", "nofile", "cpus", "net", "env" };
+                                          "pids", "nofile", "cpus", "net", "env", "net_bytes", "net_conns" };
 
 /* lim over the server's own limits: each no higher. */
 static int check_ceiling(const corral_jail_config *max, const corral_jail_config *c, corral_error **ret_err)
@@ -168,9 +169,72 @@ static int check_ceiling(const corral_jail_config *max, const corral_jail_config
         ABOVE(pids, "pids", "%ju", uintmax_t)
         ABOVE(nofile, "nofile", "%ju", uintmax_t)
         ABOVE(cpus, "cpus", "%g", double)
+        ABOVE(net_bytes, "net_bytes", "%ju bytes", uintmax_t)
+        ABOVE(net_conns, "net_conns", "%ju", uintmax_t)
 #undef ABOVE
         if (c->net == CORRAL_NET_HOST && max->net != CORRAL_NET_HOST)
                 return corral_usage_field(ret_err, "limits", "limits.net may be none or down on this server");
+        return 0;
+}
+
+/* limits.net onto cfg (the server's copy, its allow-list and resolve map
+ * included): "none", "down", or with a server started with an allow-list,
+ * "allow" (the server's list) or "allow=A,B" (entries of the server's list,
+ * spelt as there, without case).  A caller never widens the server's list
+ * nor maps a name to an address (resolve is the operator's). */
+static int apply_net(const corral_jail_config *max, corral_jail_config *cfg, json_t *net, corral_error **ret_err)
+{
+        const char *v = json_string_value(net);
+        if (v && (strcmp(v, "none") == 0 || strcmp(v, "loopback") == 0 || strcmp(v, "down") == 0)) {
+                cfg->net = v[0] == 'd' ? CORRAL_NET_DOWN : CORRAL_NET_NONE;
+                return 0;
+        }
+        bool allow = v && (strcmp(v, "allow") == 0 || strncmp(v, "allow=", 6) == 0);
+        if (!allow)
+                return corral_usage_field(ret_err, "limits", "limits.net may be none or down%s on this server",
+                                          max->net == CORRAL_NET_ALLOW ? ", \"allow\" or \"allow=HOST[:PORT],...\""
+                                                                       : "");
+        if (max->net != CORRAL_NET_ALLOW)
+                return corral_usage_field(ret_err, "limits", "limits.net may be none or down on this server: it "
+                                                             "was started without a network allow-list");
+        cfg->net = CORRAL_NET_ALLOW;
+        if (v[5] == '\0')
+                return 0;
+        cleanup_free char *list = strdup(v + 6);
+        if (list == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot read the limits");
+        size_t n = 0, cap = 1;
+        for (const char *p = list; *p; p++)
+                cap += *p == ',';
+        char **mine = calloc(cap + 1, sizeof(char *));
+        if (mine == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot read the limits");
+        char *save = NULL;
+        int rc = 0;
+        for (char *e = strtok_r(list, ",", &save); e && rc == 0; e = strtok_r(NULL, ",", &save)) {
+                e += strspn(e, " ");
+                const char *found = NULL;
+                for (size_t i = 0; max->net_allow && max->net_allow[i] && !found; i++)
+                        if (strcasecmp(max->net_allow[i], e) == 0)
+                                found = max->net_allow[i];
+                if (found == NULL)
+                        rc = corral_usage_field(ret_err, "limits", "limits.net: '%s' is not on this server's "
+                                                                   "allow-list", e);
+                else if ((mine[n++] = strdup(found)) == NULL)
+                        rc = corral_fail(ret_err, ENOMEM, "cannot read the limits");
+        }
+        if (rc == 0 && n == 0)
+                rc = corral_usage_field(ret_err, "limits", "limits.net: \"allow=\" names no host");
+        if (rc < 0) {
+                for (size_t i = 0; i < n; i++)
+                        free(mine[i]);
+                free(mine);
+                return rc;
+        }
+        for (size_t i = 0; cfg->net_allow && cfg->net_allow[i]; i++)
+                free(cfg->net_allow[i]);
+        free(cfg->net_allow);
+        cfg->net_allow = mine;
         return 0;
 }
 
@@ -184,10 +248,18 @@ int sandbox_apply_limits(struct server *s, corral_jail_config *cfg, json_t *limi
         if (fields_known(limits, limit_keys, ARRAY_SIZE(limit_keys), "limits.", "a limit a sandbox may set", "limits",
                          ret_err) < 0)
                 return -1;
-        cleanup_free char *text = json_dumps(limits, JSON_COMPACT);
+        /* net by hand: a profile's "allow=" would add to the server's list. */
+        json_t *rest = json_copy(limits);
+        if (rest)
+                json_object_del(rest, "net");
+        cleanup_free char *text = rest ? json_dumps(rest, JSON_COMPACT) : NULL;
+        json_decref(rest);
         if (text == NULL || corral_jail_config_load_profile_text(cfg, text, strlen(text), "limits", ret_err) < 0)
                 return text ? corral_error_set_field(ret_err, "limits")
                             : corral_fail(ret_err, ENOMEM, "cannot read the limits");
+        json_t *net = json_object_get(limits, "net");
+        if (net && apply_net(&s->limits, cfg, net, ret_err) < 0)
+                return -1;
         return check_ceiling(&s->limits, cfg, ret_err);
 }
 
@@ -327,6 +399,7 @@ int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral
         sb->metadata = meta ? json_deep_copy(meta) : json_object();
         sb->limits = granted;
         json_object_del(granted, "workspace"); /* a host path */
+        json_object_del(granted, "resolve");   /* the operator's map to addresses of its network */
         sb->max_upload = spec.cfg.disk_bytes && spec.cfg.disk_bytes < s->cfg.max_upload ? spec.cfg.disk_bytes
                                                                                           : s->cfg.max_upload;
         sb->created = (double)time(NULL);

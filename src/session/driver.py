@@ -21,6 +21,7 @@ import ast
 import base64
 import codecs
 import fcntl
+import importlib
 import json
 import linecache
 import os
@@ -779,6 +780,7 @@ def run_step(req, ns, streams, counter):
             s.pump()  # stray output of earlier steps' threads
             s.reset(step, cap)
     peak_reset = reset_peak()
+    importlib.invalidate_caches()  # a package an earlier step installed (pip) is found
     ru0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     result = {"t": "result", "id": step, "status": "ok"}
@@ -899,6 +901,25 @@ def after_fork():
         np_random.seed()
 
 
+def user_site():
+    """The session's own user site (PYTHONUSERBASE, set by corral), made now and put on sys.path, so
+    that what `pip install` puts there in a step imports in the next: site.py only adds a user site
+    that existed when the interpreter started, and a warm one started in the zygote, before the
+    session had an environment."""
+    base = os.environ.get("PYTHONUSERBASE")
+    if not base:
+        return
+    import site
+    path = os.path.join(base, "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return
+    site.USER_BASE, site.USER_SITE = base, path
+    if path not in sys.path:
+        site.addsitedir(path)
+
+
 def main():
     # The control channel leaves 0 and 1 for good; user code gets fresh stdio.
     os.dup2(0, CTRL_IN)
@@ -919,6 +940,7 @@ def main():
     watch_savefig()
     sys.argv = [""]
     sys.path[0] = ""  # like `python3 -c`: the working directory, not the driver's
+    user_site()
     global _wake_r, _wake_w
     _streams[:] = streams
     _wake_r, _wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)

@@ -106,6 +106,11 @@ struct kernel {
         /* session_options.on_notice, called on the kernel's thread */
         void (*on_notice)(void *userdata, const char *message);
         void *notice_userdata;
+        /* --net allow: connections through the proxy that ended and no
+         * step has reported yet (JSON objects), at most CORRAL_NET_LOG_MAX,
+         * the rest counted */
+        json_t *net;
+        uint64_t net_dropped;
 };
 
 static void kernel_wake(struct kernel *k)
@@ -176,12 +181,30 @@ static void kernel_on_notice(void *userdata, const char *message)
                 k->on_notice(k->notice_userdata, message);
 }
 
+/* A connection through the proxy ended (a proxy thread): keep it for the
+ * step that reports it. */
+static void kernel_on_net_conn(void *userdata, const struct corral_net_conn *c)
+{
+        struct kernel *k = userdata;
+        cleanup_free char *text = corral_net_conn_to_json(c);
+        json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+        pthread_mutex_lock(&k->lock);
+        if (k->net == NULL)
+                k->net = json_array();
+        if (o && k->net && json_array_size(k->net) < CORRAL_NET_LOG_MAX)
+                json_array_append(k->net, o);
+        else
+                k->net_dropped++;
+        pthread_mutex_unlock(&k->lock);
+        json_decref(o);
+}
+
 static void *kernel_thread(void *arg)
 {
         struct kernel *k = arg;
         corral_jail_io io = { .stdin_fd = k->req_r, .on_output = kernel_on_output,
                               .on_truncate = kernel_on_truncate, .on_notice = kernel_on_notice, .userdata = k,
-                              .capture = false, .cancel_fd = k->cancel_r };
+                              .capture = false, .cancel_fd = k->cancel_r, .on_net_conn = kernel_on_net_conn };
         corral_jail_result res;
         corral_error *err = NULL;
         int rc = k->warm ? warm_run(TAKE_PTR(k->warm), &k->cfg, &io, &res, &err)
@@ -214,6 +237,7 @@ static void kernel_free(struct kernel *k)
         free(k->in);
         capbuf_release(&k->diag);
         corral_error_free(k->run_err);
+        json_decref(k->net);
         if (k->ended && k->run_rc == 0)
                 corral_jail_result_release(&k->res);
         corral_jail_config_release(&k->cfg);
@@ -329,6 +353,29 @@ static int kernel_send(struct kernel *k, json_t *obj, double deadline)
 
 static int describe_loss(struct kernel *k, struct session_result *r);
 
+/* What a session's environment has unless the caller set the name: pip
+ * installs into the session (docs/network.md, "pip in a session").  Its own
+ * user base, on the session's /tmp: the driver makes it and puts it on
+ * sys.path before the first step (a running interpreter does not pick up a
+ * user site made after it started, and a warm one started in the zygote);
+ * Debian's pip refuses a user install without PIP_BREAK_SYSTEM_PACKAGES
+ * (PEP 668: the system's packages stay untouched, the install lands in the
+ * user base); no version check, which would ask pypi.org at every run. */
+static int session_env_defaults(corral_jail_config *cfg, corral_error **ret_err)
+{
+        static const char *const defaults[] = { "PYTHONUSERBASE=/tmp/.local", "PIP_BREAK_SYSTEM_PACKAGES=1",
+                                                "PIP_DISABLE_PIP_VERSION_CHECK=1" };
+        for (size_t d = 0; d < ARRAY_SIZE(defaults); d++) {
+                size_t n = (size_t)(strchr(defaults[d], '=') - defaults[d]) + 1;
+                bool set = false;
+                for (size_t i = 0; cfg->env && cfg->env[i] && !set; i++)
+                        set = strncmp(cfg->env[i], defaults[d], n) == 0;
+                if (!set && corral_jail_config_add_env(cfg, defaults[d], ret_err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 /* Start an interpreter: the jail with the driver, then its "ready" frame.
  * Part 2 replaces the inside of this function with a fork from a zygote. */
 static int kernel_start(const corral_jail_config *base, double lifetime_left_s, const struct session_options *opt,
@@ -349,6 +396,10 @@ static int kernel_start(const corral_jail_config *base, double lifetime_left_s, 
         k->diag.cap = DIAG_MAX;
         if (corral_jail_config_copy(&k->cfg, base, ret_err) < 0) {
                 memset(&k->cfg, 0, sizeof(k->cfg));
+                kernel_free(k);
+                return -1;
+        }
+        if (session_env_defaults(&k->cfg, ret_err) < 0) {
                 kernel_free(k);
                 return -1;
         }
@@ -464,6 +515,8 @@ struct session {
         double t_start, t_last;
         double kernel_end;       /* when the interpreter's jail reaches its wall limit (less its margin) */
         bool lost_before;        /* the last kernel died: the next step says restarted */
+        json_t *net;             /* --net allow: connections of ended kernels not reported yet */
+        uint64_t net_dropped;
         time_t created;          /* wall clock, for session_archive() */
         json_t *from;            /* resumed from an archive: session_origin(), or NULL */
 };
@@ -639,6 +692,7 @@ void session_free(struct session *s)
         if (s == NULL)
                 return;
         kernel_free(s->k);
+        json_decref(s->net);
         if (s->opt.warm)
                 warm_unref();
         json_decref(s->from);
@@ -656,6 +710,7 @@ void session_result_release(struct session_result *r)
         json_decref(r->value);
         json_decref(r->error);
         json_decref(r->figures);
+        json_decref(r->network);
         memset(r, 0, sizeof(*r));
 }
 
@@ -970,6 +1025,33 @@ static int kernel_discard(struct kernel *k)
         return rc;
 }
 
+/* Move the kernel's unreported connections to the session's (a kernel
+ * may end before the step that reports them). */
+static void kernel_take_net(struct kernel *k, struct session *s)
+{
+        if (k == NULL)
+                return;
+        pthread_mutex_lock(&k->lock);
+        json_t *net = k->net;
+        k->net = NULL;
+        s->net_dropped += k->net_dropped;
+        k->net_dropped = 0;
+        pthread_mutex_unlock(&k->lock);
+        if (net == NULL)
+                return;
+        if (s->net == NULL)
+                s->net = json_array();
+        size_t i;
+        json_t *c;
+        json_array_foreach(net, i, c) {
+                if (s->net && json_array_size(s->net) < CORRAL_NET_LOG_MAX)
+                        json_array_append(s->net, c);
+                else
+                        s->net_dropped++;
+        }
+        json_decref(net);
+}
+
 /* The kernel ended or was stopped during the step: make it a loss. */
 static void step_lost(struct session *s, struct step *st, enum session_status status, int exit_code)
 {
@@ -981,6 +1063,7 @@ static void step_lost(struct session *s, struct step *st, enum session_status st
         r->status = status;
         r->exit_code = exit_code ? exit_code : code;
         r->state_lost = true;
+        kernel_take_net(s->k, s);
         kernel_free(s->k);
         s->k = NULL;
         s->lost_before = true;
@@ -1011,6 +1094,7 @@ int session_exec(struct session *s, const char *code, size_t len, const struct s
 
         if (s->k && kernel_ended(s->k)) {
                 /* It died between steps (e.g. a thread of user code): gone. */
+                kernel_take_net(s->k, s);
                 kernel_free(s->k);
                 s->k = NULL;
                 s->lost_before = true;
@@ -1181,6 +1265,15 @@ finish:
                 ret->stderr_total = st.err.total;
         if (ret->figures == NULL)
                 ret->figures = json_array();
+        /* --net allow: the connections that ended since the last step's
+         * report (one still open shows in the step it ends in). */
+        if (s->cfg.net == CORRAL_NET_ALLOW) {
+                kernel_take_net(s->k, s);
+                ret->network = s->net ? s->net : json_array();
+                ret->network_dropped = s->net_dropped;
+                s->net = NULL;
+                s->net_dropped = 0;
+        }
         ret->wall_ms = monotonic_ms() - t0;
         s->t_last = monotonic_ms();
 out:
@@ -1218,6 +1311,11 @@ json_t *session_result_to_json(const struct session_result *r)
         json_object_set(j, "value", r->value ? r->value : json_null());
         json_object_set(j, "error", r->error ? r->error : json_null());
         json_object_set_new(j, "figures", r->figures ? json_incref(r->figures) : json_array());
+        if (r->network) {
+                json_object_set(j, "network", r->network);
+                if (r->network_dropped)
+                        json_object_set_new(j, "network_dropped", json_integer((json_int_t)r->network_dropped));
+        }
         return j;
 }
 
@@ -1274,5 +1372,8 @@ int session_result_from_json(const json_t *j, struct session_result *r)
         r->value = json_is_object(v) ? json_deep_copy(v) : NULL;
         r->error = json_is_object(e) ? json_deep_copy(e) : NULL;
         r->figures = json_is_array(f) ? json_deep_copy(f) : json_array();
+        json_t *net = json_object_get(j, "network");
+        r->network = json_is_array(net) ? json_deep_copy(net) : NULL;
+        r->network_dropped = (uint64_t)json_integer_value(json_object_get(j, "network_dropped"));
         return 0;
 }

@@ -153,6 +153,14 @@ struct session_result {
                                   * of a PNG: alphabet and signature checked) or "png_error"; with
                                   * preview_count, also "preview" (base64 PNG, unchecked), "preview_width",
                                   * "preview_height", "preview_bytes" or "preview_error" */
+        /* --net allow: the connections through the session's proxy that
+         * ended since the previous step's report, allowed or refused, as
+         * the objects of `corral exec --json`'s "network" (docs/network.md),
+         * at most CORRAL_NET_LOG_MAX, the rest counted in network_dropped;
+         * NULL without an allow-list.  Made by the host's proxy, but the
+         * host name and method are what the code asked for. */
+        json_t *network;
+        uint64_t network_dropped;
         double wall_ms;          /* round trip as the caller saw it */
         double exec_ms;          /* inside the interpreter */
         double cpu_ms;

@@ -72,6 +72,7 @@ struct warm {
         struct jail_cgroup cg;
         bool have_cg;
         enum corral_limits_backend backend;
+        struct net_proxy *proxy; /* --net allow: serves the session's 127.0.0.1:3128 from here */
 };
 
 static struct {
@@ -130,6 +131,8 @@ static void warm_free_locked(struct warm *w, bool locked)
         for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
                 if (fds[i] >= 0)
                         close(fds[i]);
+        /* After the kill: the listener's namespace dies with the session. */
+        net_proxy_stop(w->proxy, NULL);
         if (w->have_cg) {
                 /* Killing its init ended the pid namespace; cgroup_destroy()
                  * waits for the last exit before removing the cgroup. */
@@ -334,6 +337,7 @@ static const char *zstep_name(int step)
                 [ZSTEP_RLIMIT] = "set resource limits",            [ZSTEP_CAPS] = "drop its capabilities",
                 [ZSTEP_SECCOMP] = "load the seccomp filter",       [ZSTEP_PYTHON] = "start the driver",
                 [ZSTEP_BIND] = "attach a bind beneath /workspace", [ZSTEP_DEVPTS] = "mount the session's /dev/pts",
+                [ZSTEP_PROXY] = "make the network proxy's listening socket",
         };
         return step > 0 && (size_t)step < ARRAY_SIZE(names) && names[step] ? names[step] : "set up";
 }
@@ -790,8 +794,10 @@ int warm_supported(const corral_jail_config *cfg, corral_error **ret_err)
         }
         if (cfg->net == CORRAL_NET_HOST)
                 return corral_usage(ret_err, "warm sessions have no host network: start a cold session");
-        if (cfg->net == CORRAL_NET_ALLOW)
-                return corral_usage(ret_err, "warm sessions have no network allow-list yet");
+        /* The jail's CA (proxy-tls.c) goes into a cold jail's trust store
+         * at its set-up; a warm session's filesystem is the zygote's. */
+        if (cfg->net == CORRAL_NET_ALLOW && cfg->n_net_secrets > 0)
+                return corral_usage(ret_err, "warm sessions have no brokered credentials yet: start a cold session");
         /* The zygote keeps corral's hard limits as its ceilings (spawn.c):
          * each session gets its caller's limits, up to them. */
         static const struct {
@@ -1336,15 +1342,38 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
                                          "no usable cgroup for memory and process limits (see 'corral doctor')");
         }
 
-        int trees[1 + ZYGOTE_MAX_BINDS];
+        int trees[2 + ZYGOTE_MAX_BINDS];
         int ntrees = 1 + (int)cfg->n_binds;
         if (session_trees(cfg, host_uid, w->slot > 0, trees, ret_err) < 0) {
                 warm_free(w);
                 return -1;
         }
+        /* --net allow: the proxy runs here for the session's life (stopped
+         * by warm_run() or warm_free()); the session's init makes its
+         * listening socket and sends it over the socket pair's other end,
+         * passed after the mounts. */
+        bool proxy = cfg->net == CORRAL_NET_ALLOW;
+        if (proxy) {
+                int sv[2];
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                        int e = errno;
+                        for (int i = 0; i < ntrees; i++)
+                                close(trees[i]);
+                        warm_free(w);
+                        return corral_fail(ret_err, e, "cannot start the network proxy");
+                }
+                trees[ntrees++] = sv[1];
+                if (net_proxy_start(cfg, /* tls= */ NULL, sv[0], &w->proxy, ret_err) < 0) {
+                        for (int i = 0; i < ntrees; i++)
+                                close(trees[i]);
+                        warm_free(w);
+                        return -1;
+                }
+        }
         /* The claim: limits, environment, then the binds' destinations;
          * the workspace and the binds as detached mounts. */
-        struct zygote_claim c = { .type = ZYGOTE_MSG_CLAIM, .loopback = cfg->net == CORRAL_NET_NONE,
+        struct zygote_claim c = { .type = ZYGOTE_MSG_CLAIM,
+                                  .loopback = cfg->net == CORRAL_NET_NONE || proxy, .proxy = proxy,
                                   .uid = (uint32_t)w->slot, .nbinds = (uint32_t)cfg->n_binds,
                                   .disk_bytes = cfg->disk_bytes, .nofile = cfg->nofile,
                                   .cpu_time_s = cfg->cpu_time_s > 0 ? (uint64_t)ceil(cfg->cpu_time_s) : 0,
@@ -1355,6 +1384,14 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
         struct capbuf msg = { .cap = sizeof(c) + ZYGOTE_MAX_ENV + ZYGOTE_MAX_DESTS };
         capbuf_append(&msg, (const char *)&c, sizeof(c));
         uint32_t envc = 0;
+        /* The proxy's variables first: the zygote sets them in order, so
+         * that the caller's own (cfg->env) win. */
+        size_t n_proxy_env = 0;
+        const char *const *proxy_env = proxy ? jail_net_allow_env(&n_proxy_env) : NULL;
+        for (size_t i = 0; i < n_proxy_env; i++) {
+                capbuf_append(&msg, proxy_env[i], strlen(proxy_env[i]) + 1);
+                envc++;
+        }
         for (size_t i = 0; cfg->env && cfg->env[i]; i++) {
                 size_t len = strlen(cfg->env[i]) + 1;
                 if (msg.len + len > sizeof(c) + ZYGOTE_MAX_ENV)
@@ -1443,6 +1480,10 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
 {
         memset(ret, 0, sizeof(*ret));
         double t0 = monotonic_ms();
+        /* No connection before this: the caller sends no step before the
+         * driver's "ready", which only this loop passes on. */
+        if (io && io->on_net_conn)
+                net_proxy_observe(w->proxy, io->on_net_conn, io->userdata);
         if (w->backend == CORRAL_BACKEND_RLIMIT && io && io->on_notice)
                 io->on_notice(io->userdata, JAIL_NOTICE_RLIMITS);
         cleanup_close int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -1546,6 +1587,9 @@ int warm_run(struct warm *w, const corral_jail_config *cfg, const corral_jail_io
                 jail_outcome_classify(&o, ret);
         }
         jail_denied_to_result(&rep.denied, ret);
+        /* The session is gone: its connections' log goes to the result. */
+        net_proxy_stop(w->proxy, rc == 0 ? ret : NULL);
+        w->proxy = NULL;
         warm_free(w);
         return rc;
 }

@@ -24,7 +24,9 @@
  *      corral -> init    one struct zygote_claim, then the environment
  *                        strings, then the binds' destinations (relative
  *                        to /workspace), with the workspace and then each
- *                        bind as a detached mount (fds, in that order)
+ *                        bind as a detached mount (fds, in that order),
+ *                        and last, for --net allow, the socket on which
+ *                        init sends the proxy's listening socket
  *
  * Threads: definitions only.
  *
@@ -63,7 +65,9 @@ struct zygote_ready {
 struct zygote_claim {
         char type;                 /* ZYGOTE_MSG_CLAIM */
         uint8_t loopback;          /* bring up lo in the session's network namespace */
-        uint8_t pad[2];
+        uint8_t proxy;             /* --net allow: the last fd is a unix socket for the proxy's listener
+                                    * (netdev_proxy_listener_send()) */
+        uint8_t pad;
         uint32_t envc;             /* NUL-terminated NAME=VALUE strings follow */
         uint32_t uid;              /* the session's uid and gid in the zygote's namespace (0: the zygote's own) */
         uint32_t nbinds;           /* mounts after the workspace's, at the destinations after the environment */
@@ -90,6 +94,7 @@ enum zygote_step {
         ZSTEP_PYTHON,
         ZSTEP_BIND,
         ZSTEP_DEVPTS,
+        ZSTEP_PROXY,
 };
 
 #endif

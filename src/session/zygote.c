@@ -443,8 +443,8 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
 
         /* The warm pool: wait for a claim. */
         static char buf[sizeof(struct zygote_claim) + ZYGOTE_MAX_ENV + ZYGOTE_MAX_DESTS];
-        int fds[1 + ZYGOTE_MAX_BINDS], nfd = 0;
-        ssize_t n = recv_fds(ctl, buf, sizeof(buf), fds, 1 + ZYGOTE_MAX_BINDS, &nfd);
+        int fds[2 + ZYGOTE_MAX_BINDS], nfd = 0;
+        ssize_t n = recv_fds(ctl, buf, sizeof(buf), fds, 2 + ZYGOTE_MAX_BINDS, &nfd);
         if (n <= 0)
                 _exit(0); /* corral went away */
         struct zygote_claim c;
@@ -456,7 +456,8 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
         size_t off = sizeof(c);
         char **env = claim_strings(buf, (size_t)n, &off, c.envc);
         char **dests = env ? claim_strings(buf, (size_t)n, &off, c.nbinds) : NULL;
-        if (dests == NULL || c.nbinds > ZYGOTE_MAX_BINDS || nfd != 1 + (int)c.nbinds) {
+        if (dests == NULL || c.nbinds > ZYGOTE_MAX_BINDS || nfd != 1 + (int)c.nbinds + (c.proxy ? 1 : 0) ||
+            (c.proxy && !c.loopback)) {
                 errno = EPROTO;
                 setup_fail(ctl, ZSTEP_CLAIM);
         }
@@ -487,6 +488,11 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
         free(dests);
         if (c.loopback && netdev_loopback_up() < 0)
                 setup_fail(ctl, ZSTEP_LOOPBACK);
+        /* --net allow: the proxy's listening socket, made in this
+         * namespace and served by corral on the host (warm.c, proxy.c);
+         * nothing in the session holds it after this. */
+        if (c.proxy && netdev_proxy_listener_send(fds[1 + c.nbinds]) < 0)
+                setup_fail(ctl, ZSTEP_PROXY);
 
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)

@@ -944,6 +944,34 @@ static void render_notice(render *r, const json_t *ev)
         out_str(r, "\n");
 }
 
+/* A connection through the --net allow proxy: one line, under its step;
+ * a refused one in yellow with the proxy's reason.  Every string is the
+ * jail's (host, method): through out_cstr(), which escapes. */
+static void render_net(render *r, const json_t *ev)
+{
+        double port = 0, up = 0, down = 0, ms = 0;
+        trace_jnum(ev, "port", &port);
+        trace_jnum(ev, "bytes_up", &up);
+        trace_jnum(ev, "bytes_down", &down);
+        trace_jnum(ev, "ms", &ms);
+        bool allowed = json_is_true(json_object_get(ev, "allowed"));
+        const char *method = trace_jstr(ev, "method"), *host = trace_jstr(ev, "host");
+        const char *reason = trace_jstr(ev, "reason");
+        char nums[128];
+        ensure_bol(r);
+        out_cstr(r, allowed ? C_DIM : C_YELLOW, allowed ? "  net " : "  net refused ");
+        out_cstr(r, allowed ? C_DIM : C_YELLOW, method && method[0] ? method : "?");
+        out_cstr(r, allowed ? C_DIM : C_YELLOW, " ");
+        out_cstr(r, allowed ? C_DIM : C_YELLOW, host && host[0] ? host : "?");
+        snprintf(nums, sizeof(nums), ":%.0f  %.0f B up, %.0f B down, %.0f ms", port, up, down, ms);
+        out_cstr(r, allowed ? C_DIM : C_YELLOW, nums);
+        if (reason) {
+                out_cstr(r, allowed ? C_DIM : C_YELLOW, ": ");
+                out_cstr(r, allowed ? C_DIM : C_YELLOW, reason);
+        }
+        out_str(r, "\n");
+}
+
 /* a and b equal but for surrounding white space. */
 static bool same_text(const char *a, const char *b)
 {
@@ -1071,6 +1099,11 @@ void render_event(void *userdata, const json_t *event)
         } else if (strcmp(type, "tool_result") == 0) {
                 if (!q)
                         render_tool_result(r, event);
+        } else if (strcmp(type, "net") == 0) {
+                if (!q) {
+                        spinner_stop(r);
+                        render_net(r, event);
+                }
         } else if (strcmp(type, "notice") == 0) {
                 spinner_stop(r);
                 render_notice(r, event);

@@ -34,7 +34,7 @@ from test_syscalls import *  # noqa: F401,F403,E402
 from test_terminals import *  # noqa: F401,F403,E402
 
 # Options of `corral exec` that a session does not take (-t is a step's).
-EXEC_ONLY = ("--stdin", "--lang", "-c", "--code", "--json", "--review", "--resolve", "--net-bytes", "--net-conns")
+EXEC_ONLY = ("--stdin", "--lang", "-c", "--code", "--json", "--review")
 
 
 class SessionRunner:
@@ -122,6 +122,8 @@ class SessionRunner:
                        "stdout_bytes": res.get("stdout_bytes"), "stderr_bytes": res.get("stderr_bytes"),
                        "wall_ms": res.get("wall_ms"), "cpu_ms": res.get("cpu_ms"),
                        "state_lost": res.get("state_lost"),
+                       # --net allow=: the step's connections through the session's proxy
+                       "network": res.get("network"),
                        # A step does not list the calls answered with EPERM
                        # (assert_denied checks the rest of its claim).
                        "denied": None})

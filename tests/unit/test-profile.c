@@ -436,6 +436,8 @@ TEST(round_trips)
         round_trip("{\"net\": \"none\", \"cpus\": 4096, \"cpu_time\": 0.5, \"pids\": 4194304}");
         round_trip("{\"net\": \"down\"}");
         round_trip("{\"env\": {\"Q\": \"\\\"quoted\\\" \\\\ and \\n newline\"}}");
+        round_trip("{\"net\": \"allow=a.test,*.b.test:8443,[::1]:80\", \"resolve\": [\"a.test:127.0.0.2\"], "
+                   "\"net_bytes\": \"64K\", \"net_conns\": 3}");
 
         /* The defaults as a profile. */
         corral_jail_config cfg;
@@ -456,6 +458,46 @@ TEST(round_trips)
         CHECK(json_array_size(json_object_get(o, "binds")) == 0);
         json_decref(o);
         corral_jail_config_release(&cfg);
+}
+
+/* The allow-list keys (docs/network.md): what the session wire carries. */
+TEST(net_allow_keys)
+{
+        corral_jail_config cfg;
+        corral_error *err = NULL;
+        CHECK_INT(load("{\"net\": \"allow=A.test,*.b.test:8443\", \"resolve\": [\"a.test:127.0.0.2\"], "
+                       "\"net_bytes\": \"64K\", \"net_conns\": 3}", &cfg, &err), 0);
+        CHECK(cfg.net == CORRAL_NET_ALLOW);
+        CHECK_INT(strv_len(cfg.net_allow), 2);
+        CHECK_STR(cfg.net_allow ? cfg.net_allow[1] : NULL, "*.b.test:8443");
+        CHECK_INT(strv_len(cfg.net_resolve), 1);
+        CHECK(cfg.net_bytes == 64 * 1024 && cfg.net_conns == 3);
+        cleanup_free char *json = corral_jail_config_to_profile_json(&cfg);
+        json_t *o = json_loads(json ? json : "", 0, NULL);
+        CHECK_STR(json_string_value(json_object_get(o, "net")), "allow=A.test,*.b.test:8443");
+        CHECK_STR(json_string_value(json_array_get(json_object_get(o, "resolve"), 0)), "a.test:127.0.0.2");
+        CHECK(json_integer_value(json_object_get(o, "net_conns")) == 3);
+        json_decref(o);
+        corral_jail_config_release(&cfg);
+        static const char *const bad[][2] = {
+                { "{\"net\": \"allow=\"}", "profile key 'net'" },
+                { "{\"net\": \"allow=*.com\"}", "profile key 'net'" },
+                { "{\"net\": \"allowed\"}", "expected none, down, host or \"allow=HOST[:PORT],...\"" },
+                { "{\"resolve\": \"a.test:127.0.0.2\"}", "expected an array" },
+                { "{\"resolve\": [\"a.test\"]}", "profile resolve[0]" },
+                { "{\"resolve\": [1]}", "profile resolve[0]" },
+                { "{\"net_conns\": 0}", "profile key 'net_conns'" },
+                { "{\"net_bytes\": \"lots\"}", "profile key 'net_bytes'" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                err = NULL;
+                CHECK_INT(load(bad[i][0], &cfg, &err), -1);
+                CHECK(err && err->kind == CORRAL_ERR_USAGE && strstr(err->msg, bad[i][1]) != NULL);
+                if (err && strstr(err->msg, bad[i][1]) == NULL)
+                        printf("#   %s -> %s\n", bad[i][0], err->msg);
+                corral_error_free(err);
+                corral_jail_config_release(&cfg);
+        }
 }
 
 TEST(profile_text_errors)
@@ -500,6 +542,7 @@ int main(void)
         RUN(syntax_errors_locate);
         RUN(fixed_bugs);
         RUN(round_trips);
+        RUN(net_allow_keys);
         RUN(profile_text_errors);
         nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
         return DONE();

@@ -195,6 +195,23 @@ TEST(control_characters_neutralised)
         }
 }
 
+/* --net allow's connections: a line each, the refused one with its reason;
+ * the host is the jail's bytes, escaped. */
+TEST(net_events)
+{
+        static const char events[] =
+                "{\"type\":\"net\",\"host\":\"pypi.org\",\"port\":443,\"method\":\"CONNECT\",\"allowed\":true,"
+                "\"reason\":null,\"bytes_up\":1820,\"bytes_down\":48211,\"ms\":412.7,\"iteration\":1}\n"
+                "{\"type\":\"net\",\"host\":\"evil\\u001b[2J.test\",\"port\":80,\"method\":\"GET\",\"allowed\":false,"
+                "\"reason\":\"the host is not in the jail's allow-list\",\"bytes_up\":0,\"bytes_down\":0,\"ms\":0.4}\n";
+        cleanup_free char *out = render_text(events, false, false, 40);
+        CHECK(out && strstr(out, "  net CONNECT pypi.org:443  1820 B up, 48211 B down, 413 ms\n") != NULL);
+        CHECK(out && strstr(out, "  net refused GET evil^[[2J.test:80  0 B up, 0 B down, 0 ms: the host is not in the "
+                                 "jail's allow-list\n") != NULL);
+        cleanup_free char *quiet = render_text(events, false, true, 40);
+        CHECK(quiet && strstr(quiet, "net") == NULL);
+}
+
 TEST(sanitize_rules)
 {
         const char in[] = "a\033[2Jb\r\nc\rd\177\xc2\x9b\xe2\x80\xae" "e\xff\tf\n";
@@ -479,6 +496,7 @@ int main(void)
         RUN(colour_is_only_sgr);
         RUN(control_characters_neutralised);
         RUN(filter_rules);
+        RUN(net_events);
         RUN(sanitize_rules);
         RUN(quiet_mode);
         RUN(answer_not_repeated);
