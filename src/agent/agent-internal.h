@@ -19,6 +19,15 @@ CORRAL_HIDDEN char *agent_observe_exec(const corral_jail_result *res, const corr
                                        const json_t *artifacts, size_t stream_limit);
 CORRAL_HIDDEN json_t *agent_exec_to_json(const corral_jail_result *res, size_t stream_limit);
 
+/* verify.c: the completion check.  The "verify" event for one check of
+ * answer: {"round", "model", "complete": bool or null (no verdict),
+ * "missing": [...], "usage", "wait_ms", "error"?}; the verifier's usage is
+ * added to *ret_usage (may be NULL).  NULL only when out of memory. */
+CORRAL_HIDDEN json_t *agent_verify(const struct agent_config *cfg, const json_t *messages, const char *answer,
+                                   unsigned round, struct model_usage *ret_usage);
+/* The user turn that sends an incomplete answer back. */
+CORRAL_HIDDEN char *agent_verify_note(const json_t *verdict);
+
 /* textproto.c: the protocol for models without tool calling. */
 struct text_block {
         char *lang;              /* "python" or "bash" */

@@ -38,6 +38,7 @@ void agent_config_init(struct agent_config *c)
                 .images_per_run = 8,
                 .image_bytes = 300 << 10,
                 .image_side = 768,
+                .verify_rounds = 2,
                 .cancel_fd = -1,
         };
 }
@@ -64,6 +65,7 @@ void agent_result_release(struct agent_result *r)
 {
         free(r->answer);
         free(r->reason);
+        json_decref(r->verification);
         memset(r, 0, sizeof(*r));
 }
 
@@ -293,6 +295,10 @@ struct agent_state {
         struct toolbox *tools;
         unsigned iteration;
         double deadline_ms;      /* monotonic; 0 none */
+        /* The completion check (verify.c) */
+        json_t *verdicts;        /* the verify events so far */
+        unsigned sent_back;      /* answers sent back as incomplete */
+        struct model_usage verify_usage;
 };
 
 /* The figures of the last step as images (docs/sessions.md, "Figures for
@@ -423,6 +429,62 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
         return stop;
 }
 
+/* The model offers *answer at this turn: with the completion check on, ask
+ * the verifier.  1: the answer stands and the run ends (ret->status is set
+ * to cancelled when the check was interrupted); 0: it was found incomplete
+ * and sent back: *answer is dropped and what is missing is the next user
+ * turn.  A check that gives no verdict (an endpoint error, a reply that is
+ * not one) lets the answer stand, said in the verdict; so does an
+ * incomplete one after verify_rounds send-backs or on the last turn, as
+ * nothing could act on it. */
+static int offer_answer(struct agent_state *st, json_t *messages, char **answer, struct agent_result *ret)
+{
+        const struct agent_config *cfg = st->cfg;
+        if (!cfg->verify)
+                return 1;
+        json_t *v = agent_verify(cfg, messages, *answer, (unsigned)json_array_size(st->verdicts) + 1,
+                                 &st->verify_usage);
+        if (v == NULL)
+                return 1;
+        json_object_set_new(v, "iteration", json_integer(st->iteration));
+        bool incomplete = json_is_false(json_object_get(v, "complete"));
+        bool can_send = st->sent_back < cfg->verify_rounds && st->iteration < cfg->max_iterations;
+        json_object_set_new(v, "action", json_string(!incomplete ? "accepted" : can_send ? "sent_back"
+                                                                                        : "accepted_incomplete"));
+        json_array_append(st->verdicts, v);
+        emit(cfg, "verify", json_incref(v));
+        if (json_is_true(json_object_get(v, "cancelled"))) {
+                json_decref(v);
+                set_outcome(ret, AGENT_CANCELLED, CORRAL_ERR_CANCELLED, NULL, "interrupted while the answer was "
+                                                                              "checked");
+                return 1;
+        }
+        if (!incomplete || !can_send) {
+                json_decref(v);
+                return 1;
+        }
+        cleanup_free char *note = agent_verify_note(v);
+        json_decref(v);
+        add_user_note(messages, note ? note : "A check found the task not complete yet: finish it, then give "
+                                               "your final answer again.");
+        free(*answer);
+        *answer = NULL;
+        st->sent_back++;
+        return 0;
+}
+
+/* The run result's "verification" (docs/run-json.md). */
+static json_t *verification_json(const struct agent_state *st)
+{
+        json_t *last = json_array_get(st->verdicts, json_array_size(st->verdicts) - 1);
+        json_t *complete = json_object_get(last, "complete");
+        return json_pack("{s:O, s:i, s:i, s:O, s:{s:I, s:I, s:i}}", "complete", complete ? complete : json_null(),
+                         "checks", (int)json_array_size(st->verdicts), "sent_back", (int)st->sent_back, "verdicts",
+                         st->verdicts, "usage", "prompt_tokens", (json_int_t)st->verify_usage.prompt_tokens,
+                         "completion_tokens", (json_int_t)st->verify_usage.completion_tokens, "requests",
+                         (int)st->verify_usage.requests);
+}
+
 static int set_system_prompt(const struct agent_config *cfg, json_t *messages, bool text)
 {
         cleanup_free char *prompt = agent_system_prompt(cfg, text);
@@ -451,9 +513,13 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                                          "every model turn): put the text in a file, stage it as an input, and "
                                          "name it in the task",
                                     cfg->task ? strlen(cfg->task) : 0, AGENT_TASK_MAX >> 10);
-        struct agent_state st = { .cfg = cfg };
-        if (toolbox_new(cfg, &st.tools, err) < 0)
+        struct agent_state st = { .cfg = cfg, .verdicts = json_array() };
+        if (st.verdicts == NULL)
+                return corral_fail(err, ENOMEM, "cannot start the run");
+        if (toolbox_new(cfg, &st.tools, err) < 0) {
+                json_decref(st.verdicts);
                 return -1;
+        }
         bool text = cfg->text_protocol;
         json_t *tools = text ? NULL : toolbox_schemas();
         if (tools && cfg->tools && cfg->tools->schemas)
@@ -468,6 +534,7 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
             set_system_prompt(cfg, messages, text) < 0 || append_message(messages, "user", cfg->task) < 0) {
                 json_decref(messages);
                 json_decref(tools);
+                json_decref(st.verdicts);
                 toolbox_free(st.tools);
                 return corral_fail(err, ENOMEM, "cannot start the run");
         }
@@ -604,23 +671,23 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 int stop = 0;
                 if (!text && chat_reply_tool_calls(&reply) > 0) {
                         stop = run_tool_calls(&st, messages, &reply, ret, &answer);
-                        if (!stop && answer) {
+                        if (!stop && answer && (stop = offer_answer(&st, messages, &answer, ret)) &&
+                            ret->status != AGENT_CANCELLED)
                                 ret->status = AGENT_ANSWERED;
-                                stop = 1;
-                        }
                 } else if (text && content && *content) {
                         int r = run_text_block(&st, messages, content, ret);
                         if (r == 2) {
                                 answer = strdup(content);
-                                ret->status = AGENT_ANSWERED;
-                                stop = 1;
+                                if ((stop = offer_answer(&st, messages, &answer, ret)) &&
+                                    ret->status != AGENT_CANCELLED)
+                                        ret->status = AGENT_ANSWERED;
                         } else {
                                 stop = r;
                         }
                 } else if (content && content[strspn(content, " \t\r\n")]) {
                         answer = strdup(content);
-                        ret->status = AGENT_ANSWERED;
-                        stop = 1;
+                        if ((stop = offer_answer(&st, messages, &answer, ret)) && ret->status != AGENT_CANCELLED)
+                                ret->status = AGENT_ANSWERED;
                 } else {
                         emit(cfg, "notice", json_pack("{s:s}", "message", "the model sent an empty reply; asking "
                                                       "it to go on"));
@@ -641,6 +708,9 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 answer = NULL;
         }
         ret->text_protocol = text;
+        if (cfg->verify)
+                ret->verification = verification_json(&st);
+        json_decref(st.verdicts);
         /* The session ends before the zygote's hold is dropped. */
         toolbox_free(st.tools);
         if (prewarm)

@@ -98,6 +98,14 @@ struct agent_config {
          * warns about; NULL: none.  Borrowed. */
         model_client *reviewer;
         const char *reviewer_model;   /* its model id, for the trace */
+        /* The completion check (docs/modes.md): when the model offers a
+         * final answer, a separate call of the verifier (NULL: the run's
+         * model) judges it against the task; what is missing goes back as
+         * the next user turn, at most verify_rounds times (default 2). */
+        bool verify;
+        unsigned verify_rounds;
+        model_client *verifier;       /* borrowed; NULL: model */
+        const char *verifier_model;   /* its model id, for the trace */
         /* More tools (MCP servers'); NULL: the toolbox's only.  Borrowed. */
         const struct agent_tools *tools;
 
@@ -124,6 +132,9 @@ struct agent_result {
         int error_kind;          /* corral_error kind behind a model or jail error */
         unsigned iterations;     /* model turns made */
         bool text_protocol;      /* the run used (or fell back to) the text protocol */
+        /* With verify: {"complete": bool|null, "checks", "sent_back",
+         * "verdicts": [the verify events], "usage"} (docs/run-json.md); else NULL. */
+        json_t *verification;
 };
 CORRAL_HIDDEN void agent_result_release(struct agent_result *r);
 

@@ -50,6 +50,7 @@ struct run {
         struct workspace *ws;
         model_client *model;
         model_client *reviewer;
+        model_client *verifier;
         struct review_policy *own_review; /* the standard policy, when the caller gave none */
         trace *tr;
         json_t *inputs;          /* the staged inputs' entries */
@@ -71,6 +72,7 @@ void run_config_init(struct run_config *c)
         model_settings_init(&c->model);
         agent_config_init(&c->agent);
         c->images = -1;
+        c->verify = -1;
         c->input_limit = 2ull << 30;
         c->cancel_fd = -1;
 }
@@ -500,6 +502,38 @@ static int review_set_up(struct run *r, corral_error **err)
         return 0;
 }
 
+/* The completion check: on for a live model unless turned off; for a
+ * replay only when its transcript recorded checks (else the recorded
+ * answer would meet a verifier that has no reply).  A verifier model of
+ * its own: the run's endpoint and key, its exchanges recorded with the
+ * run's (a replay then plays them back). */
+static int verify_set_up(struct run *r, corral_error **err)
+{
+        const struct run_config *c = &r->cfg;
+        bool replay = model_client_is_replay(r->model);
+        r->agent.verify = c->verify > 0 || (c->verify < 0 && (!replay || model_client_replay_has(r->model, "verify")));
+        if (!r->agent.verify)
+                return 0;
+        r->agent.verifier_model = r->choice.model;
+        if (c->verifier_model && !replay) {
+                struct model_settings vs = r->model_settings;
+                vs.model = c->verifier_model;
+                if (model_client_open(&vs, &r->verifier, err) < 0) {
+                        corral_error_prefix(err, "the verifier's model");
+                        if ((*err)->field && strcmp((*err)->field, "model") == 0)
+                                (*err)->field = "verifier_model";
+                        return -1;
+                }
+                r->agent.verifier = r->verifier;
+                r->agent.verifier_model = c->verifier_model;
+        }
+        if (r->run_info)
+                json_object_set_new(r->run_info, "verify",
+                                    json_pack("{s:s, s:i}", "model", r->agent.verifier_model, "rounds",
+                                              (int)r->agent.verify_rounds));
+        return 0;
+}
+
 /* A task any front end may pass: words, in UTF-8, small enough to go
  * with every model turn. */
 static int check_task(const char *task, corral_error **ret_err)
@@ -540,7 +574,7 @@ int run_open(const struct run_config *cfg, struct run **ret, corral_error **ret_
                 run_free(r);
                 return -1;
         }
-        if (set_up(r, ret_err) < 0 || review_set_up(r, ret_err) < 0) {
+        if (set_up(r, ret_err) < 0 || review_set_up(r, ret_err) < 0 || verify_set_up(r, ret_err) < 0) {
                 run_free(r);
                 return -1;
         }
@@ -732,10 +766,11 @@ json_t *run_finish(struct run *r)
         /* The reason in words and the field behind it: a front end names
          * its own way of setting it (the CLI, a flag). */
         trace_emit(r->tr, "run_end",
-                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f}", "status", status, "answer",
-                             res->answer, "reason", res->reason, "field", res->reason_field, "iterations",
+                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?}", "status", status,
+                             "answer", res->answer, "reason", res->reason, "field", res->reason_field, "iterations",
                              res->iterations, "usage", usage_json(u), "artifacts", artifacts, "output_dir",
-                             output_dir, "not_copied", skipped, "wall_ms", wall_ms));
+                             output_dir, "not_copied", skipped, "wall_ms", wall_ms, "verification",
+                             res->verification));
         json_t *j = json_pack("{s:i, s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:s, s:s, s:s, s:s?, s:o, s:f}",
                               "schema", 1, "status", status, "answer", res->answer, "reason", res->reason, "field",
                               res->reason_field, "iterations", res->iterations, "usage", usage_json(u), "artifacts",
@@ -748,6 +783,8 @@ json_t *run_finish(struct run *r)
                 json_object_set_new(j, "archive_error", json_string(archive_error));
         if (j && r->replay)
                 json_object_set(j, "replay", r->replay);
+        if (j && res->verification)
+                json_object_set(j, "verification", res->verification);
         if (j)
                 redact_json(j, r->secrets);
         json_decref(artifacts);
@@ -763,6 +800,7 @@ void run_free(struct run *r)
         agent_result_release(&r->res);
         model_client_free(r->model);
         model_client_free(r->reviewer);
+        model_client_free(r->verifier);
         review_policy_free(r->own_review);
         /* Only a workspace corral made is removed; the caller's is theirs. */
         workspace_close(r->ws, r->cfg.workspace == NULL);

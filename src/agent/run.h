@@ -63,6 +63,11 @@ struct run_config {
         struct review_policy *review;    /* borrowed; NULL: the standard policy */
         bool llm_review;                 /* warnings go to an LLM reviewer */
         const char *reviewer_model;      /* its model (default: the run's) */
+        /* The completion check (agent.verify, docs/modes.md): 1 on, 0 off,
+         * -1 (the default) on for a live model, off for a replay whose
+         * transcript recorded no checks. */
+        int verify;
+        const char *verifier_model;      /* its model (default: the run's; same endpoint) */
         int cancel_fd;                   /* readable: cancel (as run_cancel()); -1 none */
 };
 CORRAL_HIDDEN void run_config_init(struct run_config *c);

@@ -37,6 +37,8 @@ static const struct {
         { "tokens_file", "--tokens" },
         { "trace", "--trace" },
         { "uid_range", "--uid-range" },
+        { "verifier_model", "--verifier-model" },
+        { "verify_rounds", "--verify-rounds" },
         { "wall_budget", "--wall-budget" },
 };
 

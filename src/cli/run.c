@@ -111,6 +111,13 @@ static const char help_text[] =
         "                          model, with its own prompt); it may reject them\n"
         "      --reviewer-model M  the model for --llm-review (same endpoint; implies --llm-review)\n"
         "\n"
+        "modes (docs/modes.md):\n"
+        "      --verify, --no-verify  check a final answer against the task with a separate model\n"
+        "                          call and send what is missing back (default: on, except for a\n"
+        "                          replay: transcript that recorded no checks)\n"
+        "      --verifier-model M  the model for the check (same endpoint; default: the run's)\n"
+        "      --verify-rounds N   how many times an incomplete answer is sent back (default 2)\n"
+        "\n"
         "output:\n"
         "      --json              print one JSON result object (docs/run-json.md), no live view\n"
         "  -q, --quiet             no live view: the answer on stdout, notices and errors on stderr\n"
@@ -160,6 +167,10 @@ enum {
         OPT_IMAGES_PER_RUN,
         OPT_IMAGE_BYTES,
         OPT_NO_COLOR,
+        OPT_VERIFY,
+        OPT_NO_VERIFY,
+        OPT_VERIFIER_MODEL,
+        OPT_VERIFY_ROUNDS,
 };
 
 static const struct option run_options[] = {
@@ -199,6 +210,10 @@ static const struct option run_options[] = {
         { "images-per-step", required_argument, NULL, OPT_IMAGES_PER_STEP },
         { "images-per-run", required_argument, NULL, OPT_IMAGES_PER_RUN },
         { "image-bytes", required_argument, NULL, OPT_IMAGE_BYTES },
+        { "verify", no_argument, NULL, OPT_VERIFY },
+        { "no-verify", no_argument, NULL, OPT_NO_VERIFY },
+        { "verifier-model", required_argument, NULL, OPT_VERIFIER_MODEL },
+        { "verify-rounds", required_argument, NULL, OPT_VERIFY_ROUNDS },
         { "no-color", no_argument, NULL, OPT_NO_COLOR },
         { "no-colour", no_argument, NULL, OPT_NO_COLOR },
         { "help", no_argument, NULL, 'h' },
@@ -265,6 +280,21 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 return 0;
         case OPT_LLM_REVIEW:
                 o->c.llm_review = true;
+                return 0;
+        case OPT_VERIFY:
+                o->c.verify = 1;
+                return 0;
+        case OPT_NO_VERIFY:
+                o->c.verify = 0;
+                return 0;
+        case OPT_VERIFIER_MODEL:
+                o->c.verify = o->c.verify == 0 ? 0 : 1;
+                o->c.verifier_model = arg;
+                return 0;
+        case OPT_VERIFY_ROUNDS:
+                if (parse_count_max(arg, "--verify-rounds", 0, 20, &n, err) < 0)
+                        return -1;
+                o->c.agent.verify_rounds = (unsigned)n;
                 return 0;
         case OPT_IMAGES:
                 if (strcmp(arg, "auto") == 0 || strcmp(arg, "on") == 0 || strcmp(arg, "off") == 0) {

@@ -838,6 +838,35 @@ static void render_review(render *r, const json_t *ev)
         }
 }
 
+/* A completion check's verdict (docs/modes.md): what was found missing, and
+ * what the run does with it. */
+static void render_verify(render *r, const json_t *ev)
+{
+        const json_t *complete = json_object_get(ev, "complete");
+        const char *action = trace_jstr(ev, "action"), *error = trace_jstr(ev, "error");
+        double round = 0;
+        trace_jnum(ev, "round", &round);
+        cleanup_free char *head = NULL;
+        const char *what = json_is_true(complete)     ? "complete"
+                           : json_is_false(complete) ? (action && strcmp(action, "sent_back") == 0
+                                                                ? "incomplete: sent back to the model"
+                                                                : "incomplete: no round left, the answer stands")
+                                                     : "no verdict, the answer stands";
+        if (asprintf(&head, "round %.0f: %s", round, what) < 0)
+                head = NULL;
+        ensure_bol(r);
+        out_kv(r, "check", head, json_is_true(complete) ? "32" : C_YELLOW);
+        json_t *missing = json_object_get(ev, "missing"), *m;
+        size_t i;
+        json_array_foreach (missing, i, m) {
+                cleanup_free char *line = NULL;
+                if (asprintf(&line, "missing: %s", json_string_value(m) ? json_string_value(m) : "") >= 0)
+                        out_kv(r, "", line, NULL);
+        }
+        if (error)
+                out_kv(r, "", error, C_DIM);
+}
+
 static void render_tool_result(render *r, const json_t *ev)
 {
         const char *name = trace_jstr(ev, "name");
@@ -1071,6 +1100,11 @@ void render_event(void *userdata, const json_t *event)
         } else if (strcmp(type, "tool_result") == 0) {
                 if (!q)
                         render_tool_result(r, event);
+        } else if (strcmp(type, "verify") == 0) {
+                if (!q) {
+                        spinner_stop(r);
+                        render_verify(r, event);
+                }
         } else if (strcmp(type, "notice") == 0) {
                 spinner_stop(r);
                 render_notice(r, event);

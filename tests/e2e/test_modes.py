@@ -1,0 +1,146 @@
+"""The agent's modes (docs/modes.md) end to end: the real binary and jails, a
+scripted model server on 127.0.0.1.  A mode's side calls carry the header
+X-Corral-Purpose; the server answers them from its `side` turns (or a
+default) and keeps them apart from the conversation's requests."""
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server"))
+from modelserver import ScriptedServer, text, tool_call  # noqa: E402
+
+from test_run import SALES, base_env, run  # noqa: E402,F401  (run: a fixture)
+
+
+def verdict(complete, missing=(), **turn):
+    return text(json.dumps({"complete": complete, "missing": list(missing)}), **turn)
+
+
+@pytest.fixture
+def sales(tmp_path):
+    p = tmp_path / "sales.csv"
+    p.write_text(SALES)
+    return str(p)
+
+
+TOTAL = ("import pandas as pd\n"
+         "df = pd.read_csv('input/sales.csv')\n"
+         "t = df.groupby('Product')['Revenue'].sum()\n"
+         "print(t.to_string())\n")
+CHART = ("import matplotlib.pyplot as plt\n"
+         "t.plot.bar(); plt.savefig('output/revenue.png')\n"
+         "t.to_csv('output/revenue.csv')\n")
+
+
+@pytest.mark.parametrize("protocol", ["tools", "text"])
+def test_incomplete_answer_is_sent_back_then_completes(run, sales, protocol):
+    """The first answer leaves out the chart the task asks for: the check says
+    so, what is missing is the next user turn, the model makes it, and the
+    second check passes."""
+    if protocol == "tools":
+        step1, step2 = tool_call("run_python", code=TOTAL), tool_call("run_python", code=CHART)
+        answer1 = tool_call("final_answer", answer="Doohickey leads with 300.0.")
+        answer2 = tool_call("final_answer", answer="Doohickey leads; chart in output/revenue.png.")
+        extra = []
+    else:
+        step1 = text(f"```python\n{TOTAL}```")
+        step2 = text(f"```python\n{CHART}```")
+        answer1 = text("Doohickey leads with 300.0.")
+        answer2 = text("Doohickey leads; chart in output/revenue.png.")
+        extra = ["--no-tools"]
+    turns = [step1, answer1,
+             step2 | {"expect": {"contains": ["not complete yet", "a bar chart of revenue per product"],
+                                 "last_role": "user"}},
+             answer2]
+    side = {"verify": [
+        verdict(False, ["a bar chart of revenue per product in output/"])
+        | {"expect": {"contains": ["Task:\nrevenue per product and a bar chart",
+                                   "Final answer:\nDoohickey leads with 300.0.",
+                                   "Files in output/:\n(none)", "Last outputs of the agent's steps:"],
+                      "tools": False}},
+        verdict(True) | {"expect": {"contains": ["output/revenue.png (", "PNG ", "output/revenue.csv ("]}},
+    ]}
+    with ScriptedServer(turns, side=side) as srv:
+        r = run(srv, "-i", sales, "--json", *extra, "revenue per product and a bar chart")
+    assert r.rc == 0, r.err
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    res = r.json
+    assert res["status"] == "answered"
+    assert "revenue.png" in res["answer"]
+    v = res["verification"]
+    assert v["complete"] is True and v["checks"] == 2 and v["sent_back"] == 1
+    assert [x["action"] for x in v["verdicts"]] == ["sent_back", "accepted"]
+    assert v["verdicts"][0]["missing"] == ["a bar chart of revenue per product in output/"]
+    assert v["usage"]["requests"] == 2
+    # Every verdict traced, and the run_start says the check is on.
+    events = r.events()
+    assert [e["complete"] for e in events if e["type"] == "verify"] == [False, True]
+    start = next(e for e in events if e["type"] == "run_start")
+    assert start["verify"]["rounds"] == 2
+    end = next(e for e in events if e["type"] == "run_end")
+    assert end["verification"]["sent_back"] == 1
+
+
+def test_rounds_bound_the_send_backs(run, tmp_path):
+    """--verify-rounds 1: sent back once; the second incomplete verdict is
+    recorded and the answer stands (said, not hidden)."""
+    turns = [text("42"), text("still 42")]
+    side = {"verify": [verdict(False, ["show the working"]), verdict(False, ["show the working"])]}
+    with ScriptedServer(turns, side=side) as srv:
+        r = run(srv, "--json", "--verify-rounds", "1", "what is six times seven")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    v = r.json["verification"]
+    assert r.json["answer"] == "still 42"
+    assert v["complete"] is False and v["checks"] == 2 and v["sent_back"] == 1
+    assert v["verdicts"][1]["action"] == "accepted_incomplete"
+
+
+def test_no_verify_and_a_bad_verdict(run):
+    """--no-verify makes no side call; a verdict that is not JSON lets the
+    answer stand and says why."""
+    with ScriptedServer([text("42")]) as srv:
+        r = run(srv, "--json", "--no-verify", "six times seven")
+    srv.assert_ok()
+    assert r.rc == 0 and "verification" not in r.json and srv.side_requests == []
+    with ScriptedServer([text("42")], side={"verify": [text("looks fine to me")]}) as srv:
+        r = run(srv, "--json", "six times seven")
+    srv.assert_ok()
+    v = r.json["verification"]
+    assert r.rc == 0 and v["complete"] is None and "not a JSON object" in v["verdicts"][0]["error"]
+
+
+def test_verifier_model_and_live_view(run):
+    """--verifier-model names the model of the side call; the live view shows
+    the verdict."""
+    side = {"verify": [verdict(False, ["the unit"]) | {"expect": {"model": "judge-1"}},
+                       verdict(True) | {"expect": {"model": "judge-1"}}]}
+    with ScriptedServer([text("42"), text("42 apples")], side=side) as srv:
+        r = run(srv, "--verifier-model", "judge-1", "six times seven apples")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert "42 apples" in r.out
+    assert "check" in r.err and "the unit" in r.err
+
+
+def test_replay_keeps_recorded_checks(run, tmp_path):
+    """A transcript recorded with the check replays it (the verdict lines are
+    played to the check, not to the loop); with --no-verify the same
+    transcript replays without them."""
+    rec = tmp_path / "t.jsonl"
+    side = {"verify": [verdict(False, ["the unit"]), verdict(True)]}
+    with ScriptedServer([text("42"), text("42 apples")], side=side) as srv:
+        r = run(srv, "--json", "--record", str(rec), "six times seven apples")
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    lines = [json.loads(x) for x in rec.read_text().splitlines()]
+    assert [x.get("purpose") for x in lines if "reply" in x] == [None, "verify", None, "verify"]
+    r = run("http://127.0.0.1:9/v1", "--json", "six times seven apples", model=f"replay:{rec}")
+    assert r.rc == 0, r.err
+    assert r.json["answer"] == "42 apples" and r.json["verification"]["sent_back"] == 1
+    r = run("http://127.0.0.1:9/v1", "--json", "--no-verify", "six times seven apples", model=f"replay:{rec}")
+    assert r.rc == 0, r.err
+    assert r.json["answer"] == "42" and "verification" not in r.json
