@@ -28,6 +28,33 @@ CORRAL_HIDDEN json_t *agent_verify(const struct agent_config *cfg, const json_t 
 /* The user turn that sends an incomplete answer back. */
 CORRAL_HIDDEN char *agent_verify_note(const json_t *verdict);
 
+/* plan.c: planning and stuck detection. */
+struct plan_state {
+        char *plan;              /* the current plan, or NULL */
+        unsigned plans;          /* plans written (the first and revisions) */
+        unsigned steps_since_plan;
+        unsigned stalled;        /* steps in a row with no new output or file */
+        unsigned same_error;     /* failed steps in a row with last_error */
+        char *last_error;
+        char *stuck_reason;      /* set when a replan is due because the run looks stuck */
+        uint64_t *seen;          /* fingerprints of the outputs seen */
+        size_t n_seen, cap_seen;
+};
+CORRAL_HIDDEN void plan_state_init(struct plan_state *p);
+CORRAL_HIDDEN void plan_state_release(struct plan_state *p);
+/* After each tool call: count it, and set p->stuck_reason when the run
+ * looks stuck (the same error three times in a row, or stall_steps steps
+ * with no new output or file). */
+struct tool_result;
+CORRAL_HIDDEN void plan_observe_step(struct plan_state *p, const struct tool_result *s, unsigned stall_steps);
+/* Write the plan (p->plan NULL) or revise it (why: what went wrong, or
+ * NULL for a scheduled revision) with a side call of purpose "plan".  The
+ * "plan" event: {"reason": "initial"|"scheduled"|"stuck", "stuck"?, "plan"?,
+ * "usage", "wait_ms", "error"?}; p->plan replaced on success and the watch
+ * restarted.  NULL when out of memory. */
+CORRAL_HIDDEN json_t *agent_plan(const struct agent_config *cfg, struct plan_state *p, const json_t *messages,
+                                 const char *why, struct model_usage *ret_usage);
+
 /* textproto.c: the protocol for models without tool calling. */
 struct text_block {
         char *lang;              /* "python" or "bash" */

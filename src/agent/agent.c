@@ -39,6 +39,7 @@ void agent_config_init(struct agent_config *c)
                 .image_bytes = 300 << 10,
                 .image_side = 768,
                 .verify_rounds = 2,
+                .replan_every = 5,
                 .cancel_fd = -1,
         };
 }
@@ -66,6 +67,7 @@ void agent_result_release(struct agent_result *r)
         free(r->answer);
         free(r->reason);
         json_decref(r->verification);
+        json_decref(r->planning);
         memset(r, 0, sizeof(*r));
 }
 
@@ -299,7 +301,19 @@ struct agent_state {
         json_t *verdicts;        /* the verify events so far */
         unsigned sent_back;      /* answers sent back as incomplete */
         struct model_usage verify_usage;
+        /* Planning (plan.c) */
+        struct plan_state plan;
+        json_t *plan_events;
+        unsigned stuck;          /* replans forced by stuck detection */
+        struct model_usage plan_usage;
 };
+
+/* After a step: what planning watches (stuck detection). */
+static void observe_step(struct agent_state *st, const struct tool_result *s)
+{
+        if (st->cfg->plan)
+                plan_observe_step(&st->plan, s, st->cfg->replan_every ? st->cfg->replan_every : 5);
+}
 
 /* The figures of the last step as images (docs/sessions.md, "Figures for
  * the model"): Chat Completions takes image parts only in user messages,
@@ -383,6 +397,7 @@ static int run_tool_calls(struct agent_state *st, json_t *messages, const struct
                 json_array_append_new(messages, json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id",
                                                           id ? id : "", "content",
                                                           s.content ? s.content : "error: no result"));
+                observe_step(st, &s);
                 if (s.final_answer && *ret_answer == NULL)
                         *ret_answer = TAKE_PTR(s.final_answer);
                 int stop = step_ends_run(&s, ret);
@@ -417,6 +432,7 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
         toolbox_set_turn(st->tools, st->iteration, st->deadline_ms);
         toolbox_exec_code(st->tools, b.lang, b.code, &s);
         emit(st->cfg, "tool_result", result_event(st->iteration, id, &s, monotonic_ms() - t0));
+        observe_step(st, &s);
         cleanup_free char *msg = NULL;
         if (asprintf(&msg, "Result of your %s block:\n%s\nContinue with the next step, or reply without a code block "
                            "when the task is done.", b.lang, s.content ? s.content : "") < 0)
@@ -473,6 +489,57 @@ static int offer_answer(struct agent_state *st, json_t *messages, char **answer,
         return 0;
 }
 
+/* Write or revise the plan (plan.c) and keep it in the context: after the
+ * task (message 1, never shortened), and, for a revision, said in a user
+ * turn.  why: what went wrong (stuck), or NULL.  1 when cancelled. */
+static int make_plan(struct agent_state *st, json_t *messages, const char *why, struct agent_result *ret)
+{
+        const struct agent_config *cfg = st->cfg;
+        bool first = st->plan.plan == NULL;
+        /* why is the plan state's, freed by agent_plan(). */
+        cleanup_free char *reason = why ? strdup(why) : NULL;
+        json_t *ev = agent_plan(cfg, &st->plan, messages, reason, &st->plan_usage);
+        if (ev == NULL)
+                return 0;
+        json_object_set_new(ev, "iteration", json_integer(st->iteration));
+        json_array_append(st->plan_events, ev);
+        emit(cfg, "plan", json_incref(ev));
+        bool cancelled = json_is_true(json_object_get(ev, "cancelled"));
+        bool made = json_is_string(json_object_get(ev, "plan"));
+        json_decref(ev);
+        if (cancelled) {
+                set_outcome(ret, AGENT_CANCELLED, CORRAL_ERR_CANCELLED, NULL, "interrupted while the plan was made");
+                return 1;
+        }
+        if (reason)
+                st->stuck++;
+        if (!made)
+                return 0;
+        cleanup_free char *task = NULL, *note = NULL;
+        if (asprintf(&task, "%s\n\nYour plan (corral revises it as the work goes on):\n%s", cfg->task,
+                     st->plan.plan) >= 0)
+                json_object_set_new(json_array_get(messages, 1), "content", json_string(task));
+        if (first)
+                return 0;
+        if (reason ? asprintf(&note, "You seem to be stuck: %s. Change your approach. The revised plan:\n%s",
+                              reason, st->plan.plan) < 0
+                : asprintf(&note, "The plan, revised after your last steps:\n%s\nGo on with the next step.",
+                           st->plan.plan) < 0)
+                note = NULL;
+        if (note)
+                add_user_note(messages, note);
+        return 0;
+}
+
+/* The run result's "planning" (docs/run-json.md). */
+static json_t *planning_json(const struct agent_state *st)
+{
+        return json_pack("{s:i, s:i, s:s?, s:O, s:{s:I, s:I, s:i}}", "plans", (int)st->plan.plans, "stuck",
+                         (int)st->stuck, "plan", st->plan.plan, "events", st->plan_events, "usage", "prompt_tokens",
+                         (json_int_t)st->plan_usage.prompt_tokens, "completion_tokens",
+                         (json_int_t)st->plan_usage.completion_tokens, "requests", (int)st->plan_usage.requests);
+}
+
 /* The run result's "verification" (docs/run-json.md). */
 static json_t *verification_json(const struct agent_state *st)
 {
@@ -513,12 +580,13 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                                          "every model turn): put the text in a file, stage it as an input, and "
                                          "name it in the task",
                                     cfg->task ? strlen(cfg->task) : 0, AGENT_TASK_MAX >> 10);
-        struct agent_state st = { .cfg = cfg, .verdicts = json_array() };
-        if (st.verdicts == NULL)
-                return corral_fail(err, ENOMEM, "cannot start the run");
-        if (toolbox_new(cfg, &st.tools, err) < 0) {
+        struct agent_state st = { .cfg = cfg, .verdicts = json_array(), .plan_events = json_array() };
+        plan_state_init(&st.plan);
+        if (st.verdicts == NULL || st.plan_events == NULL || toolbox_new(cfg, &st.tools, err) < 0) {
+                bool oom = st.verdicts == NULL || st.plan_events == NULL;
                 json_decref(st.verdicts);
-                return -1;
+                json_decref(st.plan_events);
+                return oom ? corral_fail(err, ENOMEM, "cannot start the run") : -1;
         }
         bool text = cfg->text_protocol;
         json_t *tools = text ? NULL : toolbox_schemas();
@@ -535,6 +603,7 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 json_decref(messages);
                 json_decref(tools);
                 json_decref(st.verdicts);
+                json_decref(st.plan_events);
                 toolbox_free(st.tools);
                 return corral_fail(err, ENOMEM, "cannot start the run");
         }
@@ -599,6 +668,13 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                         break;
                 }
                 st.iteration = turn;
+                /* Planning: the first plan, a scheduled revision, or one
+                 * forced by stuck detection. */
+                if (cfg->plan && !last_turn_said &&
+                    (turn == 1 || st.plan.stuck_reason ||
+                     (cfg->replan_every && st.plan.steps_since_plan >= cfg->replan_every)) &&
+                    !(turn == 1 && st.plan.plans > 0) && make_plan(&st, messages, st.plan.stuck_reason, ret))
+                        break;
                 /* The last turn: say so, or the model spends it on one more step. */
                 if (turn == cfg->max_iterations && turn > 1 && !last_turn_said) {
                         add_user_note(messages, "This is your last turn (the run's iteration limit): do not run "
@@ -710,7 +786,11 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
         ret->text_protocol = text;
         if (cfg->verify)
                 ret->verification = verification_json(&st);
+        if (cfg->plan)
+                ret->planning = planning_json(&st);
         json_decref(st.verdicts);
+        json_decref(st.plan_events);
+        plan_state_release(&st.plan);
         /* The session ends before the zygote's hold is dropped. */
         toolbox_free(st.tools);
         if (prewarm)

@@ -106,6 +106,12 @@ struct agent_config {
         unsigned verify_rounds;
         model_client *verifier;       /* borrowed; NULL: model */
         const char *verifier_model;   /* its model id, for the trace */
+        /* Planning (docs/modes.md): a plan written by a side call before
+         * the first turn, kept in the context, revised every replan_every
+         * steps (0: only when stuck; default 5) and at once when the run
+         * looks stuck. */
+        bool plan;
+        unsigned replan_every;
         /* More tools (MCP servers'); NULL: the toolbox's only.  Borrowed. */
         const struct agent_tools *tools;
 
@@ -135,6 +141,9 @@ struct agent_result {
         /* With verify: {"complete": bool|null, "checks", "sent_back",
          * "verdicts": [the verify events], "usage"} (docs/run-json.md); else NULL. */
         json_t *verification;
+        /* With plan: {"plans", "stuck", "plan", "events": [the plan events],
+         * "usage"}; else NULL. */
+        json_t *planning;
 };
 CORRAL_HIDDEN void agent_result_release(struct agent_result *r);
 

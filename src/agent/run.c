@@ -73,6 +73,7 @@ void run_config_init(struct run_config *c)
         agent_config_init(&c->agent);
         c->images = -1;
         c->verify = -1;
+        c->plan = -1;
         c->input_limit = 2ull << 30;
         c->cancel_fd = -1;
 }
@@ -511,6 +512,10 @@ static int verify_set_up(struct run *r, corral_error **err)
 {
         const struct run_config *c = &r->cfg;
         bool replay = model_client_is_replay(r->model);
+        r->agent.plan = c->plan > 0 || (c->plan < 0 && replay && model_client_replay_has(r->model, "plan"));
+        if (r->agent.plan && r->run_info)
+                json_object_set_new(r->run_info, "plan", json_pack("{s:i}", "replan_every",
+                                                                   (int)r->agent.replan_every));
         r->agent.verify = c->verify > 0 || (c->verify < 0 && (!replay || model_client_replay_has(r->model, "verify")));
         if (!r->agent.verify)
                 return 0;
@@ -766,11 +771,11 @@ json_t *run_finish(struct run *r)
         /* The reason in words and the field behind it: a front end names
          * its own way of setting it (the CLI, a flag). */
         trace_emit(r->tr, "run_end",
-                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?}", "status", status,
+                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?, s:O?}", "status", status,
                              "answer", res->answer, "reason", res->reason, "field", res->reason_field, "iterations",
                              res->iterations, "usage", usage_json(u), "artifacts", artifacts, "output_dir",
                              output_dir, "not_copied", skipped, "wall_ms", wall_ms, "verification",
-                             res->verification));
+                             res->verification, "planning", res->planning));
         json_t *j = json_pack("{s:i, s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:s, s:s, s:s, s:s?, s:o, s:f}",
                               "schema", 1, "status", status, "answer", res->answer, "reason", res->reason, "field",
                               res->reason_field, "iterations", res->iterations, "usage", usage_json(u), "artifacts",
@@ -785,6 +790,8 @@ json_t *run_finish(struct run *r)
                 json_object_set(j, "replay", r->replay);
         if (j && res->verification)
                 json_object_set(j, "verification", res->verification);
+        if (j && res->planning)
+                json_object_set(j, "planning", res->planning);
         if (j)
                 redact_json(j, r->secrets);
         json_decref(artifacts);

@@ -68,6 +68,9 @@ struct run_config {
          * transcript recorded no checks. */
         int verify;
         const char *verifier_model;      /* its model (default: the run's; same endpoint) */
+        /* Planning (agent.plan): 1 on, 0 off, -1 (the default) off, but on
+         * for a replay whose transcript recorded plans. */
+        int plan;
         int cancel_fd;                   /* readable: cancel (as run_cancel()); -1 none */
 };
 CORRAL_HIDDEN void run_config_init(struct run_config *c);

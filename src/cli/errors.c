@@ -29,6 +29,7 @@ static const struct {
         { "out_dir", "--out" },
         { "provider", "--provider" },
         { "record", "--record" },
+        { "replan_every", "--replan-every" },
         { "request_timeout", "--request-timeout" },
         { "reviewer_model", "--reviewer-model" },
         { "rootfs", "--rootfs" },

@@ -117,6 +117,11 @@ static const char help_text[] =
         "                          replay: transcript that recorded no checks)\n"
         "      --verifier-model M  the model for the check (same endpoint; default: the run's)\n"
         "      --verify-rounds N   how many times an incomplete answer is sent back (default 2)\n"
+        "      --plan              a short plan first, kept in the context and revised; a run that\n"
+        "                          looks stuck (the same error 3 times, no new output or file for N\n"
+        "                          steps) replans at once, told what went wrong\n"
+        "      --replan-every N    revise the plan every N steps (default 5; 0: only when stuck;\n"
+        "                          implies --plan)\n"
         "\n"
         "output:\n"
         "      --json              print one JSON result object (docs/run-json.md), no live view\n"
@@ -171,6 +176,8 @@ enum {
         OPT_NO_VERIFY,
         OPT_VERIFIER_MODEL,
         OPT_VERIFY_ROUNDS,
+        OPT_PLAN,
+        OPT_REPLAN_EVERY,
 };
 
 static const struct option run_options[] = {
@@ -214,6 +221,8 @@ static const struct option run_options[] = {
         { "no-verify", no_argument, NULL, OPT_NO_VERIFY },
         { "verifier-model", required_argument, NULL, OPT_VERIFIER_MODEL },
         { "verify-rounds", required_argument, NULL, OPT_VERIFY_ROUNDS },
+        { "plan", no_argument, NULL, OPT_PLAN },
+        { "replan-every", required_argument, NULL, OPT_REPLAN_EVERY },
         { "no-color", no_argument, NULL, OPT_NO_COLOR },
         { "no-colour", no_argument, NULL, OPT_NO_COLOR },
         { "help", no_argument, NULL, 'h' },
@@ -292,9 +301,20 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 o->c.verifier_model = arg;
                 return 0;
         case OPT_VERIFY_ROUNDS:
-                if (parse_count_max(arg, "--verify-rounds", 0, 20, &n, err) < 0)
+                n = 0;
+                if (strcmp(arg, "0") != 0 && parse_count_max(arg, "--verify-rounds", 1, 20, &n, err) < 0)
                         return -1;
                 o->c.agent.verify_rounds = (unsigned)n;
+                return 0;
+        case OPT_PLAN:
+                o->c.plan = 1;
+                return 0;
+        case OPT_REPLAN_EVERY:
+                n = 0;
+                if (strcmp(arg, "0") != 0 && parse_count_max(arg, "--replan-every", 1, 1000, &n, err) < 0)
+                        return -1;
+                o->c.plan = 1;
+                o->c.agent.replan_every = (unsigned)n;
                 return 0;
         case OPT_IMAGES:
                 if (strcmp(arg, "auto") == 0 || strcmp(arg, "on") == 0 || strcmp(arg, "off") == 0) {

@@ -867,6 +867,31 @@ static void render_verify(render *r, const json_t *ev)
                 out_kv(r, "", error, C_DIM);
 }
 
+/* A plan (docs/modes.md): why it was made, and its lines. */
+static void render_plan(render *r, const json_t *ev)
+{
+        const char *reason = trace_jstr(ev, "reason"), *stuck = trace_jstr(ev, "stuck");
+        const char *plan = trace_jstr(ev, "plan"), *error = trace_jstr(ev, "error");
+        cleanup_free char *head = NULL;
+        if (asprintf(&head, "%s%s%s", reason && strcmp(reason, "initial") == 0 ? "the plan"
+                                      : stuck                                  ? "replanned: stuck: "
+                                                                               : "revised",
+                     stuck ? stuck : "", error ? " (none: the model did not answer)" : "") < 0)
+                head = NULL;
+        ensure_bol(r);
+        out_kv(r, "plan", head, stuck ? C_YELLOW : NULL);
+        for (const char *p = plan; p && *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t n = nl ? (size_t)(nl - p) : strlen(p);
+                cleanup_free char *line = strndup(p, n);
+                if (line && line[strspn(line, " \t\r")])
+                        out_kv(r, "", line, C_DIM);
+                p = nl ? nl + 1 : p + n;
+        }
+        if (error)
+                out_kv(r, "", error, C_DIM);
+}
+
 static void render_tool_result(render *r, const json_t *ev)
 {
         const char *name = trace_jstr(ev, "name");
@@ -1104,6 +1129,11 @@ void render_event(void *userdata, const json_t *event)
                 if (!q) {
                         spinner_stop(r);
                         render_verify(r, event);
+                }
+        } else if (strcmp(type, "plan") == 0) {
+                if (!q) {
+                        spinner_stop(r);
+                        render_plan(r, event);
                 }
         } else if (strcmp(type, "notice") == 0) {
                 spinner_stop(r);

@@ -144,3 +144,65 @@ def test_replay_keeps_recorded_checks(run, tmp_path):
     r = run("http://127.0.0.1:9/v1", "--json", "--no-verify", "six times seven apples", model=f"replay:{rec}")
     assert r.rc == 0, r.err
     assert r.json["answer"] == "42" and "verification" not in r.json
+
+
+# ---- planning
+
+def test_plan_first_and_kept_in_context(run, sales):
+    """--plan: a plan side call before the first turn (told the task and the
+    inputs); the plan rides with the task in every turn."""
+    plan = "1. Read input/sales.csv.\n2. Sum revenue per product.\n3. Answer."
+    side = {"plan": [text(plan) | {"expect": {"contains": ["Task:\nrevenue per product", "sales.csv",
+                                                           "Write the plan."], "tools": False}}]}
+    turns = [tool_call("run_python", code=TOTAL)
+             | {"expect": {"contains": ["Your plan (corral revises it", "2. Sum revenue per product."]}},
+             text("Doohickey leads.") | {"expect": {"contains": ["2. Sum revenue per product."]}}]
+    with ScriptedServer(turns, side=side) as srv:
+        r = run(srv, "-i", sales, "--json", "--no-verify", "--plan", "revenue per product")
+    assert r.rc == 0, r.err
+    srv.assert_ok()
+    p = r.json["planning"]
+    assert p["plans"] == 1 and p["stuck"] == 0 and p["plan"] == plan
+    assert p["usage"]["requests"] == 1
+    (ev,) = [e for e in r.events() if e["type"] == "plan"]
+    assert ev["reason"] == "initial" and ev["plan"] == plan and ev["iteration"] == 1
+
+
+def test_same_error_three_times_forces_a_replan(run):
+    """Three steps failing with the same error: the next turn carries a
+    replan that says what went wrong, before any scheduled revision."""
+    side = {"plan": [text("1. Divide."),
+                     text("1. Do not divide by zero.")
+                     | {"expect": {"contains": ["The agent is stuck: the same error 3 times in a row: "
+                                                "ZeroDivisionError: division by zero", "The current plan:\n1. Divide."]}}]}
+    turns = [tool_call("run_python", code="1/0")] * 3 + [
+        text("It cannot be divided.")
+        | {"expect": {"contains": ["You seem to be stuck: the same error 3 times in a row",
+                                   "1. Do not divide by zero."], "last_role": "user"}}]
+    with ScriptedServer(turns, side=side) as srv:
+        r = run(srv, "--json", "--no-verify", "--plan", "--replan-every", "0", "divide")
+    assert r.rc == 0, r.err
+    srv.assert_ok()
+    p = r.json["planning"]
+    assert p["plans"] == 2 and p["stuck"] == 1
+    assert [e["reason"] for e in p["events"]] == ["initial", "stuck"]
+
+
+def test_scheduled_revision_then_stall_replan(run):
+    """--replan-every 2: a revision after two steps; a third step that still
+    prints nothing new makes two stalled steps in a row: a stuck replan.  The
+    live view shows the plans."""
+    side = {"plan": [text("1. Print."),
+                     text("1. Print more.") | {"expect": {"contains": ["Revise the plan"]}},
+                     text("1. Print something else.")
+                     | {"expect": {"contains": ["The agent is stuck: 2 steps in a row made no new output"]}}]}
+    turns = [tool_call("run_python", code="print('same')")] * 2 + [
+        tool_call("run_python", code="print('same')")
+        | {"expect": {"contains": ["The plan, revised after your last steps:\n1. Print more."]}},
+        text("done") | {"expect": {"contains": ["You seem to be stuck: 2 steps in a row made no new output",
+                                                "1. Print something else."]}}]
+    with ScriptedServer(turns, side=side) as srv:
+        r = run(srv, "--no-verify", "--replan-every", "2", "print")
+    assert r.rc == 0, r.err
+    srv.assert_ok()
+    assert "replanned: stuck: 2 steps in a row" in r.err and "1. Print something else." in r.err
