@@ -55,6 +55,18 @@ CORRAL_HIDDEN void plan_observe_step(struct plan_state *p, const struct tool_res
 CORRAL_HIDDEN json_t *agent_plan(const struct agent_config *cfg, struct plan_state *p, const json_t *messages,
                                  const char *why, struct model_usage *ret_usage);
 
+/* compact.c: context compaction. */
+/* Where the part to summarise ends (it starts at 2, after the system prompt
+ * and the task): before an assistant message, keep_last messages or more
+ * from the end; 0 when there is too little to summarise. */
+CORRAL_HIDDEN size_t compact_cut(const json_t *messages, size_t keep_last);
+/* Summarise messages[from, to) with a side call of purpose "compact";
+ * earlier: the summary they follow, or NULL.  The "compact" event {"from",
+ * "messages", "summary"?, "usage", "wait_ms", "error"?}, the summary in
+ * *ret_summary (malloc'd) or NULL.  NULL only when out of memory. */
+CORRAL_HIDDEN json_t *agent_compact(const struct agent_config *cfg, const json_t *messages, size_t from, size_t to,
+                                    const char *earlier, char **ret_summary, struct model_usage *ret_usage);
+
 /* textproto.c: the protocol for models without tool calling. */
 struct text_block {
         char *lang;              /* "python" or "bash" */

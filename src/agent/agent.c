@@ -40,6 +40,7 @@ void agent_config_init(struct agent_config *c)
                 .image_side = 768,
                 .verify_rounds = 2,
                 .replan_every = 5,
+                .compact_max = 4,
                 .cancel_fd = -1,
         };
 }
@@ -68,6 +69,7 @@ void agent_result_release(struct agent_result *r)
         free(r->reason);
         json_decref(r->verification);
         json_decref(r->planning);
+        json_decref(r->compaction);
         memset(r, 0, sizeof(*r));
 }
 
@@ -306,6 +308,10 @@ struct agent_state {
         json_t *plan_events;
         unsigned stuck;          /* replans forced by stuck detection */
         struct model_usage plan_usage;
+        /* Compaction (compact.c) */
+        char *summary;           /* of the turns summarised, said after the task */
+        json_t *compact_events;
+        struct model_usage compact_usage;
 };
 
 /* After a step: what planning watches (stuck detection). */
@@ -489,6 +495,55 @@ static int offer_answer(struct agent_state *st, json_t *messages, char **answer,
         return 0;
 }
 
+/* Message 1: the task, then the plan, then the summary of the turns
+ * compacted away; never shortened. */
+static void set_task_message(struct agent_state *st, json_t *messages)
+{
+        cleanup_free char *text = NULL;
+        if (asprintf(&text, "%s%s%s%s%s", st->cfg->task,
+                     st->plan.plan ? "\n\nYour plan (corral revises it as the work goes on):\n" : "",
+                     st->plan.plan ? st->plan.plan : "",
+                     st->summary ? "\n\nSummary of your earlier steps (their messages were summarised to save "
+                                   "context; the files are still in the workspace):\n"
+                                 : "",
+                     st->summary ? st->summary : "") >= 0)
+                json_object_set_new(json_array_get(messages, 1), "content", json_string(text));
+}
+
+#define COMPACT_KEEP_LAST 4
+
+/* The conversation nears the context: summarise the older turns
+ * (compact.c) and put the summary after the task.  1 when cancelled. */
+static int compact(struct agent_state *st, json_t *messages, uint64_t est_tokens, struct agent_result *ret)
+{
+        const struct agent_config *cfg = st->cfg;
+        size_t cut = compact_cut(messages, COMPACT_KEEP_LAST);
+        if (cut == 0)
+                return 0;
+        char *summary = NULL;
+        json_t *ev = agent_compact(cfg, messages, 2, cut, st->summary, &summary, &st->compact_usage);
+        if (ev == NULL)
+                return 0;
+        json_object_set_new(ev, "iteration", json_integer(st->iteration));
+        json_object_set_new(ev, "est_tokens_before", json_integer((json_int_t)est_tokens));
+        bool cancelled = json_is_true(json_object_get(ev, "cancelled"));
+        if (summary) {
+                for (size_t i = 2; i < cut; i++)
+                        json_array_remove(messages, 2);
+                free(st->summary);
+                st->summary = summary;
+                set_task_message(st, messages);
+        }
+        json_array_append(st->compact_events, ev);
+        emit(cfg, "compact", ev);
+        if (cancelled) {
+                set_outcome(ret, AGENT_CANCELLED, CORRAL_ERR_CANCELLED, NULL, "interrupted while older turns were "
+                                                                              "summarised");
+                return 1;
+        }
+        return 0;
+}
+
 /* Write or revise the plan (plan.c) and keep it in the context: after the
  * task (message 1, never shortened), and, for a revision, said in a user
  * turn.  why: what went wrong (stuck), or NULL.  1 when cancelled. */
@@ -515,10 +570,8 @@ static int make_plan(struct agent_state *st, json_t *messages, const char *why, 
                 st->stuck++;
         if (!made)
                 return 0;
-        cleanup_free char *task = NULL, *note = NULL;
-        if (asprintf(&task, "%s\n\nYour plan (corral revises it as the work goes on):\n%s", cfg->task,
-                     st->plan.plan) >= 0)
-                json_object_set_new(json_array_get(messages, 1), "content", json_string(task));
+        cleanup_free char *note = NULL;
+        set_task_message(st, messages);
         if (first)
                 return 0;
         if (reason ? asprintf(&note, "You seem to be stuck: %s. Change your approach. The revised plan:\n%s",
@@ -538,6 +591,16 @@ static json_t *planning_json(const struct agent_state *st)
                          (int)st->stuck, "plan", st->plan.plan, "events", st->plan_events, "usage", "prompt_tokens",
                          (json_int_t)st->plan_usage.prompt_tokens, "completion_tokens",
                          (json_int_t)st->plan_usage.completion_tokens, "requests", (int)st->plan_usage.requests);
+}
+
+/* The run result's "compaction" (docs/run-json.md). */
+static json_t *compaction_json(const struct agent_state *st)
+{
+        return json_pack("{s:i, s:O, s:{s:I, s:I, s:i}}", "compactions", (int)json_array_size(st->compact_events),
+                         "events", st->compact_events, "usage", "prompt_tokens",
+                         (json_int_t)st->compact_usage.prompt_tokens, "completion_tokens",
+                         (json_int_t)st->compact_usage.completion_tokens, "requests",
+                         (int)st->compact_usage.requests);
 }
 
 /* The run result's "verification" (docs/run-json.md). */
@@ -580,12 +643,14 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                                          "every model turn): put the text in a file, stage it as an input, and "
                                          "name it in the task",
                                     cfg->task ? strlen(cfg->task) : 0, AGENT_TASK_MAX >> 10);
-        struct agent_state st = { .cfg = cfg, .verdicts = json_array(), .plan_events = json_array() };
+        struct agent_state st = { .cfg = cfg, .verdicts = json_array(), .plan_events = json_array(),
+                                  .compact_events = json_array() };
         plan_state_init(&st.plan);
-        if (st.verdicts == NULL || st.plan_events == NULL || toolbox_new(cfg, &st.tools, err) < 0) {
-                bool oom = st.verdicts == NULL || st.plan_events == NULL;
+        bool oom = st.verdicts == NULL || st.plan_events == NULL || st.compact_events == NULL;
+        if (oom || toolbox_new(cfg, &st.tools, err) < 0) {
                 json_decref(st.verdicts);
                 json_decref(st.plan_events);
+                json_decref(st.compact_events);
                 return oom ? corral_fail(err, ENOMEM, "cannot start the run") : -1;
         }
         bool text = cfg->text_protocol;
@@ -604,6 +669,7 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 json_decref(tools);
                 json_decref(st.verdicts);
                 json_decref(st.plan_events);
+                json_decref(st.compact_events);
                 toolbox_free(st.tools);
                 return corral_fail(err, ENOMEM, "cannot start the run");
         }
@@ -683,6 +749,12 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                         last_turn_said = true;
                 }
                 uint64_t est_tokens;
+                /* Near the context: summarise older turns first (bounded),
+                 * then shorten what still does not fit. */
+                if (cfg->compact && json_array_size(st.compact_events) < cfg->compact_max &&
+                    (est_tokens = estimate_tokens(messages, tools)) > context_target &&
+                    compact(&st, messages, est_tokens, ret))
+                        break;
                 unsigned trimmed = trim_context(messages, tools, context_target, &est_tokens);
                 emit(cfg, "model_request",
                      json_pack("{s:i, s:i, s:I, s:i}", "iteration", turn, "messages", (int)json_array_size(messages),
@@ -788,6 +860,10 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 ret->verification = verification_json(&st);
         if (cfg->plan)
                 ret->planning = planning_json(&st);
+        if (cfg->compact && json_array_size(st.compact_events) > 0)
+                ret->compaction = compaction_json(&st);
+        json_decref(st.compact_events);
+        free(st.summary);
         json_decref(st.verdicts);
         json_decref(st.plan_events);
         plan_state_release(&st.plan);

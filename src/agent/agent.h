@@ -112,6 +112,12 @@ struct agent_config {
          * looks stuck. */
         bool plan;
         unsigned replan_every;
+        /* Context compaction (docs/modes.md): when the conversation nears
+         * the context, older turns are summarised by a side call, at most
+         * compact_max times a run (default 4); shortening stays the
+         * fallback. */
+        bool compact;
+        unsigned compact_max;
         /* More tools (MCP servers'); NULL: the toolbox's only.  Borrowed. */
         const struct agent_tools *tools;
 
@@ -144,6 +150,8 @@ struct agent_result {
         /* With plan: {"plans", "stuck", "plan", "events": [the plan events],
          * "usage"}; else NULL. */
         json_t *planning;
+        /* With compact, when it happened: {"compactions", "events", "usage"}; else NULL. */
+        json_t *compaction;
 };
 CORRAL_HIDDEN void agent_result_release(struct agent_result *r);
 

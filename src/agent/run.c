@@ -74,6 +74,7 @@ void run_config_init(struct run_config *c)
         c->images = -1;
         c->verify = -1;
         c->plan = -1;
+        c->compact = -1;
         c->input_limit = 2ull << 30;
         c->cancel_fd = -1;
 }
@@ -516,6 +517,8 @@ static int verify_set_up(struct run *r, corral_error **err)
         if (r->agent.plan && r->run_info)
                 json_object_set_new(r->run_info, "plan", json_pack("{s:i}", "replan_every",
                                                                    (int)r->agent.replan_every));
+        r->agent.compact = c->compact > 0 ||
+                           (c->compact < 0 && (!replay || model_client_replay_has(r->model, "compact")));
         r->agent.verify = c->verify > 0 || (c->verify < 0 && (!replay || model_client_replay_has(r->model, "verify")));
         if (!r->agent.verify)
                 return 0;
@@ -771,11 +774,12 @@ json_t *run_finish(struct run *r)
         /* The reason in words and the field behind it: a front end names
          * its own way of setting it (the CLI, a flag). */
         trace_emit(r->tr, "run_end",
-                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?, s:O?}", "status", status,
+                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?, s:O?, s:O?}", "status",
+                             status,
                              "answer", res->answer, "reason", res->reason, "field", res->reason_field, "iterations",
                              res->iterations, "usage", usage_json(u), "artifacts", artifacts, "output_dir",
                              output_dir, "not_copied", skipped, "wall_ms", wall_ms, "verification",
-                             res->verification, "planning", res->planning));
+                             res->verification, "planning", res->planning, "compaction", res->compaction));
         json_t *j = json_pack("{s:i, s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:s, s:s, s:s, s:s?, s:o, s:f}",
                               "schema", 1, "status", status, "answer", res->answer, "reason", res->reason, "field",
                               res->reason_field, "iterations", res->iterations, "usage", usage_json(u), "artifacts",
@@ -792,6 +796,8 @@ json_t *run_finish(struct run *r)
                 json_object_set(j, "verification", res->verification);
         if (j && res->planning)
                 json_object_set(j, "planning", res->planning);
+        if (j && res->compaction)
+                json_object_set(j, "compaction", res->compaction);
         if (j)
                 redact_json(j, r->secrets);
         json_decref(artifacts);

@@ -71,6 +71,10 @@ struct run_config {
         /* Planning (agent.plan): 1 on, 0 off, -1 (the default) off, but on
          * for a replay whose transcript recorded plans. */
         int plan;
+        /* Context compaction (agent.compact): 1 on, 0 off, -1 (the default)
+         * on for a live model, off for a replay whose transcript recorded
+         * no compactions. */
+        int compact;
         int cancel_fd;                   /* readable: cancel (as run_cancel()); -1 none */
 };
 CORRAL_HIDDEN void run_config_init(struct run_config *c);

@@ -122,6 +122,9 @@ static const char help_text[] =
         "                          steps) replans at once, told what went wrong\n"
         "      --replan-every N    revise the plan every N steps (default 5; 0: only when stuck;\n"
         "                          implies --plan)\n"
+        "      --compact, --no-compact  near the context's limit, summarise older turns with a\n"
+        "                          model call before shortening output (default: on, except for a\n"
+        "                          replay: transcript that recorded none)\n"
         "\n"
         "output:\n"
         "      --json              print one JSON result object (docs/run-json.md), no live view\n"
@@ -178,6 +181,8 @@ enum {
         OPT_VERIFY_ROUNDS,
         OPT_PLAN,
         OPT_REPLAN_EVERY,
+        OPT_COMPACT,
+        OPT_NO_COMPACT,
 };
 
 static const struct option run_options[] = {
@@ -223,6 +228,8 @@ static const struct option run_options[] = {
         { "verify-rounds", required_argument, NULL, OPT_VERIFY_ROUNDS },
         { "plan", no_argument, NULL, OPT_PLAN },
         { "replan-every", required_argument, NULL, OPT_REPLAN_EVERY },
+        { "compact", no_argument, NULL, OPT_COMPACT },
+        { "no-compact", no_argument, NULL, OPT_NO_COMPACT },
         { "no-color", no_argument, NULL, OPT_NO_COLOR },
         { "no-colour", no_argument, NULL, OPT_NO_COLOR },
         { "help", no_argument, NULL, 'h' },
@@ -308,6 +315,10 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 return 0;
         case OPT_PLAN:
                 o->c.plan = 1;
+                return 0;
+        case OPT_COMPACT:
+        case OPT_NO_COMPACT:
+                o->c.compact = c == OPT_COMPACT;
                 return 0;
         case OPT_REPLAN_EVERY:
                 n = 0;

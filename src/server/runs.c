@@ -472,7 +472,7 @@ static json_t *public_result(json_t *res)
         json_t *out = json_object();
         static const char *const keep[] = { "status",  "answer",     "reason",      "field",
                                             "iterations", "usage",   "artifacts", "wall_ms", "not_copied",
-                                            "verification", "planning" };
+                                            "verification", "planning", "compaction" };
         for (size_t i = 0; out && res && i < ARRAY_SIZE(keep); i++) {
                 json_t *v = json_object_get(res, keep[i]);
                 if (v)
@@ -734,7 +734,7 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
         static const char *const known[] = { "task",         "model",          "inputs",       "limits",
                                              "review",       "max_iterations", "token_budget", "wall_budget",
                                              "verify",       "verifier_model", "verify_rounds",
-                                             "plan",         "replan_every" };
+                                             "plan",         "replan_every",   "compact" };
         if (!json_is_object(body))
                 return corral_usage(ret_err, "the body must be a JSON object");
         if (fields_known(body, known, ARRAY_SIZE(known), "", "a field of a run", "body", ret_err) < 0)
@@ -814,6 +814,11 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                                                                     "to 20");
         if (vr)
                 c->agent.verify_rounds = (unsigned)json_integer_value(vr);
+        json_t *compact = json_object_get(body, "compact");
+        if (compact && !json_is_boolean(compact))
+                return corral_usage_field(ret_err, "compact", "compact must be true or false");
+        if (compact)
+                c->compact = json_is_true(compact);
         json_t *plan = json_object_get(body, "plan"), *re = json_object_get(body, "replan_every");
         if (plan && !json_is_boolean(plan))
                 return corral_usage_field(ret_err, "plan", "plan must be true or false");

@@ -892,6 +892,21 @@ static void render_plan(render *r, const json_t *ev)
                 out_kv(r, "", error, C_DIM);
 }
 
+/* A compaction (docs/modes.md): how much was summarised. */
+static void render_compact(render *r, const json_t *ev)
+{
+        double n = 0, before = 0;
+        trace_jnum(ev, "messages", &n);
+        trace_jnum(ev, "est_tokens_before", &before);
+        const char *error = trace_jstr(ev, "error");
+        cleanup_free char *line = NULL;
+        if (asprintf(&line, "%s %.0f older messages (about %.0f tokens before)%s%s",
+                     error ? "could not summarise" : "summarised", n, before, error ? ": " : "", error ? error : "") < 0)
+                line = NULL;
+        ensure_bol(r);
+        out_kv(r, "context", line, error ? C_YELLOW : C_DIM);
+}
+
 static void render_tool_result(render *r, const json_t *ev)
 {
         const char *name = trace_jstr(ev, "name");
@@ -1129,6 +1144,11 @@ void render_event(void *userdata, const json_t *event)
                 if (!q) {
                         spinner_stop(r);
                         render_verify(r, event);
+                }
+        } else if (strcmp(type, "compact") == 0) {
+                if (!q) {
+                        spinner_stop(r);
+                        render_compact(r, event);
                 }
         } else if (strcmp(type, "plan") == 0) {
                 if (!q) {

@@ -206,3 +206,60 @@ def test_scheduled_revision_then_stall_replan(run):
     assert r.rc == 0, r.err
     srv.assert_ok()
     assert "replanned: stuck: 2 steps in a row" in r.err and "1. Print something else." in r.err
+
+
+# ---- context compaction
+
+def pairs_whole(messages):
+    """Every tool message answers a call of the assistant message before its
+    run of tool messages, and every call is answered."""
+    for i, m in enumerate(messages):
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            ids = [c["id"] for c in m["tool_calls"]]
+            j, answered = i + 1, []
+            while j < len(messages) and messages[j].get("role") == "tool":
+                answered.append(messages[j]["tool_call_id"])
+                j += 1
+            if answered != ids:
+                return False
+        if m.get("role") == "tool":
+            k = i
+            while k > 0 and messages[k - 1].get("role") == "tool":
+                k -= 1
+            prev = messages[k - 1] if k > 0 else {}
+            if m["tool_call_id"] not in [c["id"] for c in prev.get("tool_calls") or []]:
+                return False
+    return True
+
+
+def test_compaction_summarises_and_keeps_pairs(run):
+    """A small context: older turns are summarised by a side call, the
+    summary rides after the task, and no request ever parts a tool call from
+    its answer."""
+    step = "print('%s' * 1500)"
+    turns = [tool_call("run_python", code=step % c) for c in "abcdef"] + [
+        text("done") | {"expect": {"contains": ["Summary of your earlier steps", "SUMMARY-1"]}}]
+    side = {"compact": [text("SUMMARY-1: printed a, b and c.")
+                        | {"expect": {"contains": ["The messages to summarise", "aaaa"], "tools": False}}]}
+    with ScriptedServer(turns, side=side) as srv:
+        r = run(srv, "--json", "--no-verify", "--context-tokens", "4096", "print things")
+    assert r.rc == 0, r.err
+    srv.assert_ok()
+    c = r.json["compaction"]
+    assert c["compactions"] == 1 and c["usage"]["requests"] == 1 and c["events"][0]["summary"].startswith("SUMMARY-1")
+    assert all(pairs_whole(req["messages"]) for req in srv.requests)
+    # the side call itself offered no tools, and a later request is shorter than it would be
+    assert len(srv.requests[-1]["messages"]) < 2 + 2 * 6
+    ev = [e for e in r.events() if e["type"] == "compact"][0]
+    assert ev["messages"] >= 2 and ev["est_tokens_before"] > 3072  # 3/4 of the context
+
+
+def test_no_compact_shortens_only(run):
+    step = "print('%s' * 1500)"
+    turns = [tool_call("run_python", code=step % c) for c in "abcdef"] + [text("done")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--json", "--no-verify", "--no-compact", "--context-tokens", "4096", "print things")
+    assert r.rc == 0, r.err
+    srv.assert_ok()
+    assert "compaction" not in r.json and srv.side_requests == []
+    assert all(pairs_whole(req["messages"]) for req in srv.requests)

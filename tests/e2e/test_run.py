@@ -646,7 +646,8 @@ def test_context_length_error_trims_and_retries(run):
                  "code": "context_length_exceeded"}})},
              text("short now") | {"expect": {"contains": ["[older output, shortened to save context]"]}}]
     with ScriptedServer(turns) as srv:
-        r = run(srv, "--json", "--context-tokens", "4096", "long")
+        # shortening, the fallback of compaction (test_modes.py)
+        r = run(srv, "--json", "--no-compact", "--context-tokens", "4096", "long")
     srv.assert_ok()
     assert r.rc == 0, r.err
     assert any(e["type"] == "notice" and "context" in e["message"] for e in r.events())
@@ -655,7 +656,8 @@ def test_context_length_error_trims_and_retries(run):
 def test_context_trimming_keeps_requests_small(run):
     turns = [tool_call("run_python", code=f"print('{i}' * 6000)") for i in range(6)] + [text("done")]
     with ScriptedServer(turns) as srv:
-        r = run(srv, "--context-tokens", "4096", "--max-iterations", "10", "--output-limit", "64K", "long")
+        r = run(srv, "--no-compact", "--context-tokens", "4096", "--max-iterations", "10", "--output-limit", "64K",
+                "long")
     srv.assert_ok()
     assert r.rc == 0, r.err
     # old observations were shortened; the newest kept
