@@ -67,6 +67,14 @@ CORRAL_HIDDEN size_t compact_cut(const json_t *messages, size_t keep_last);
 CORRAL_HIDDEN json_t *agent_compact(const struct agent_config *cfg, const json_t *messages, size_t from, size_t to,
                                     const char *earlier, char **ret_summary, struct model_usage *ret_usage);
 
+/* reproduce.c: run the recorded steps (agent_result.steps) again through
+ * a toolbox over cfg->ws (a fresh workspace with the run's inputs), then
+ * compare the files of orig's output/ and look for the answer's numbers
+ * (docs/run-json.md, "reproduction").  NULL with ret_err when no toolbox
+ * could be made. */
+CORRAL_HIDDEN json_t *agent_reproduce(const struct agent_config *cfg, struct workspace *orig, const json_t *steps,
+                                      const char *answer, corral_error **ret_err);
+
 /* textproto.c: the protocol for models without tool calling. */
 struct text_block {
         char *lang;              /* "python" or "bash" */

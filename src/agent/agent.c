@@ -70,6 +70,7 @@ void agent_result_release(struct agent_result *r)
         json_decref(r->verification);
         json_decref(r->planning);
         json_decref(r->compaction);
+        json_decref(r->steps);
         memset(r, 0, sizeof(*r));
 }
 
@@ -314,6 +315,54 @@ struct agent_state {
         struct model_usage compact_usage;
 };
 
+/* A path as the workspace knows it: "output/a.csv" of "/workspace/output/a.csv" or "./output/a.csv". */
+static const char *ws_relative(const char *path)
+{
+        if (path && strncmp(path, "/workspace/", 11) == 0)
+                path += 11;
+        while (path && strncmp(path, "./", 2) == 0)
+                path += 2;
+        return path;
+}
+
+/* Keep a step for a reproduction (record_steps). */
+static void record_step(struct agent_state *st, struct agent_result *ret, const char *lang, const char *code,
+                        const struct tool_result *s)
+{
+        if (!st->cfg->record_steps || s->name == NULL)
+                return;
+        if (ret->steps == NULL && (ret->steps = json_array()) == NULL)
+                return;
+        json_t *step = json_pack("{s:s, s:b, s:b, s:[]}", "tool", s->name, "ok", s->ok, "ran", s->exec != NULL,
+                                 "changed");
+        if (step == NULL)
+                return;
+        json_t *changed = json_object_get(step, "changed"), *a;
+        size_t i;
+        json_array_foreach (s->artifacts, i, a) {
+                const char *change = json_string_value(json_object_get(a, "change"));
+                if (change && strcmp(change, "deleted") != 0)
+                        json_array_append(changed, json_object_get(a, "path"));
+        }
+        if (lang && code) {
+                json_object_set_new(step, "lang", json_string(lang));
+                json_object_set_new(step, "code", json_string(code));
+        } else if (strcmp(s->name, "run_python") == 0 || strcmp(s->name, "run_shell") == 0) {
+                bool py = strcmp(s->name, "run_python") == 0;
+                json_object_set_new(step, "lang", json_string(py ? "python" : "bash"));
+                json_object_set(step, "code", json_object_get(s->args, py ? "code" : "command"));
+        } else if (strcmp(s->name, "write_file") == 0) {
+                const char *path = ws_relative(json_string_value(json_object_get(s->args, "path")));
+                if (path) {
+                        json_object_set_new(step, "path", json_string(path));
+                        if (s->ok)
+                                json_array_append_new(changed, json_string(path));
+                }
+                json_object_set(step, "content", json_object_get(s->args, "content"));
+        }
+        json_array_append_new(ret->steps, step);
+}
+
 /* After a step: what planning watches (stuck detection). */
 static void observe_step(struct agent_state *st, const struct tool_result *s)
 {
@@ -404,6 +453,7 @@ static int run_tool_calls(struct agent_state *st, json_t *messages, const struct
                                                           id ? id : "", "content",
                                                           s.content ? s.content : "error: no result"));
                 observe_step(st, &s);
+                record_step(st, ret, NULL, NULL, &s);
                 if (s.final_answer && *ret_answer == NULL)
                         *ret_answer = TAKE_PTR(s.final_answer);
                 int stop = step_ends_run(&s, ret);
@@ -439,6 +489,7 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
         toolbox_exec_code(st->tools, b.lang, b.code, &s);
         emit(st->cfg, "tool_result", result_event(st->iteration, id, &s, monotonic_ms() - t0));
         observe_step(st, &s);
+        record_step(st, ret, b.lang, b.code, &s);
         cleanup_free char *msg = NULL;
         if (asprintf(&msg, "Result of your %s block:\n%s\nContinue with the next step, or reply without a code block "
                            "when the task is done.", b.lang, s.content ? s.content : "") < 0)
@@ -875,4 +926,10 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
         json_decref(messages);
         json_decref(tools);
         return 0;
+}
+
+json_t *agent_reproduce_run(const struct agent_config *cfg, struct workspace *orig, const struct agent_result *res,
+                            corral_error **ret_err)
+{
+        return agent_reproduce(cfg, orig, res->steps, res->status == AGENT_ANSWERED ? res->answer : NULL, ret_err);
 }

@@ -118,6 +118,8 @@ struct agent_config {
          * fallback. */
         bool compact;
         unsigned compact_max;
+        /* Keep every step (agent_result.steps) for a reproduction. */
+        bool record_steps;
         /* More tools (MCP servers'); NULL: the toolbox's only.  Borrowed. */
         const struct agent_tools *tools;
 
@@ -152,11 +154,22 @@ struct agent_result {
         json_t *planning;
         /* With compact, when it happened: {"compactions", "events", "usage"}; else NULL. */
         json_t *compaction;
+        /* With record_steps: [{"tool", "ok", "ran", "lang"?, "code"?, "path"?,
+         * "content"?, "changed": [paths]}], in order. */
+        json_t *steps;
 };
 CORRAL_HIDDEN void agent_result_release(struct agent_result *r);
 
 /* Run to the end.  Returns 0 whatever the agent's outcome (see ret); -1
  * only when the run could not start (ret_err). */
 CORRAL_HIDDEN int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_error **ret_err);
+
+/* Reproducible results (docs/modes.md): the steps of a finished run
+ * (res->steps, record_steps) run again in order through a toolbox over
+ * cfg->ws, a fresh workspace with the run's inputs; orig's output/ is
+ * compared with what they make, and the answer's numbers are looked for.
+ * The report of docs/run-json.md ("reproduction"), or NULL with ret_err. */
+CORRAL_HIDDEN json_t *agent_reproduce_run(const struct agent_config *cfg, struct workspace *orig,
+                                          const struct agent_result *res, corral_error **ret_err);
 
 #endif

@@ -75,6 +75,10 @@ struct run_config {
          * on for a live model, off for a replay whose transcript recorded
          * no compactions. */
         int compact;
+        /* Reproducible results (docs/modes.md): at the end, the steps' code
+         * runs again in a fresh workspace on the same inputs and output/ is
+         * compared ("reproduction" in the result).  Not with from. */
+        bool reproduce;
         int cancel_fd;                   /* readable: cancel (as run_cancel()); -1 none */
 };
 CORRAL_HIDDEN void run_config_init(struct run_config *c);

@@ -30,6 +30,7 @@ static const struct {
         { "provider", "--provider" },
         { "record", "--record" },
         { "replan_every", "--replan-every" },
+        { "reproduce", "--reproduce" },
         { "request_timeout", "--request-timeout" },
         { "reviewer_model", "--reviewer-model" },
         { "rootfs", "--rootfs" },

@@ -122,6 +122,10 @@ static const char help_text[] =
         "                          steps) replans at once, told what went wrong\n"
         "      --replan-every N    revise the plan every N steps (default 5; 0: only when stuck;\n"
         "                          implies --plan)\n"
+        "      --reproduce         at the end, run the steps' code again in a fresh workspace on\n"
+        "                          the same inputs and compare output/ (files the model wrote\n"
+        "                          itself are named model-authored); the result says reproduced\n"
+        "                          or what differed\n"
         "      --compact, --no-compact  near the context's limit, summarise older turns with a\n"
         "                          model call before shortening output (default: on, except for a\n"
         "                          replay: transcript that recorded none)\n"
@@ -183,6 +187,7 @@ enum {
         OPT_REPLAN_EVERY,
         OPT_COMPACT,
         OPT_NO_COMPACT,
+        OPT_REPRODUCE,
 };
 
 static const struct option run_options[] = {
@@ -230,6 +235,7 @@ static const struct option run_options[] = {
         { "replan-every", required_argument, NULL, OPT_REPLAN_EVERY },
         { "compact", no_argument, NULL, OPT_COMPACT },
         { "no-compact", no_argument, NULL, OPT_NO_COMPACT },
+        { "reproduce", no_argument, NULL, OPT_REPRODUCE },
         { "no-color", no_argument, NULL, OPT_NO_COLOR },
         { "no-colour", no_argument, NULL, OPT_NO_COLOR },
         { "help", no_argument, NULL, 'h' },
@@ -315,6 +321,9 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 return 0;
         case OPT_PLAN:
                 o->c.plan = 1;
+                return 0;
+        case OPT_REPRODUCE:
+                o->c.reproduce = true;
                 return 0;
         case OPT_COMPACT:
         case OPT_NO_COMPACT:

@@ -472,7 +472,7 @@ static json_t *public_result(json_t *res)
         json_t *out = json_object();
         static const char *const keep[] = { "status",  "answer",     "reason",      "field",
                                             "iterations", "usage",   "artifacts", "wall_ms", "not_copied",
-                                            "verification", "planning", "compaction" };
+                                            "verification", "planning", "compaction", "reproduction" };
         for (size_t i = 0; out && res && i < ARRAY_SIZE(keep); i++) {
                 json_t *v = json_object_get(res, keep[i]);
                 if (v)
@@ -734,7 +734,8 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
         static const char *const known[] = { "task",         "model",          "inputs",       "limits",
                                              "review",       "max_iterations", "token_budget", "wall_budget",
                                              "verify",       "verifier_model", "verify_rounds",
-                                             "plan",         "replan_every",   "compact" };
+                                             "plan",         "replan_every",   "compact",
+                                             "reproduce" };
         if (!json_is_object(body))
                 return corral_usage(ret_err, "the body must be a JSON object");
         if (fields_known(body, known, ARRAY_SIZE(known), "", "a field of a run", "body", ret_err) < 0)
@@ -814,6 +815,10 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                                                                     "to 20");
         if (vr)
                 c->agent.verify_rounds = (unsigned)json_integer_value(vr);
+        json_t *reproduce = json_object_get(body, "reproduce");
+        if (reproduce && !json_is_boolean(reproduce))
+                return corral_usage_field(ret_err, "reproduce", "reproduce must be true or false");
+        c->reproduce = json_is_true(reproduce);
         json_t *compact = json_object_get(body, "compact");
         if (compact && !json_is_boolean(compact))
                 return corral_usage_field(ret_err, "compact", "compact must be true or false");

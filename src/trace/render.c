@@ -907,6 +907,34 @@ static void render_compact(render *r, const json_t *ev)
         out_kv(r, "context", line, error ? C_YELLOW : C_DIM);
 }
 
+/* A reproduction's report (docs/modes.md): the result, then what differed. */
+static void render_reproduce(render *r, const json_t *ev)
+{
+        const char *result = trace_jstr(ev, "result"), *error = trace_jstr(ev, "error");
+        double steps = 0, files = 0, same = 0;
+        trace_jnum(ev, "steps", &steps);
+        trace_jnum(ev, "files_compared", &files);
+        trace_jnum(ev, "files_reproduced", &same);
+        bool ok = result && strcmp(result, "reproduced") == 0;
+        cleanup_free char *head = NULL;
+        if (asprintf(&head, "%s: %.0f steps run again, %.0f of %.0f files the same", ok ? "reproduced" : "not reproduced",
+                     steps, same, files) < 0)
+                head = NULL;
+        ensure_bol(r);
+        out_kv(r, "reproduce", head, ok ? "32" : C_YELLOW);
+        json_t *d;
+        size_t i;
+        json_array_foreach (json_object_get(ev, "differences"), i, d)
+                out_kv(r, "", json_string_value(d), NULL);
+        json_array_foreach (json_object_get(ev, "failed_steps"), i, d) {
+                cleanup_free char *line = NULL;
+                if (asprintf(&line, "step %" JSON_INTEGER_FORMAT " failed this time", json_integer_value(json_object_get(d, "step"))) >= 0)
+                        out_kv(r, "", line, NULL);
+        }
+        if (error)
+                out_kv(r, "", error, C_YELLOW);
+}
+
 static void render_tool_result(render *r, const json_t *ev)
 {
         const char *name = trace_jstr(ev, "name");
@@ -1145,6 +1173,9 @@ void render_event(void *userdata, const json_t *event)
                         spinner_stop(r);
                         render_verify(r, event);
                 }
+        } else if (strcmp(type, "reproduce") == 0) {
+                spinner_stop(r);
+                render_reproduce(r, event);
         } else if (strcmp(type, "compact") == 0) {
                 if (!q) {
                         spinner_stop(r);

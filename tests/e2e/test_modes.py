@@ -263,3 +263,59 @@ def test_no_compact_shortens_only(run):
     srv.assert_ok()
     assert "compaction" not in r.json and srv.side_requests == []
     assert all(pairs_whole(req["messages"]) for req in srv.requests)
+
+
+# ---- reproducible results
+
+def test_reproduction_that_matches(run, sales):
+    """The steps run again in a fresh workspace on the same inputs: the CSV
+    and the PNG come out the same, and the answer's numbers are among what
+    the code printed."""
+    turns = [tool_call("run_python", code=TOTAL), tool_call("run_python", code=CHART),
+             text("Doohickey leads with 300.0; Widget has 220.0. See output/revenue.png.")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "-i", sales, "--json", "--no-verify", "--reproduce", "revenue per product")
+    assert r.rc == 0, r.err
+    srv.assert_ok()
+    rep = r.json["reproduction"]
+    assert rep["result"] == "reproduced", rep
+    assert rep["steps"] == 2 and rep["files_compared"] == 2 and rep["files_reproduced"] == 2
+    assert {f["path"]: f["status"] for f in rep["files"]} == {"output/revenue.csv": "same",
+                                                              "output/revenue.png": "same"}
+    assert rep["unsupported_numbers"] == [] and rep["differences"] == []
+    (ev,) = [e for e in r.events() if e["type"] == "reproduce"]
+    assert ev["result"] == "reproduced"
+
+
+def test_reproduction_that_does_not_match(run, sales):
+    """A number the code never computed in the answer, and a CSV the model
+    wrote by hand: both named, and the result is not reproduced (exit 0: the
+    run still answered)."""
+    turns = [tool_call("run_python", code=TOTAL),
+             tool_call("write_file", path="output/top.csv", content="Product,Revenue\nDoohickey,300.0\n"),
+             text("Doohickey leads with 300.0, and revenue grew 17.3% over the year.")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "-i", sales, "--no-verify", "--reproduce", "revenue per product")
+    assert r.rc == 0, r.err
+    srv.assert_ok()
+    assert "not reproduced" in r.err
+    assert "output/top.csv: written by the model (write_file), not by code" in r.err
+    assert "the answer states 17.3, which no step printed" in r.err
+    (ev,) = [e for e in r.events() if e["type"] == "reproduce"]
+    assert ev["result"] == "not_reproduced"
+    assert ev["unsupported_numbers"] == ["17.3"]
+    assert {f["path"]: f["status"] for f in ev["files"]} == {"output/top.csv": "model_authored"}
+
+
+def test_reproduction_notices_code_that_differs(run, tmp_path):
+    """Output that depends on more than the inputs (here the clock) differs
+    when run again, and says from where."""
+    turns = [tool_call("run_python", code="import time\nopen('output/t.txt','w').write(repr(time.time_ns()))"),
+             text("done")]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--json", "--no-verify", "--reproduce", "stamp")
+    assert r.rc == 0, r.err
+    rep = r.json["reproduction"]
+    assert rep["result"] == "not_reproduced"
+    assert rep["files"] == [dict(rep["files"][0], path="output/t.txt", status="differs")]
+    assert rep["differences"][0].startswith("output/t.txt: differs from byte ")
