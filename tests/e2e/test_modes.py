@@ -90,7 +90,7 @@ def test_rounds_bound_the_send_backs(run, tmp_path):
     turns = [text("42"), text("still 42")]
     side = {"verify": [verdict(False, ["show the working"]), verdict(False, ["show the working"])]}
     with ScriptedServer(turns, side=side) as srv:
-        r = run(srv, "--json", "--verify-rounds", "1", "what is six times seven")
+        r = run(srv, "--json", "--no-stream", "--verify-rounds", "1", "what is six times seven")
     srv.assert_ok()
     assert r.rc == 0, r.err
     v = r.json["verification"]
@@ -127,20 +127,21 @@ def test_verifier_model_and_live_view(run):
 
 
 def test_replay_keeps_recorded_checks(run, tmp_path):
-    """A transcript recorded with the check replays it (the verdict lines are
-    played to the check, not to the loop); with --no-verify the same
-    transcript replays without them."""
+    """A transcript recorded with the check and a plan replays them (the
+    verdict and plan lines are played to their side calls, not to the loop);
+    with --no-verify the same transcript replays without the checks."""
     rec = tmp_path / "t.jsonl"
     side = {"verify": [verdict(False, ["the unit"]), verdict(True)]}
     with ScriptedServer([text("42"), text("42 apples")], side=side) as srv:
-        r = run(srv, "--json", "--record", str(rec), "six times seven apples")
+        r = run(srv, "--json", "--plan", "--record", str(rec), "six times seven apples")
     srv.assert_ok()
     assert r.rc == 0, r.err
     lines = [json.loads(x) for x in rec.read_text().splitlines()]
-    assert [x.get("purpose") for x in lines if "reply" in x] == [None, "verify", None, "verify"]
+    assert [x.get("purpose") for x in lines if "reply" in x] == ["plan", None, "verify", None, "verify"]
     r = run("http://127.0.0.1:9/v1", "--json", "six times seven apples", model=f"replay:{rec}")
     assert r.rc == 0, r.err
     assert r.json["answer"] == "42 apples" and r.json["verification"]["sent_back"] == 1
+    assert r.json["planning"]["plans"] == 1
     r = run("http://127.0.0.1:9/v1", "--json", "--no-verify", "six times seven apples", model=f"replay:{rec}")
     assert r.rc == 0, r.err
     assert r.json["answer"] == "42" and "verification" not in r.json
@@ -180,7 +181,7 @@ def test_same_error_three_times_forces_a_replan(run):
         | {"expect": {"contains": ["You seem to be stuck: the same error 3 times in a row",
                                    "1. Do not divide by zero."], "last_role": "user"}}]
     with ScriptedServer(turns, side=side) as srv:
-        r = run(srv, "--json", "--no-verify", "--plan", "--replan-every", "0", "divide")
+        r = run(srv, "--json", "--no-stream", "--no-verify", "--plan", "--replan-every", "0", "divide")
     assert r.rc == 0, r.err
     srv.assert_ok()
     p = r.json["planning"]
