@@ -5,7 +5,8 @@
 #               configured model or a local Ollama server if there is one, else the transcript)
 #   make test   install what is missing, build with ASan+UBSan, and run every test suite
 # Also: make demo-sales (examples/sales/), make demo-agent (examples/analysis/: corral exec, then a replayed
-# agent run), make (build), make bench (bench/run-all.sh; set NSJAIL=path to include nsjail), make stress, make install, make clean.
+# agent run), make (build), make bench (bench/run-all.sh; set NSJAIL=path to include nsjail, MODEL=id
+# [BASE_URL=url] to also run the modes' tasks against a real model), make stress, make install, make clean.
 # make compat: CPython's regression suite bare and in the jail, the full comparison of docs/compatibility.md
 # (20-40 minutes per user; make test runs a quick set).
 
@@ -44,7 +45,7 @@ test:
 bench:
 	@scripts/install-deps.sh bench
 	@$(MAKE) --no-print-directory build
-	CORRAL=$(CURDIR)/$(BUILD)/corral bench/run-all.sh
+	CORRAL=$(CURDIR)/$(BUILD)/corral MODEL="$(MODEL)" BASE_URL="$(BASE_URL)" bench/run-all.sh
 
 stress:
 	@scripts/install-deps.sh test

@@ -40,6 +40,15 @@ $py "$bench/flood_rss.py" --runs "$flood_runs" --md "$out/flood.md"
 echo
 $py "$bench/agent_overhead.py" --runs 5 --md "$out/agent.md"
 echo
+# The modes of corral run (docs/modes.md) on scripted tasks; with $MODEL set
+# (make bench MODEL=...), also against that model: success per mode.
+$py "$bench/modes.py" --md "$out/modes.md"
+if [ -n "${MODEL-}" ]; then
+	echo
+	$py "$bench/modes.py" --model "$MODEL" ${BASE_URL:+--base-url "$BASE_URL"} --md "$out/modes-model.md" ||
+		echo "modes against $MODEL: skipped: the endpoint did not answer" | tee "$out/modes-model.md"
+fi
+echo
 # A C program (bench/artifact_diff.c), built beside corral by meson.
 artifact_diff=$(dirname "${CORRAL:-$root/build/corral}")/bench/artifact-diff
 if [ -x "$artifact_diff" ]; then
@@ -165,6 +174,9 @@ EOF
 	cat "$out/flood.md"
 	echo
 	cat "$out/agent.md"
+	echo
+	cat "$out/modes.md"
+	[ -n "${MODEL-}" ] && { echo; cat "$out/modes-model.md"; }
 	echo
 	cat "$out/artifact.md"
 	echo

@@ -19,6 +19,62 @@ CORRAL_HIDDEN char *agent_observe_exec(const corral_jail_result *res, const corr
                                        const json_t *artifacts, size_t stream_limit);
 CORRAL_HIDDEN json_t *agent_exec_to_json(const corral_jail_result *res, size_t stream_limit);
 
+/* verify.c: the completion check.  The "verify" event for one check of
+ * answer: {"round", "model", "complete": bool or null (no verdict),
+ * "missing": [...], "usage", "wait_ms", "error"?}; the verifier's usage is
+ * added to *ret_usage (may be NULL).  NULL only when out of memory. */
+CORRAL_HIDDEN json_t *agent_verify(const struct agent_config *cfg, const json_t *messages, const char *answer,
+                                   unsigned round, struct model_usage *ret_usage);
+/* The user turn that sends an incomplete answer back. */
+CORRAL_HIDDEN char *agent_verify_note(const json_t *verdict);
+
+/* plan.c: planning and stuck detection. */
+struct plan_state {
+        char *plan;              /* the current plan, or NULL */
+        unsigned plans;          /* plans written (the first and revisions) */
+        unsigned steps_since_plan;
+        unsigned stalled;        /* steps in a row with no new output or file */
+        unsigned same_error;     /* failed steps in a row with last_error */
+        char *last_error;
+        char *stuck_reason;      /* set when a replan is due because the run looks stuck */
+        uint64_t *seen;          /* fingerprints of the outputs seen */
+        size_t n_seen, cap_seen;
+};
+CORRAL_HIDDEN void plan_state_init(struct plan_state *p);
+CORRAL_HIDDEN void plan_state_release(struct plan_state *p);
+/* After each tool call: count it, and set p->stuck_reason when the run
+ * looks stuck (the same error three times in a row, or stall_steps steps
+ * with no new output or file). */
+struct tool_result;
+CORRAL_HIDDEN void plan_observe_step(struct plan_state *p, const struct tool_result *s, unsigned stall_steps);
+/* Write the plan (p->plan NULL) or revise it (why: what went wrong, or
+ * NULL for a scheduled revision) with a side call of purpose "plan".  The
+ * "plan" event: {"reason": "initial"|"scheduled"|"stuck", "stuck"?, "plan"?,
+ * "usage", "wait_ms", "error"?}; p->plan replaced on success and the watch
+ * restarted.  NULL when out of memory. */
+CORRAL_HIDDEN json_t *agent_plan(const struct agent_config *cfg, struct plan_state *p, const json_t *messages,
+                                 const char *why, struct model_usage *ret_usage);
+
+/* compact.c: context compaction. */
+/* Where the part to summarise ends (it starts at 2, after the system prompt
+ * and the task): before an assistant message, keep_last messages or more
+ * from the end; 0 when there is too little to summarise. */
+CORRAL_HIDDEN size_t compact_cut(const json_t *messages, size_t keep_last);
+/* Summarise messages[from, to) with a side call of purpose "compact";
+ * earlier: the summary they follow, or NULL.  The "compact" event {"from",
+ * "messages", "summary"?, "usage", "wait_ms", "error"?}, the summary in
+ * *ret_summary (malloc'd) or NULL.  NULL only when out of memory. */
+CORRAL_HIDDEN json_t *agent_compact(const struct agent_config *cfg, const json_t *messages, size_t from, size_t to,
+                                    const char *earlier, char **ret_summary, struct model_usage *ret_usage);
+
+/* reproduce.c: run the recorded steps (agent_result.steps) again through
+ * a toolbox over cfg->ws (a fresh workspace with the run's inputs), then
+ * compare the files of orig's output/ and look for the answer's numbers
+ * (docs/run-json.md, "reproduction").  NULL with ret_err when no toolbox
+ * could be made. */
+CORRAL_HIDDEN json_t *agent_reproduce(const struct agent_config *cfg, struct workspace *orig, const json_t *steps,
+                                      const char *answer, corral_error **ret_err);
+
 /* textproto.c: the protocol for models without tool calling. */
 struct text_block {
         char *lang;              /* "python" or "bash" */

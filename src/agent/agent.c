@@ -38,6 +38,9 @@ void agent_config_init(struct agent_config *c)
                 .images_per_run = 8,
                 .image_bytes = 300 << 10,
                 .image_side = 768,
+                .verify_rounds = 2,
+                .replan_every = 5,
+                .compact_max = 4,
                 .cancel_fd = -1,
         };
 }
@@ -64,6 +67,10 @@ void agent_result_release(struct agent_result *r)
 {
         free(r->answer);
         free(r->reason);
+        json_decref(r->verification);
+        json_decref(r->planning);
+        json_decref(r->compaction);
+        json_decref(r->steps);
         memset(r, 0, sizeof(*r));
 }
 
@@ -293,7 +300,75 @@ struct agent_state {
         struct toolbox *tools;
         unsigned iteration;
         double deadline_ms;      /* monotonic; 0 none */
+        /* The completion check (verify.c) */
+        json_t *verdicts;        /* the verify events so far */
+        unsigned sent_back;      /* answers sent back as incomplete */
+        struct model_usage verify_usage;
+        /* Planning (plan.c) */
+        struct plan_state plan;
+        json_t *plan_events;
+        unsigned stuck;          /* replans forced by stuck detection */
+        struct model_usage plan_usage;
+        /* Compaction (compact.c) */
+        char *summary;           /* of the turns summarised, said after the task */
+        json_t *compact_events;
+        struct model_usage compact_usage;
 };
+
+/* A path as the workspace knows it: "output/a.csv" of "/workspace/output/a.csv" or "./output/a.csv". */
+static const char *ws_relative(const char *path)
+{
+        if (path && strncmp(path, "/workspace/", 11) == 0)
+                path += 11;
+        while (path && strncmp(path, "./", 2) == 0)
+                path += 2;
+        return path;
+}
+
+/* Keep a step for a reproduction (record_steps). */
+static void record_step(struct agent_state *st, struct agent_result *ret, const char *lang, const char *code,
+                        const struct tool_result *s)
+{
+        if (!st->cfg->record_steps || s->name == NULL)
+                return;
+        if (ret->steps == NULL && (ret->steps = json_array()) == NULL)
+                return;
+        json_t *step = json_pack("{s:s, s:b, s:b, s:[]}", "tool", s->name, "ok", s->ok, "ran", s->exec != NULL,
+                                 "changed");
+        if (step == NULL)
+                return;
+        json_t *changed = json_object_get(step, "changed"), *a;
+        size_t i;
+        json_array_foreach (s->artifacts, i, a) {
+                const char *change = json_string_value(json_object_get(a, "change"));
+                if (change && strcmp(change, "deleted") != 0)
+                        json_array_append(changed, json_object_get(a, "path"));
+        }
+        if (lang && code) {
+                json_object_set_new(step, "lang", json_string(lang));
+                json_object_set_new(step, "code", json_string(code));
+        } else if (strcmp(s->name, "run_python") == 0 || strcmp(s->name, "run_shell") == 0) {
+                bool py = strcmp(s->name, "run_python") == 0;
+                json_object_set_new(step, "lang", json_string(py ? "python" : "bash"));
+                json_object_set(step, "code", json_object_get(s->args, py ? "code" : "command"));
+        } else if (strcmp(s->name, "write_file") == 0) {
+                const char *path = ws_relative(json_string_value(json_object_get(s->args, "path")));
+                if (path) {
+                        json_object_set_new(step, "path", json_string(path));
+                        if (s->ok)
+                                json_array_append_new(changed, json_string(path));
+                }
+                json_object_set(step, "content", json_object_get(s->args, "content"));
+        }
+        json_array_append_new(ret->steps, step);
+}
+
+/* After a step: what planning watches (stuck detection). */
+static void observe_step(struct agent_state *st, const struct tool_result *s)
+{
+        if (st->cfg->plan)
+                plan_observe_step(&st->plan, s, st->cfg->replan_every ? st->cfg->replan_every : 5);
+}
 
 /* The figures of the last step as images (docs/sessions.md, "Figures for
  * the model"): Chat Completions takes image parts only in user messages,
@@ -377,6 +452,8 @@ static int run_tool_calls(struct agent_state *st, json_t *messages, const struct
                 json_array_append_new(messages, json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id",
                                                           id ? id : "", "content",
                                                           s.content ? s.content : "error: no result"));
+                observe_step(st, &s);
+                record_step(st, ret, NULL, NULL, &s);
                 if (s.final_answer && *ret_answer == NULL)
                         *ret_answer = TAKE_PTR(s.final_answer);
                 int stop = step_ends_run(&s, ret);
@@ -411,6 +488,8 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
         toolbox_set_turn(st->tools, st->iteration, st->deadline_ms);
         toolbox_exec_code(st->tools, b.lang, b.code, &s);
         emit(st->cfg, "tool_result", result_event(st->iteration, id, &s, monotonic_ms() - t0));
+        observe_step(st, &s);
+        record_step(st, ret, b.lang, b.code, &s);
         cleanup_free char *msg = NULL;
         if (asprintf(&msg, "Result of your %s block:\n%s\nContinue with the next step, or reply without a code block "
                            "when the task is done.", b.lang, s.content ? s.content : "") < 0)
@@ -421,6 +500,170 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
         int stop = step_ends_run(&s, ret);
         tool_result_release(&s);
         return stop;
+}
+
+/* The model offers *answer at this turn: with the completion check on, ask
+ * the verifier.  1: the answer stands and the run ends (ret->status is set
+ * to cancelled when the check was interrupted); 0: it was found incomplete
+ * and sent back: *answer is dropped and what is missing is the next user
+ * turn.  A check that gives no verdict (an endpoint error, a reply that is
+ * not one) lets the answer stand, said in the verdict; so does an
+ * incomplete one after verify_rounds send-backs or on the last turn, as
+ * nothing could act on it. */
+static int offer_answer(struct agent_state *st, json_t *messages, char **answer, struct agent_result *ret)
+{
+        const struct agent_config *cfg = st->cfg;
+        if (!cfg->verify)
+                return 1;
+        json_t *v = agent_verify(cfg, messages, *answer, (unsigned)json_array_size(st->verdicts) + 1,
+                                 &st->verify_usage);
+        if (v == NULL)
+                return 1;
+        json_object_set_new(v, "iteration", json_integer(st->iteration));
+        bool incomplete = json_is_false(json_object_get(v, "complete"));
+        bool can_send = st->sent_back < cfg->verify_rounds && st->iteration < cfg->max_iterations;
+        json_object_set_new(v, "action", json_string(!incomplete ? "accepted" : can_send ? "sent_back"
+                                                                                        : "accepted_incomplete"));
+        json_array_append(st->verdicts, v);
+        emit(cfg, "verify", json_incref(v));
+        if (json_is_true(json_object_get(v, "cancelled"))) {
+                json_decref(v);
+                set_outcome(ret, AGENT_CANCELLED, CORRAL_ERR_CANCELLED, NULL, "interrupted while the answer was "
+                                                                              "checked");
+                return 1;
+        }
+        if (!incomplete || !can_send) {
+                json_decref(v);
+                return 1;
+        }
+        cleanup_free char *note = agent_verify_note(v);
+        json_decref(v);
+        add_user_note(messages, note ? note : "A check found the task not complete yet: finish it, then give "
+                                               "your final answer again.");
+        free(*answer);
+        *answer = NULL;
+        st->sent_back++;
+        return 0;
+}
+
+/* Message 1: the task, then the plan, then the summary of the turns
+ * compacted away; never shortened. */
+static void set_task_message(struct agent_state *st, json_t *messages)
+{
+        cleanup_free char *text = NULL;
+        if (asprintf(&text, "%s%s%s%s%s", st->cfg->task,
+                     st->plan.plan ? "\n\nYour plan (corral revises it as the work goes on):\n" : "",
+                     st->plan.plan ? st->plan.plan : "",
+                     st->summary ? "\n\nSummary of your earlier steps (their messages were summarised to save "
+                                   "context; the files are still in the workspace):\n"
+                                 : "",
+                     st->summary ? st->summary : "") >= 0)
+                json_object_set_new(json_array_get(messages, 1), "content", json_string(text));
+}
+
+#define COMPACT_KEEP_LAST 4
+
+/* The conversation nears the context: summarise the older turns
+ * (compact.c) and put the summary after the task.  1 when cancelled. */
+static int compact(struct agent_state *st, json_t *messages, uint64_t est_tokens, struct agent_result *ret)
+{
+        const struct agent_config *cfg = st->cfg;
+        size_t cut = compact_cut(messages, COMPACT_KEEP_LAST);
+        if (cut == 0)
+                return 0;
+        char *summary = NULL;
+        json_t *ev = agent_compact(cfg, messages, 2, cut, st->summary, &summary, &st->compact_usage);
+        if (ev == NULL)
+                return 0;
+        json_object_set_new(ev, "iteration", json_integer(st->iteration));
+        json_object_set_new(ev, "est_tokens_before", json_integer((json_int_t)est_tokens));
+        bool cancelled = json_is_true(json_object_get(ev, "cancelled"));
+        if (summary) {
+                for (size_t i = 2; i < cut; i++)
+                        json_array_remove(messages, 2);
+                free(st->summary);
+                st->summary = summary;
+                set_task_message(st, messages);
+        }
+        json_array_append(st->compact_events, ev);
+        emit(cfg, "compact", ev);
+        if (cancelled) {
+                set_outcome(ret, AGENT_CANCELLED, CORRAL_ERR_CANCELLED, NULL, "interrupted while older turns were "
+                                                                              "summarised");
+                return 1;
+        }
+        return 0;
+}
+
+/* Write or revise the plan (plan.c) and keep it in the context: after the
+ * task (message 1, never shortened), and, for a revision, said in a user
+ * turn.  why: what went wrong (stuck), or NULL.  1 when cancelled. */
+static int make_plan(struct agent_state *st, json_t *messages, const char *why, struct agent_result *ret)
+{
+        const struct agent_config *cfg = st->cfg;
+        bool first = st->plan.plan == NULL;
+        /* why is the plan state's, freed by agent_plan(). */
+        cleanup_free char *reason = why ? strdup(why) : NULL;
+        json_t *ev = agent_plan(cfg, &st->plan, messages, reason, &st->plan_usage);
+        if (ev == NULL)
+                return 0;
+        json_object_set_new(ev, "iteration", json_integer(st->iteration));
+        json_array_append(st->plan_events, ev);
+        emit(cfg, "plan", json_incref(ev));
+        bool cancelled = json_is_true(json_object_get(ev, "cancelled"));
+        bool made = json_is_string(json_object_get(ev, "plan"));
+        json_decref(ev);
+        if (cancelled) {
+                set_outcome(ret, AGENT_CANCELLED, CORRAL_ERR_CANCELLED, NULL, "interrupted while the plan was made");
+                return 1;
+        }
+        if (reason)
+                st->stuck++;
+        if (!made)
+                return 0;
+        cleanup_free char *note = NULL;
+        set_task_message(st, messages);
+        if (first)
+                return 0;
+        if (reason ? asprintf(&note, "You seem to be stuck: %s. Change your approach. The revised plan:\n%s",
+                              reason, st->plan.plan) < 0
+                : asprintf(&note, "The plan, revised after your last steps:\n%s\nGo on with the next step.",
+                           st->plan.plan) < 0)
+                note = NULL;
+        if (note)
+                add_user_note(messages, note);
+        return 0;
+}
+
+/* The run result's "planning" (docs/run-json.md). */
+static json_t *planning_json(const struct agent_state *st)
+{
+        return json_pack("{s:i, s:i, s:s?, s:O, s:{s:I, s:I, s:i}}", "plans", (int)st->plan.plans, "stuck",
+                         (int)st->stuck, "plan", st->plan.plan, "events", st->plan_events, "usage", "prompt_tokens",
+                         (json_int_t)st->plan_usage.prompt_tokens, "completion_tokens",
+                         (json_int_t)st->plan_usage.completion_tokens, "requests", (int)st->plan_usage.requests);
+}
+
+/* The run result's "compaction" (docs/run-json.md). */
+static json_t *compaction_json(const struct agent_state *st)
+{
+        return json_pack("{s:i, s:O, s:{s:I, s:I, s:i}}", "compactions", (int)json_array_size(st->compact_events),
+                         "events", st->compact_events, "usage", "prompt_tokens",
+                         (json_int_t)st->compact_usage.prompt_tokens, "completion_tokens",
+                         (json_int_t)st->compact_usage.completion_tokens, "requests",
+                         (int)st->compact_usage.requests);
+}
+
+/* The run result's "verification" (docs/run-json.md). */
+static json_t *verification_json(const struct agent_state *st)
+{
+        json_t *last = json_array_get(st->verdicts, json_array_size(st->verdicts) - 1);
+        json_t *complete = json_object_get(last, "complete");
+        return json_pack("{s:O, s:i, s:i, s:O, s:{s:I, s:I, s:i}}", "complete", complete ? complete : json_null(),
+                         "checks", (int)json_array_size(st->verdicts), "sent_back", (int)st->sent_back, "verdicts",
+                         st->verdicts, "usage", "prompt_tokens", (json_int_t)st->verify_usage.prompt_tokens,
+                         "completion_tokens", (json_int_t)st->verify_usage.completion_tokens, "requests",
+                         (int)st->verify_usage.requests);
 }
 
 static int set_system_prompt(const struct agent_config *cfg, json_t *messages, bool text)
@@ -458,9 +701,16 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                                          "every model turn): put the text in a file, stage it as an input, and "
                                          "name it in the task",
                                     cfg->task ? strlen(cfg->task) : 0, AGENT_TASK_MAX >> 10);
-        struct agent_state st = { .cfg = cfg };
-        if (toolbox_new(cfg, &st.tools, err) < 0)
-                return -1;
+        struct agent_state st = { .cfg = cfg, .verdicts = json_array(), .plan_events = json_array(),
+                                  .compact_events = json_array() };
+        plan_state_init(&st.plan);
+        bool oom = st.verdicts == NULL || st.plan_events == NULL || st.compact_events == NULL;
+        if (oom || toolbox_new(cfg, &st.tools, err) < 0) {
+                json_decref(st.verdicts);
+                json_decref(st.plan_events);
+                json_decref(st.compact_events);
+                return oom ? corral_fail(err, ENOMEM, "cannot start the run") : -1;
+        }
         bool text = cfg->text_protocol;
         json_t *tools = text ? NULL : toolbox_schemas();
         if (tools && cfg->tools && cfg->tools->schemas)
@@ -475,6 +725,9 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
             set_system_prompt(cfg, messages, text) < 0 || append_message(messages, "user", cfg->task) < 0) {
                 json_decref(messages);
                 json_decref(tools);
+                json_decref(st.verdicts);
+                json_decref(st.plan_events);
+                json_decref(st.compact_events);
                 toolbox_free(st.tools);
                 return corral_fail(err, ENOMEM, "cannot start the run");
         }
@@ -539,6 +792,13 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                         break;
                 }
                 st.iteration = turn;
+                /* Planning: the first plan, a scheduled revision, or one
+                 * forced by stuck detection. */
+                if (cfg->plan && !last_turn_said &&
+                    (turn == 1 || st.plan.stuck_reason ||
+                     (cfg->replan_every && st.plan.steps_since_plan >= cfg->replan_every)) &&
+                    !(turn == 1 && st.plan.plans > 0) && make_plan(&st, messages, st.plan.stuck_reason, ret))
+                        break;
                 /* The last turn: say so, or the model spends it on one more step. */
                 if (turn == cfg->max_iterations && turn > 1 && !last_turn_said) {
                         add_user_note(messages, "This is your last turn (the run's iteration limit): do not run "
@@ -547,6 +807,12 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                         last_turn_said = true;
                 }
                 uint64_t est_tokens;
+                /* Near the context: summarise older turns first (bounded),
+                 * then shorten what still does not fit. */
+                if (cfg->compact && json_array_size(st.compact_events) < cfg->compact_max &&
+                    (est_tokens = estimate_tokens(messages, tools)) > context_target &&
+                    compact(&st, messages, est_tokens, ret))
+                        break;
                 unsigned trimmed = trim_context(messages, tools, context_target, &est_tokens);
                 emit(cfg, "model_request",
                      json_pack("{s:i, s:i, s:I, s:i}", "iteration", turn, "messages", (int)json_array_size(messages),
@@ -611,23 +877,23 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 int stop = 0;
                 if (!text && chat_reply_tool_calls(&reply) > 0) {
                         stop = run_tool_calls(&st, messages, &reply, ret, &answer);
-                        if (!stop && answer) {
+                        if (!stop && answer && (stop = offer_answer(&st, messages, &answer, ret)) &&
+                            ret->status != AGENT_CANCELLED)
                                 ret->status = AGENT_ANSWERED;
-                                stop = 1;
-                        }
                 } else if (text && content && *content) {
                         int r = run_text_block(&st, messages, content, ret);
                         if (r == 2) {
                                 answer = strdup(content);
-                                ret->status = AGENT_ANSWERED;
-                                stop = 1;
+                                if ((stop = offer_answer(&st, messages, &answer, ret)) &&
+                                    ret->status != AGENT_CANCELLED)
+                                        ret->status = AGENT_ANSWERED;
                         } else {
                                 stop = r;
                         }
                 } else if (content && content[strspn(content, " \t\r\n")]) {
                         answer = strdup(content);
-                        ret->status = AGENT_ANSWERED;
-                        stop = 1;
+                        if ((stop = offer_answer(&st, messages, &answer, ret)) && ret->status != AGENT_CANCELLED)
+                                ret->status = AGENT_ANSWERED;
                 } else {
                         emit(cfg, "notice", json_pack("{s:s}", "message", "the model sent an empty reply; asking "
                                                       "it to go on"));
@@ -648,6 +914,17 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 answer = NULL;
         }
         ret->text_protocol = text;
+        if (cfg->verify)
+                ret->verification = verification_json(&st);
+        if (cfg->plan)
+                ret->planning = planning_json(&st);
+        if (cfg->compact && json_array_size(st.compact_events) > 0)
+                ret->compaction = compaction_json(&st);
+        json_decref(st.compact_events);
+        free(st.summary);
+        json_decref(st.verdicts);
+        json_decref(st.plan_events);
+        plan_state_release(&st.plan);
         /* The session ends before the zygote's hold is dropped. */
         toolbox_free(st.tools);
         if (prewarm)
@@ -656,4 +933,10 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
         json_decref(messages);
         json_decref(tools);
         return 0;
+}
+
+json_t *agent_reproduce_run(const struct agent_config *cfg, struct workspace *orig, const struct agent_result *res,
+                            corral_error **ret_err)
+{
+        return agent_reproduce(cfg, orig, res->steps, res->status == AGENT_ANSWERED ? res->answer : NULL, ret_err);
 }

@@ -98,6 +98,28 @@ struct agent_config {
          * warns about; NULL: none.  Borrowed. */
         model_client *reviewer;
         const char *reviewer_model;   /* its model id, for the trace */
+        /* The completion check (docs/modes.md): when the model offers a
+         * final answer, a separate call of the verifier (NULL: the run's
+         * model) judges it against the task; what is missing goes back as
+         * the next user turn, at most verify_rounds times (default 2). */
+        bool verify;
+        unsigned verify_rounds;
+        model_client *verifier;       /* borrowed; NULL: model */
+        const char *verifier_model;   /* its model id, for the trace */
+        /* Planning (docs/modes.md): a plan written by a side call before
+         * the first turn, kept in the context, revised every replan_every
+         * steps (0: only when stuck; default 5) and at once when the run
+         * looks stuck. */
+        bool plan;
+        unsigned replan_every;
+        /* Context compaction (docs/modes.md): when the conversation nears
+         * the context, older turns are summarised by a side call, at most
+         * compact_max times a run (default 4); shortening stays the
+         * fallback. */
+        bool compact;
+        unsigned compact_max;
+        /* Keep every step (agent_result.steps) for a reproduction. */
+        bool record_steps;
         /* More tools (MCP servers'); NULL: the toolbox's only.  Borrowed. */
         const struct agent_tools *tools;
 
@@ -124,11 +146,30 @@ struct agent_result {
         int error_kind;          /* corral_error kind behind a model or jail error */
         unsigned iterations;     /* model turns made */
         bool text_protocol;      /* the run used (or fell back to) the text protocol */
+        /* With verify: {"complete": bool|null, "checks", "sent_back",
+         * "verdicts": [the verify events], "usage"} (docs/run-json.md); else NULL. */
+        json_t *verification;
+        /* With plan: {"plans", "stuck", "plan", "events": [the plan events],
+         * "usage"}; else NULL. */
+        json_t *planning;
+        /* With compact, when it happened: {"compactions", "events", "usage"}; else NULL. */
+        json_t *compaction;
+        /* With record_steps: [{"tool", "ok", "ran", "lang"?, "code"?, "path"?,
+         * "content"?, "changed": [paths]}], in order. */
+        json_t *steps;
 };
 CORRAL_HIDDEN void agent_result_release(struct agent_result *r);
 
 /* Run to the end.  Returns 0 whatever the agent's outcome (see ret); -1
  * only when the run could not start (ret_err). */
 CORRAL_HIDDEN int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_error **ret_err);
+
+/* Reproducible results (docs/modes.md): the steps of a finished run
+ * (res->steps, record_steps) run again in order through a toolbox over
+ * cfg->ws, a fresh workspace with the run's inputs; orig's output/ is
+ * compared with what they make, and the answer's numbers are looked for.
+ * The report of docs/run-json.md ("reproduction"), or NULL with ret_err. */
+CORRAL_HIDDEN json_t *agent_reproduce_run(const struct agent_config *cfg, struct workspace *orig,
+                                          const struct agent_result *res, corral_error **ret_err);
 
 #endif

@@ -50,12 +50,14 @@ struct run {
         struct workspace *ws;
         model_client *model;
         model_client *reviewer;
+        model_client *verifier;
         struct review_policy *own_review; /* the standard policy, when the caller gave none */
         trace *tr;
         json_t *inputs;          /* the staged inputs' entries */
         json_t *run_info;
         char *restore_note;      /* from: for the system prompt */
         json_t *archive_report;
+        json_t *reproduction;    /* with reproduce: the report, or NULL */
         json_t *replay;          /* replay:FILE: {"transcript", "inputs": "same"|"different"|"unknown",
                                   * "input_changes"} (docs/providers.md, "Replay") */
         char *stale_note;
@@ -71,6 +73,9 @@ void run_config_init(struct run_config *c)
         model_settings_init(&c->model);
         agent_config_init(&c->agent);
         c->images = -1;
+        c->verify = -1;
+        c->plan = -1;
+        c->compact = -1;
         c->input_limit = 2ull << 30;
         c->cancel_fd = -1;
 }
@@ -472,6 +477,62 @@ static int set_up(struct run *r, corral_error **err)
         return 0;
 }
 
+/* The run's inputs and manifest staged into ws (a fresh workspace for a
+ * reproduction), checked as run_open() checked them. */
+static int stage_again(struct run *r, struct workspace *ws, corral_error **err)
+{
+        const struct run_config *c = &r->cfg;
+        struct ws_manifest man = { 0 };
+        int rc = 0;
+        for (size_t i = 0; rc == 0 && i < c->n_inputs; i++)
+                rc = ws_manifest_add_input(&man, c->inputs[i], err);
+        if (rc == 0 && c->manifest)
+                rc = ws_manifest_load(&man, c->manifest, err);
+        if (rc == 0)
+                rc = ws_manifest_check(&man, err);
+        uint64_t budget = c->input_limit;
+        json_t *staged = NULL;
+        if (rc == 0)
+                rc = workspace_stage_manifest(ws, &man, &budget, &staged, err);
+        ws_manifest_release(&man);
+        json_decref(staged);
+        return rc;
+}
+
+/* Run the steps again in a fresh workspace on the same inputs and compare
+ * (agent.h, agent_reproduce_run()); the report is a "reproduce" event and
+ * the result's "reproduction".  The reproduction's jails are the run's:
+ * same limits, same review; no LLM reviewer, no model at all. */
+static void reproduce(struct run *r)
+{
+        if (!r->cfg.reproduce || r->res.status == AGENT_CANCELLED)
+                return;
+        trace_emit(r->tr, "notice", json_pack("{s:s}", "message", "reproducing: running the steps' code again in a "
+                                                                  "fresh workspace on the same inputs"));
+        struct workspace *fresh = NULL;
+        corral_error *err = NULL;
+        json_t *rep = NULL;
+        if (workspace_open(NULL, &fresh, &err) == 0 && stage_again(r, fresh, &err) == 0) {
+                struct agent_config a = r->agent;
+                a.ws = fresh;
+                a.trace = NULL;
+                a.reviewer = NULL;
+                a.tools = NULL;
+                a.on_content = NULL;
+                a.session_host = false; /* a session of its own, not the user's host's */
+                rep = agent_reproduce_run(&a, r->ws, &r->res, &err);
+        }
+        if (rep == NULL)
+                rep = json_pack("{s:s, s:s}", "result", "not_reproduced", "error",
+                                err ? err->msg : "cannot set up the reproduction");
+        corral_error_free(err);
+        workspace_close(fresh, true);
+        if (rep)
+                redact_json(rep, r->secrets);
+        r->reproduction = rep;
+        trace_emit(r->tr, "reproduce", json_incref(rep));
+}
+
 /* The safety review, and the LLM reviewer: the run's endpoint and key, its
  * own model if given, no transcript. */
 static int review_set_up(struct run *r, corral_error **err)
@@ -504,6 +565,44 @@ static int review_set_up(struct run *r, corral_error **err)
         return 0;
 }
 
+/* The completion check: on for a live model unless turned off; for a
+ * replay only when its transcript recorded checks (else the recorded
+ * answer would meet a verifier that has no reply).  A verifier model of
+ * its own: the run's endpoint and key, its exchanges recorded with the
+ * run's (a replay then plays them back). */
+static int verify_set_up(struct run *r, corral_error **err)
+{
+        const struct run_config *c = &r->cfg;
+        bool replay = model_client_is_replay(r->model);
+        r->agent.plan = c->plan > 0 || (c->plan < 0 && replay && model_client_replay_has(r->model, "plan"));
+        if (r->agent.plan && r->run_info)
+                json_object_set_new(r->run_info, "plan", json_pack("{s:i}", "replan_every",
+                                                                   (int)r->agent.replan_every));
+        r->agent.compact = c->compact > 0 ||
+                           (c->compact < 0 && (!replay || model_client_replay_has(r->model, "compact")));
+        r->agent.verify = c->verify > 0 || (c->verify < 0 && (!replay || model_client_replay_has(r->model, "verify")));
+        if (!r->agent.verify)
+                return 0;
+        r->agent.verifier_model = r->choice.model;
+        if (c->verifier_model && !replay) {
+                struct model_settings vs = r->model_settings;
+                vs.model = c->verifier_model;
+                if (model_client_open(&vs, &r->verifier, err) < 0) {
+                        corral_error_prefix(err, "the verifier's model");
+                        if ((*err)->field && strcmp((*err)->field, "model") == 0)
+                                (*err)->field = "verifier_model";
+                        return -1;
+                }
+                r->agent.verifier = r->verifier;
+                r->agent.verifier_model = c->verifier_model;
+        }
+        if (r->run_info)
+                json_object_set_new(r->run_info, "verify",
+                                    json_pack("{s:s, s:i}", "model", r->agent.verifier_model, "rounds",
+                                              (int)r->agent.verify_rounds));
+        return 0;
+}
+
 /* A task any front end may pass: words, in UTF-8, small enough to go
  * with every model turn. */
 static int check_task(const char *task, corral_error **ret_err)
@@ -528,6 +627,9 @@ int run_open(const struct run_config *cfg, struct run **ret, corral_error **ret_
                 return corral_usage(ret_err, "a run needs a task and a jail configuration");
         if (check_task(cfg->task, ret_err) < 0)
                 return -1;
+        if (cfg->reproduce && cfg->from)
+                return corral_usage_field(ret_err, "reproduce", "a reproduction starts from the inputs alone: it "
+                                                                "cannot follow a run continued from an archive");
         struct run *r = calloc(1, sizeof(*r));
         if (r == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot start the run");
@@ -544,7 +646,7 @@ int run_open(const struct run_config *cfg, struct run **ret, corral_error **ret_
                 run_free(r);
                 return -1;
         }
-        if (set_up(r, ret_err) < 0 || review_set_up(r, ret_err) < 0) {
+        if (set_up(r, ret_err) < 0 || review_set_up(r, ret_err) < 0 || verify_set_up(r, ret_err) < 0) {
                 run_free(r);
                 return -1;
         }
@@ -580,7 +682,11 @@ void run_on_content(struct run *r, void (*fn)(void *userdata, const char *delta,
 
 int run_execute(struct run *r, corral_error **ret_err)
 {
-        return agent_run(&r->agent, &r->res, ret_err);
+        r->agent.record_steps = r->cfg.reproduce;
+        if (agent_run(&r->agent, &r->res, ret_err) < 0)
+                return -1;
+        reproduce(r);
+        return 0;
 }
 
 void run_cancel(struct run *r)
@@ -736,10 +842,13 @@ json_t *run_finish(struct run *r)
         /* The reason in words and the field behind it: a front end names
          * its own way of setting it (the CLI, a flag). */
         trace_emit(r->tr, "run_end",
-                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f}", "status", status, "answer",
-                             res->answer, "reason", res->reason, "field", res->reason_field, "iterations",
+                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?, s:O?, s:O?, s:O?}", "status",
+                             status,
+                             "answer", res->answer, "reason", res->reason, "field", res->reason_field, "iterations",
                              res->iterations, "usage", usage_json(u), "artifacts", artifacts, "output_dir",
-                             output_dir, "not_copied", skipped, "wall_ms", wall_ms));
+                             output_dir, "not_copied", skipped, "wall_ms", wall_ms, "verification",
+                             res->verification, "planning", res->planning, "compaction", res->compaction,
+                             "reproduction", r->reproduction));
         json_t *j = json_pack("{s:i, s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:s, s:s, s:s, s:s?, s:o, s:f}",
                               "schema", 1, "status", status, "answer", res->answer, "reason", res->reason, "field",
                               res->reason_field, "iterations", res->iterations, "usage", usage_json(u), "artifacts",
@@ -752,6 +861,14 @@ json_t *run_finish(struct run *r)
                 json_object_set_new(j, "archive_error", json_string(archive_error));
         if (j && r->replay)
                 json_object_set(j, "replay", r->replay);
+        if (j && res->verification)
+                json_object_set(j, "verification", res->verification);
+        if (j && res->planning)
+                json_object_set(j, "planning", res->planning);
+        if (j && res->compaction)
+                json_object_set(j, "compaction", res->compaction);
+        if (j && r->reproduction)
+                json_object_set(j, "reproduction", r->reproduction);
         if (j)
                 redact_json(j, r->secrets);
         json_decref(artifacts);
@@ -767,6 +884,7 @@ void run_free(struct run *r)
         agent_result_release(&r->res);
         model_client_free(r->model);
         model_client_free(r->reviewer);
+        model_client_free(r->verifier);
         review_policy_free(r->own_review);
         /* Only a workspace corral made is removed; the caller's is theirs. */
         workspace_close(r->ws, r->cfg.workspace == NULL);
@@ -775,6 +893,7 @@ void run_free(struct run *r)
         json_decref(r->run_info);
         json_decref(r->archive_report);
         json_decref(r->replay);
+        json_decref(r->reproduction);
         free(r->restore_note);
         free(r->stale_note);
         free(r->secrets);

@@ -63,6 +63,22 @@ struct run_config {
         struct review_policy *review;    /* borrowed; NULL: the standard policy */
         bool llm_review;                 /* warnings go to an LLM reviewer */
         const char *reviewer_model;      /* its model (default: the run's) */
+        /* The completion check (agent.verify, docs/modes.md): 1 on, 0 off,
+         * -1 (the default) on for a live model, off for a replay whose
+         * transcript recorded no checks. */
+        int verify;
+        const char *verifier_model;      /* its model (default: the run's; same endpoint) */
+        /* Planning (agent.plan): 1 on, 0 off, -1 (the default) off, but on
+         * for a replay whose transcript recorded plans. */
+        int plan;
+        /* Context compaction (agent.compact): 1 on, 0 off, -1 (the default)
+         * on for a live model, off for a replay whose transcript recorded
+         * no compactions. */
+        int compact;
+        /* Reproducible results (docs/modes.md): at the end, the steps' code
+         * runs again in a fresh workspace on the same inputs and output/ is
+         * compared ("reproduction" in the result).  Not with from. */
+        bool reproduce;
         int cancel_fd;                   /* readable: cancel (as run_cancel()); -1 none */
 };
 CORRAL_HIDDEN void run_config_init(struct run_config *c);

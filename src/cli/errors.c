@@ -29,6 +29,8 @@ static const struct {
         { "out_dir", "--out" },
         { "provider", "--provider" },
         { "record", "--record" },
+        { "replan_every", "--replan-every" },
+        { "reproduce", "--reproduce" },
         { "request_timeout", "--request-timeout" },
         { "reviewer_model", "--reviewer-model" },
         { "rootfs", "--rootfs" },
@@ -37,6 +39,8 @@ static const struct {
         { "tokens_file", "--tokens" },
         { "trace", "--trace" },
         { "uid_range", "--uid-range" },
+        { "verifier_model", "--verifier-model" },
+        { "verify_rounds", "--verify-rounds" },
         { "wall_budget", "--wall-budget" },
 };
 

@@ -111,6 +111,25 @@ static const char help_text[] =
         "                          model, with its own prompt); it may reject them\n"
         "      --reviewer-model M  the model for --llm-review (same endpoint; implies --llm-review)\n"
         "\n"
+        "modes (docs/modes.md):\n"
+        "      --verify, --no-verify  check a final answer against the task with a separate model\n"
+        "                          call and send what is missing back (default: on, except for a\n"
+        "                          replay: transcript that recorded no checks)\n"
+        "      --verifier-model M  the model for the check (same endpoint; default: the run's)\n"
+        "      --verify-rounds N   how many times an incomplete answer is sent back (default 2)\n"
+        "      --plan              a short plan first, kept in the context and revised; a run that\n"
+        "                          looks stuck (the same error 3 times, no new output or file for N\n"
+        "                          steps) replans at once, told what went wrong\n"
+        "      --replan-every N    revise the plan every N steps (default 5; 0: only when stuck;\n"
+        "                          implies --plan)\n"
+        "      --reproduce         at the end, run the steps' code again in a fresh workspace on\n"
+        "                          the same inputs and compare output/ (files the model wrote\n"
+        "                          itself are named model-authored); the result says reproduced\n"
+        "                          or what differed\n"
+        "      --compact, --no-compact  near the context's limit, summarise older turns with a\n"
+        "                          model call before shortening output (default: on, except for a\n"
+        "                          replay: transcript that recorded none)\n"
+        "\n"
         "output:\n"
         "      --json              print one JSON result object (docs/run-json.md), no live view\n"
         "  -q, --quiet             no live view: the answer on stdout, notices and errors on stderr\n"
@@ -160,6 +179,15 @@ enum {
         OPT_IMAGES_PER_RUN,
         OPT_IMAGE_BYTES,
         OPT_NO_COLOR,
+        OPT_VERIFY,
+        OPT_NO_VERIFY,
+        OPT_VERIFIER_MODEL,
+        OPT_VERIFY_ROUNDS,
+        OPT_PLAN,
+        OPT_REPLAN_EVERY,
+        OPT_COMPACT,
+        OPT_NO_COMPACT,
+        OPT_REPRODUCE,
 };
 
 static const struct option run_options[] = {
@@ -199,6 +227,15 @@ static const struct option run_options[] = {
         { "images-per-step", required_argument, NULL, OPT_IMAGES_PER_STEP },
         { "images-per-run", required_argument, NULL, OPT_IMAGES_PER_RUN },
         { "image-bytes", required_argument, NULL, OPT_IMAGE_BYTES },
+        { "verify", no_argument, NULL, OPT_VERIFY },
+        { "no-verify", no_argument, NULL, OPT_NO_VERIFY },
+        { "verifier-model", required_argument, NULL, OPT_VERIFIER_MODEL },
+        { "verify-rounds", required_argument, NULL, OPT_VERIFY_ROUNDS },
+        { "plan", no_argument, NULL, OPT_PLAN },
+        { "replan-every", required_argument, NULL, OPT_REPLAN_EVERY },
+        { "compact", no_argument, NULL, OPT_COMPACT },
+        { "no-compact", no_argument, NULL, OPT_NO_COMPACT },
+        { "reproduce", no_argument, NULL, OPT_REPRODUCE },
         { "no-color", no_argument, NULL, OPT_NO_COLOR },
         { "no-colour", no_argument, NULL, OPT_NO_COLOR },
         { "help", no_argument, NULL, 'h' },
@@ -265,6 +302,39 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 return 0;
         case OPT_LLM_REVIEW:
                 o->c.llm_review = true;
+                return 0;
+        case OPT_VERIFY:
+                o->c.verify = 1;
+                return 0;
+        case OPT_NO_VERIFY:
+                o->c.verify = 0;
+                return 0;
+        case OPT_VERIFIER_MODEL:
+                o->c.verify = o->c.verify == 0 ? 0 : 1;
+                o->c.verifier_model = arg;
+                return 0;
+        case OPT_VERIFY_ROUNDS:
+                n = 0;
+                if (strcmp(arg, "0") != 0 && parse_count_max(arg, "--verify-rounds", 1, 20, &n, err) < 0)
+                        return -1;
+                o->c.agent.verify_rounds = (unsigned)n;
+                return 0;
+        case OPT_PLAN:
+                o->c.plan = 1;
+                return 0;
+        case OPT_REPRODUCE:
+                o->c.reproduce = true;
+                return 0;
+        case OPT_COMPACT:
+        case OPT_NO_COMPACT:
+                o->c.compact = c == OPT_COMPACT;
+                return 0;
+        case OPT_REPLAN_EVERY:
+                n = 0;
+                if (strcmp(arg, "0") != 0 && parse_count_max(arg, "--replan-every", 1, 1000, &n, err) < 0)
+                        return -1;
+                o->c.plan = 1;
+                o->c.agent.replan_every = (unsigned)n;
                 return 0;
         case OPT_IMAGES:
                 if (strcmp(arg, "auto") == 0 || strcmp(arg, "on") == 0 || strcmp(arg, "off") == 0) {

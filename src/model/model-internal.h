@@ -39,6 +39,7 @@ CORRAL_HIDDEN int replay_backend_open(model_client *c, corral_error **ret_err);
 /* The replay's recorded run info and its first divergence (model.h). */
 CORRAL_HIDDEN const json_t *replay_recorded_run(const model_client *c);
 CORRAL_HIDDEN const json_t *replay_divergence(const model_client *c);
+CORRAL_HIDDEN bool replay_has_purpose(const model_client *c, const char *purpose);
 
 /* Wait up to ms for the cancel fd; 1 when cancelled, 0 when the time ran out. */
 CORRAL_HIDDEN int model_wait_cancellable(const model_client *c, double ms);

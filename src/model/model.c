@@ -171,7 +171,8 @@ static void redact_error(model_client *c, corral_error **err)
         }
 }
 
-static void record(model_client *c, const json_t *messages, const json_t *tools, const struct chat_reply *r)
+static void record(model_client *c, const json_t *messages, const json_t *tools, const struct chat_reply *r,
+                   const char *purpose)
 {
         json_t *line = json_pack("{s:{s:s?, s:O, s:O?}, s:{s:O, s:s?, s:s?, s:{s:I, s:I, s:b}}}",
                                  "request", "model", c->model, "messages", messages, "tools", tools,
@@ -181,6 +182,8 @@ static void record(model_client *c, const json_t *messages, const json_t *tools,
                                  (json_int_t)r->usage.completion_tokens, "reported", r->usage.reported);
         if (line == NULL)
                 return;
+        if (purpose)
+                json_object_set_new(line, "purpose", json_string(purpose));
         redact_json(line, c->s.secrets);
         char *text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
         json_decref(line);
@@ -234,6 +237,11 @@ const json_t *model_client_replay_run(const model_client *c)
 const json_t *model_client_replay_divergence(const model_client *c)
 {
         return model_client_is_replay(c) ? replay_divergence(c) : NULL;
+}
+
+bool model_client_replay_has(const model_client *c, const char *purpose)
+{
+        return model_client_is_replay(c) && replay_has_purpose(c, purpose);
 }
 
 /* Text the model produced, for estimating completion tokens. */
@@ -310,7 +318,7 @@ int model_chat(model_client *c, const json_t *messages, const json_t *tools, con
         c->usage.prompt_tokens += ret->usage.prompt_tokens;
         c->usage.completion_tokens += ret->usage.completion_tokens;
         if (c->record_fd >= 0)
-                record(c, messages, tools, ret);
+                record(c, messages, tools, ret, hooks ? hooks->purpose : NULL);
         return 0;
 }
 

@@ -50,6 +50,12 @@ struct model_hooks {
         void (*on_content)(void *userdata, const char *delta, size_t len); /* streamed text */
         void (*on_retry)(void *userdata, unsigned attempt, double delay_s, const char *why);
         void *userdata;
+        /* NULL: a turn of the agent's conversation.  Otherwise a side call
+         * of a mode ("verify", "compact": docs/modes.md): sent as the
+         * header X-Corral-Purpose, recorded with the exchange in a
+         * transcript, and answered by a replay from that purpose's own
+         * recorded replies, in order. */
+        const char *purpose;
 };
 
 /* Totals over a client's life. */
@@ -96,6 +102,9 @@ CORRAL_HIDDEN int model_client_record_run(model_client *c, const json_t *info);
 CORRAL_HIDDEN bool model_client_is_replay(const model_client *c);
 CORRAL_HIDDEN const json_t *model_client_replay_run(const model_client *c);
 CORRAL_HIDDEN const json_t *model_client_replay_divergence(const model_client *c);
+/* For a replay, whether its transcript recorded side calls of this purpose
+ * (model_hooks.purpose); false for any other client. */
+CORRAL_HIDDEN bool model_client_replay_has(const model_client *c, const char *purpose);
 
 /* Rough token count of text: what the usage estimate and context trimming
  * use when the endpoint does not say (about 4 bytes per token). */

@@ -142,7 +142,8 @@ static char *endpoint_url(const model_client *c, const char *path)
         return url;
 }
 
-static struct curl_slist *make_headers(const model_client *c, const struct curl_api *api, bool stream)
+static struct curl_slist *make_headers(const model_client *c, const struct curl_api *api, bool stream,
+                                       const char *purpose)
 {
         struct curl_slist *h = NULL, *t;
         if ((t = api->slist_append(h, "Content-Type: application/json")) == NULL)
@@ -155,6 +156,15 @@ static struct curl_slist *make_headers(const model_client *c, const struct curl_
         if ((t = api->slist_append(h, "Expect:")) == NULL)
                 goto fail;
         h = t;
+        /* A mode's side call says so (model.h): endpoints ignore the
+         * header; a scripted test server answers by it. */
+        if (purpose) {
+                char line[64];
+                snprintf(line, sizeof(line), "X-Corral-Purpose: %.40s", purpose);
+                if ((t = api->slist_append(h, line)) == NULL)
+                        goto fail;
+                h = t;
+        }
         if (c->api_key && *c->api_key) {
                 cleanup_free char *auth = NULL;
                 if (asprintf(&auth, "Authorization: Bearer %s", c->api_key) < 0)
@@ -404,7 +414,7 @@ static int attempt(model_client *c, const struct curl_api *api, const char *url,
         *ret_retry = false;
 
         x.h = api->easy_init();
-        headers = make_headers(c, api, c->s.stream);
+        headers = make_headers(c, api, c->s.stream, hooks ? hooks->purpose : NULL);
         if (x.h == NULL || headers == NULL) {
                 corral_fail(err, ENOMEM, "cannot prepare the model request");
                 goto out;
@@ -521,7 +531,7 @@ static int openai_list(model_client *c, json_t **ret_ids, corral_error **err)
         sse_parser_init(&x.sse, 1, on_sse_event, &x);
         chat_stream_init(&x.stream);
         cleanup_free char *url = endpoint_url(c, "/models");
-        struct curl_slist *headers = make_headers(c, api, false);
+        struct curl_slist *headers = make_headers(c, api, false, NULL);
         x.h = api->easy_init();
         int r = -1;
         if (url == NULL || headers == NULL || x.h == NULL) {

@@ -14,6 +14,9 @@
  * comparable()), and the first turn that differs
  * is kept (replay_divergence()): the recorded text after it speaks of other
  * results than this run's.
+ * A line with "purpose" (a mode's side call: model.h) is played only to a
+ * request of the same purpose, in order; the agent's own turns skip them,
+ * so a transcript recorded with a mode on replays with it off.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,7 +31,9 @@
 struct replay {
         json_t *replies;   /* array of reply objects */
         json_t *requests;  /* the recorded request of each reply, or null */
-        size_t next;
+        json_t *purposes;  /* the purpose of each reply (string), or null */
+        size_t next;       /* the agent's turns: where to look for the next reply */
+        json_t *cursors;   /* {purpose: where to look for its next reply} */
         char *path;
         json_t *run;       /* the {"run"} line, or NULL */
         json_t *diverged;  /* the first differing turn, or NULL */
@@ -48,10 +53,13 @@ int replay_backend_open(model_client *c, corral_error **err)
                                          path);
         struct replay *r = calloc(1, sizeof(*r));
         if (r == NULL || (r->replies = json_array()) == NULL || (r->requests = json_array()) == NULL ||
+            (r->purposes = json_array()) == NULL || (r->cursors = json_object()) == NULL ||
             (r->path = strdup(path)) == NULL) {
                 if (r) {
                         json_decref(r->replies);
                         json_decref(r->requests);
+                        json_decref(r->purposes);
+                        json_decref(r->cursors);
                 }
                 free(r);
                 return corral_fail(err, ENOMEM, "cannot load the transcript");
@@ -92,6 +100,8 @@ int replay_backend_open(model_client *c, corral_error **err)
                 json_array_append(r->replies, reply);
                 json_t *req = json_object_get(json_object_get(doc, "request"), "messages");
                 json_array_append(r->requests, json_is_array(req) ? req : json_null());
+                json_t *purpose = json_object_get(doc, "purpose");
+                json_array_append(r->purposes, json_is_string(purpose) ? purpose : json_null());
                 json_decref(doc);
         }
         if (json_array_size(r->replies) == 0)
@@ -196,16 +206,42 @@ const json_t *replay_divergence(const model_client *c)
         return r ? r->diverged : NULL;
 }
 
+/* Whether reply i answers a request of this purpose (NULL: the agent's). */
+static bool reply_is_for(const struct replay *r, size_t i, const char *purpose)
+{
+        const char *p = json_string_value(json_array_get(r->purposes, i));
+        return purpose ? p && strcmp(p, purpose) == 0 : p == NULL;
+}
+
+bool replay_has_purpose(const model_client *c, const char *purpose)
+{
+        const struct replay *r = c->backend;
+        for (size_t i = 0; r && purpose && i < json_array_size(r->replies); i++)
+                if (reply_is_for(r, i, purpose))
+                        return true;
+        return false;
+}
+
 static int replay_chat(model_client *c, const json_t *messages, const json_t *tools, const struct model_hooks *hooks,
                        struct chat_reply *ret, corral_error **err)
 {
         struct replay *r = c->backend;
+        const char *purpose = hooks ? hooks->purpose : NULL;
         c->usage.requests++;
-        compare_turn(r, r->next, messages);
-        if (r->next >= json_array_size(r->replies))
-                return corral_make_error(err, CORRAL_ERR_MODEL_REFUSED, 0, "the transcript '%s' has no reply left "
-                                         "(it holds %zu)", r->path, json_array_size(r->replies));
-        json_t *reply = json_array_get(r->replies, r->next++);
+        size_t at = purpose ? (size_t)json_integer_value(json_object_get(r->cursors, purpose)) : r->next;
+        while (at < json_array_size(r->replies) && !reply_is_for(r, at, purpose))
+                at++;
+        if (at >= json_array_size(r->replies))
+                return corral_make_error(err, CORRAL_ERR_MODEL_REFUSED, 0, "the transcript '%s' has no %s%sreply "
+                                         "left (it holds %zu)", r->path, purpose ? purpose : "",
+                                         purpose ? " " : "", json_array_size(r->replies));
+        if (purpose == NULL)
+                compare_turn(r, at, messages);
+        if (purpose)
+                json_object_set_new(r->cursors, purpose, json_integer((json_int_t)at + 1));
+        else
+                r->next = at + 1;
+        json_t *reply = json_array_get(r->replies, at);
         /* Through the same normaliser as a live reply: ids, arguments, caps. */
         json_t *wire = json_pack("{s:[{s:i, s:O, s:O?}], s:O?}", "choices", "index", 0, "message",
                                  json_object_get(reply, "message"), "finish_reason",
@@ -215,7 +251,7 @@ static int replay_chat(model_client *c, const json_t *messages, const json_t *to
         if (text == NULL)
                 return corral_fail(err, ENOMEM, "cannot replay the transcript");
         if (chat_response_parse(text, strlen(text), ret, err) < 0)
-                return corral_error_prefix(err, "the transcript '%s' reply %zu", r->path, r->next);
+                return corral_error_prefix(err, "the transcript '%s' reply %zu", r->path, at + 1);
         json_t *reasoning = json_object_get(reply, "reasoning");
         if (json_is_string(reasoning) && ret->reasoning == NULL)
                 ret->reasoning = strdup(json_string_value(reasoning));
@@ -235,6 +271,8 @@ static void replay_release(model_client *c)
                 return;
         json_decref(r->replies);
         json_decref(r->requests);
+        json_decref(r->purposes);
+        json_decref(r->cursors);
         json_decref(r->run);
         json_decref(r->diverged);
         free(r->path);

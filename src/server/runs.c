@@ -720,8 +720,9 @@ static void on_event(void *ud, const json_t *event)
 static json_t *public_result(json_t *res)
 {
         json_t *out = json_object();
-        static const char *const keep[] = { "status", "answer",    "reason", "field",   "iterations",
-                                            "usage",  "artifacts", "wall_ms", "not_copied" };
+        static const char *const keep[] = { "status",  "answer",     "reason",      "field",
+                                            "iterations", "usage",   "artifacts", "wall_ms", "not_copied",
+                                            "verification", "planning", "compaction", "reproduction" };
         for (size_t i = 0; out && res && i < ARRAY_SIZE(keep); i++) {
                 json_t *v = json_object_get(res, keep[i]);
                 if (v)
@@ -989,8 +990,11 @@ static bool model_url_allowed(struct server *s, const struct provider_request *r
 static int parse_run(struct server *s, struct request *rq, json_t *body, struct srv_run *sr, struct run_config *c,
                      corral_error **ret_err)
 {
-        static const char *const known[] = { "task",           "model",       "inputs",        "limits",
-                                             "review",         "max_iterations", "token_budget", "wall_budget" };
+        static const char *const known[] = { "task",         "model",          "inputs",       "limits",
+                                             "review",       "max_iterations", "token_budget", "wall_budget",
+                                             "verify",       "verifier_model", "verify_rounds",
+                                             "plan",         "replan_every",   "compact",
+                                             "reproduce" };
         if (!json_is_object(body))
                 return corral_usage(ret_err, "the body must be a JSON object");
         if (fields_known(body, known, ARRAY_SIZE(known), "", "a field of a run", "body", ret_err) < 0)
@@ -1053,6 +1057,45 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                 return -1;
         c->agent.max_iterations = (unsigned)iters;
         c->agent.token_budget = tokens;
+        /* The modes (docs/modes.md). */
+        json_t *verify = json_object_get(body, "verify"), *vm = json_object_get(body, "verifier_model");
+        json_t *vr = json_object_get(body, "verify_rounds");
+        if (verify && !json_is_boolean(verify))
+                return corral_usage_field(ret_err, "verify", "verify must be true or false");
+        if (verify)
+                c->verify = json_is_true(verify);
+        if (vm && !json_is_string(vm))
+                return corral_usage_field(ret_err, "verifier_model", "verifier_model must be a string");
+        if (vm && strncmp(json_string_value(vm), "replay:", 7) == 0)
+                return corral_usage_field(ret_err, "verifier_model", "a replay model cannot be asked for over HTTP");
+        c->verifier_model = json_string_value(vm);
+        if (vr && (!json_is_integer(vr) || json_integer_value(vr) < 0 || json_integer_value(vr) > 20))
+                return corral_usage_field(ret_err, "verify_rounds", "verify_rounds must be a whole number from 0 "
+                                                                    "to 20");
+        if (vr)
+                c->agent.verify_rounds = (unsigned)json_integer_value(vr);
+        json_t *reproduce = json_object_get(body, "reproduce");
+        if (reproduce && !json_is_boolean(reproduce))
+                return corral_usage_field(ret_err, "reproduce", "reproduce must be true or false");
+        c->reproduce = json_is_true(reproduce);
+        json_t *compact = json_object_get(body, "compact");
+        if (compact && !json_is_boolean(compact))
+                return corral_usage_field(ret_err, "compact", "compact must be true or false");
+        if (compact)
+                c->compact = json_is_true(compact);
+        json_t *plan = json_object_get(body, "plan"), *re = json_object_get(body, "replan_every");
+        if (plan && !json_is_boolean(plan))
+                return corral_usage_field(ret_err, "plan", "plan must be true or false");
+        if (plan)
+                c->plan = json_is_true(plan);
+        if (re && (!json_is_integer(re) || json_integer_value(re) < 0 || json_integer_value(re) > 1000))
+                return corral_usage_field(ret_err, "replan_every", "replan_every must be a whole number from 0 "
+                                                                   "to 1000");
+        if (re) {
+                c->agent.replan_every = (unsigned)json_integer_value(re);
+                if (plan == NULL)
+                        c->plan = 1;
+        }
         if (wall)
                 c->agent.wall_budget_s = (double)wall;
         if (corral_jail_config_copy(&sr->jail, &s->limits, ret_err) < 0 ||

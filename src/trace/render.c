@@ -838,6 +838,103 @@ static void render_review(render *r, const json_t *ev)
         }
 }
 
+/* A completion check's verdict (docs/modes.md): what was found missing, and
+ * what the run does with it. */
+static void render_verify(render *r, const json_t *ev)
+{
+        const json_t *complete = json_object_get(ev, "complete");
+        const char *action = trace_jstr(ev, "action"), *error = trace_jstr(ev, "error");
+        double round = 0;
+        trace_jnum(ev, "round", &round);
+        cleanup_free char *head = NULL;
+        const char *what = json_is_true(complete)     ? "complete"
+                           : json_is_false(complete) ? (action && strcmp(action, "sent_back") == 0
+                                                                ? "incomplete: sent back to the model"
+                                                                : "incomplete: no round left, the answer stands")
+                                                     : "no verdict, the answer stands";
+        if (asprintf(&head, "round %.0f: %s", round, what) < 0)
+                head = NULL;
+        ensure_bol(r);
+        out_kv(r, "check", head, json_is_true(complete) ? "32" : C_YELLOW);
+        json_t *missing = json_object_get(ev, "missing"), *m;
+        size_t i;
+        json_array_foreach (missing, i, m) {
+                cleanup_free char *line = NULL;
+                if (asprintf(&line, "missing: %s", json_string_value(m) ? json_string_value(m) : "") >= 0)
+                        out_kv(r, "", line, NULL);
+        }
+        if (error)
+                out_kv(r, "", error, C_DIM);
+}
+
+/* A plan (docs/modes.md): why it was made, and its lines. */
+static void render_plan(render *r, const json_t *ev)
+{
+        const char *reason = trace_jstr(ev, "reason"), *stuck = trace_jstr(ev, "stuck");
+        const char *plan = trace_jstr(ev, "plan"), *error = trace_jstr(ev, "error");
+        cleanup_free char *head = NULL;
+        if (asprintf(&head, "%s%s%s", reason && strcmp(reason, "initial") == 0 ? "the plan"
+                                      : stuck                                  ? "replanned: stuck: "
+                                                                               : "revised",
+                     stuck ? stuck : "", error ? " (none: the model did not answer)" : "") < 0)
+                head = NULL;
+        ensure_bol(r);
+        out_kv(r, "plan", head, stuck ? C_YELLOW : NULL);
+        for (const char *p = plan; p && *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t n = nl ? (size_t)(nl - p) : strlen(p);
+                cleanup_free char *line = strndup(p, n);
+                if (line && line[strspn(line, " \t\r")])
+                        out_kv(r, "", line, C_DIM);
+                p = nl ? nl + 1 : p + n;
+        }
+        if (error)
+                out_kv(r, "", error, C_DIM);
+}
+
+/* A compaction (docs/modes.md): how much was summarised. */
+static void render_compact(render *r, const json_t *ev)
+{
+        double n = 0, before = 0;
+        trace_jnum(ev, "messages", &n);
+        trace_jnum(ev, "est_tokens_before", &before);
+        const char *error = trace_jstr(ev, "error");
+        cleanup_free char *line = NULL;
+        if (asprintf(&line, "%s %.0f older messages (about %.0f tokens before)%s%s",
+                     error ? "could not summarise" : "summarised", n, before, error ? ": " : "", error ? error : "") < 0)
+                line = NULL;
+        ensure_bol(r);
+        out_kv(r, "context", line, error ? C_YELLOW : C_DIM);
+}
+
+/* A reproduction's report (docs/modes.md): the result, then what differed. */
+static void render_reproduce(render *r, const json_t *ev)
+{
+        const char *result = trace_jstr(ev, "result"), *error = trace_jstr(ev, "error");
+        double steps = 0, files = 0, same = 0;
+        trace_jnum(ev, "steps", &steps);
+        trace_jnum(ev, "files_compared", &files);
+        trace_jnum(ev, "files_reproduced", &same);
+        bool ok = result && strcmp(result, "reproduced") == 0;
+        cleanup_free char *head = NULL;
+        if (asprintf(&head, "%s: %.0f steps run again, %.0f of %.0f files the same", ok ? "reproduced" : "not reproduced",
+                     steps, same, files) < 0)
+                head = NULL;
+        ensure_bol(r);
+        out_kv(r, "reproduce", head, ok ? "32" : C_YELLOW);
+        json_t *d;
+        size_t i;
+        json_array_foreach (json_object_get(ev, "differences"), i, d)
+                out_kv(r, "", json_string_value(d), NULL);
+        json_array_foreach (json_object_get(ev, "failed_steps"), i, d) {
+                cleanup_free char *line = NULL;
+                if (asprintf(&line, "step %" JSON_INTEGER_FORMAT " failed this time", json_integer_value(json_object_get(d, "step"))) >= 0)
+                        out_kv(r, "", line, NULL);
+        }
+        if (error)
+                out_kv(r, "", error, C_YELLOW);
+}
+
 static void render_tool_result(render *r, const json_t *ev)
 {
         const char *name = trace_jstr(ev, "name");
@@ -1103,6 +1200,24 @@ void render_event(void *userdata, const json_t *event)
                 if (!q) {
                         spinner_stop(r);
                         render_net(r, event);
+                }
+        } else if (strcmp(type, "verify") == 0) {
+                if (!q) {
+                        spinner_stop(r);
+                        render_verify(r, event);
+                }
+        } else if (strcmp(type, "reproduce") == 0) {
+                spinner_stop(r);
+                render_reproduce(r, event);
+        } else if (strcmp(type, "compact") == 0) {
+                if (!q) {
+                        spinner_stop(r);
+                        render_compact(r, event);
+                }
+        } else if (strcmp(type, "plan") == 0) {
+                if (!q) {
+                        spinner_stop(r);
+                        render_plan(r, event);
                 }
         } else if (strcmp(type, "notice") == 0) {
                 spinner_stop(r);

@@ -65,7 +65,7 @@ def test_completion_and_man_page_come_from_the_same_help(tmp_path):
     # the completion asks the command's own --help: the options it offers are those
     script = tmp_path / "c.bash"
     script.write_text(r.stdout)
-    out = subprocess.run(["bash", "-c", f"source {script}; COMP_WORDS=({CORRAL} run --no-c); COMP_CWORD=2; "
+    out = subprocess.run(["bash", "-c", f"source {script}; COMP_WORDS=({CORRAL} run --no-col); COMP_CWORD=2; "
                                         "_corral; echo ${COMPREPLY[@]}"], capture_output=True, text=True).stdout
     assert out.split() == ["--no-color"], out
     r = subprocess.run(["sh", os.path.join(ROOT, "scripts", "gen-man.sh"), CORRAL, str(tmp_path / "corral.1")],

@@ -491,7 +491,9 @@ def test_record_then_replay_offline(run, tmp_path):
     srv.assert_ok()
     assert r1.rc == 0, r1.err
     lines = rec.read_text().splitlines()
-    assert len(lines) == 3 and json.loads(lines[0])["run"]["inputs"] == []  # what it ran on, then 2 exchanges
+    # what it ran on, then 2 exchanges and the completion check's (docs/modes.md)
+    assert len(lines) == 4 and json.loads(lines[0])["run"]["inputs"] == []
+    assert json.loads(lines[3])["purpose"] == "verify"
     rec.write_text(json.dumps({"comment": "recorded by the test"}) + "\n" + rec.read_text())
     trace2 = tmp_path / "replay-trace.jsonl"
     r2 = run("http://127.0.0.1:9/v1", "--json", "--trace", str(trace2), "multiply", model=f"replay:{rec}")
@@ -595,7 +597,7 @@ def test_trace_file_is_private_and_complete(run):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     types = [e["type"] for e in r.events()]
     assert types == ["run_start", "model_request", "model_reply", "tool_call", "tool_result",
-                     "model_request", "model_reply", "run_end"]
+                     "model_request", "model_reply", "verify", "run_end"]
 
 
 def test_non_streamed_replies(run):
@@ -644,7 +646,8 @@ def test_context_length_error_trims_and_retries(run):
                  "code": "context_length_exceeded"}})},
              text("short now") | {"expect": {"contains": ["[older output, shortened to save context]"]}}]
     with ScriptedServer(turns) as srv:
-        r = run(srv, "--json", "--context-tokens", "4096", "long")
+        # shortening, the fallback of compaction (test_modes.py)
+        r = run(srv, "--json", "--no-compact", "--context-tokens", "4096", "long")
     srv.assert_ok()
     assert r.rc == 0, r.err
     assert any(e["type"] == "notice" and "context" in e["message"] for e in r.events())
@@ -653,7 +656,8 @@ def test_context_length_error_trims_and_retries(run):
 def test_context_trimming_keeps_requests_small(run):
     turns = [tool_call("run_python", code=f"print('{i}' * 6000)") for i in range(6)] + [text("done")]
     with ScriptedServer(turns) as srv:
-        r = run(srv, "--context-tokens", "4096", "--max-iterations", "10", "--output-limit", "64K", "long")
+        r = run(srv, "--no-compact", "--context-tokens", "4096", "--max-iterations", "10", "--output-limit", "64K",
+                "long")
     srv.assert_ok()
     assert r.rc == 0, r.err
     # old observations were shortened; the newest kept

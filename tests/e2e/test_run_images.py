@@ -240,7 +240,8 @@ def test_images_go_first_when_the_context_is_tight(run):
              tool_call("run_python", code="print('b' * 5000)"),
              text("done")]
     with ScriptedServer(turns) as srv:
-        rc, out, err, events, raw = run(srv, "--images", "on", "--context-tokens", "4096", "plots")
+        # shortening, not compaction (test_modes.py)
+        rc, out, err, events, raw = run(srv, "--images", "on", "--no-compact", "--context-tokens", "4096", "plots")
     srv.assert_ok()
     assert rc == 0, err
     assert len(image_parts(srv.requests[1]["messages"])) == 1

@@ -558,3 +558,31 @@ def test_runs_at_the_servers_stop(serve):
     runs = {r["id"]: r for r in s2.json("GET", "/v1/runs")[1]["runs"]}
     assert runs[a]["status"] == "answered" and runs[a]["answer"] == "quick", runs[a]
     assert runs[b]["status"] == "cancelled" and runs[b]["reason"] == "cancelled: server stopping", runs[b]
+
+
+def test_run_modes_in_the_body(serve):
+    """The modes of docs/modes.md as fields of a run: the check sends the
+    first answer back, the plan rides with the task, and the result carries
+    both; bad values are 400 with their field."""
+    s = serve()
+    side = {"verify": [text(json.dumps({"complete": False, "missing": ["the unit"]})),
+                       text(json.dumps({"complete": True, "missing": []}))],
+            "plan": [text("1. Multiply.")]}
+    turns = [text("42") | {"expect": {"contains": ["1. Multiply."]}},
+             text("42 apples") | {"expect": {"contains": ["the unit"]}}]
+    with ScriptedServer(turns, side=side) as srv:
+        rid = start_run(s, srv, {"task": "six times seven apples", "plan": True, "verify_rounds": 1,
+                                 "compact": False, "reproduce": True})
+        j = wait_end(s, rid)
+    srv.assert_ok()
+    assert j["status"] == "answered" and j["answer"] == "42 apples", j
+    assert j["verification"]["sent_back"] == 1 and j["planning"]["plans"] == 1
+    # no code ran: the 42 of the answer is a number no step computed
+    assert j["reproduction"]["result"] == "not_reproduced" and j["reproduction"]["unsupported_numbers"] == ["42"]
+    for body, field in [({"verify": "yes"}, "verify"), ({"verify_rounds": 21}, "verify_rounds"),
+                        ({"verifier_model": "replay:/etc/passwd"}, "verifier_model"),
+                        ({"replan_every": -1}, "replan_every"), ({"compact": 1}, "compact"),
+                        ({"reproduce": "no"}, "reproduce")]:
+        b = {"task": "x", "model": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}, **body}
+        status, e = s.json("POST", "/v1/runs", b)
+        assert status == 400 and e["error"].get("field") == field, (body, e)

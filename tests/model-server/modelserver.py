@@ -214,6 +214,17 @@ def tool_call(name: str, /, **arguments) -> dict:
     return {"reply": {"content": None, "tool_calls": [{"name": name, "arguments": arguments}]}}
 
 
+# Side calls of corral's modes (header X-Corral-Purpose: docs/modes.md) are not
+# turns of the conversation: they take the turns scripted for their purpose
+# (ScriptedServer(side={"verify": [...]})), else these answers, and are kept in
+# side_requests, not requests.
+SIDE_DEFAULTS: dict[str, dict] = {
+    "verify": {"reply": {"content": '{"complete": true, "missing": []}'}},
+    "compact": {"reply": {"content": "Summary of the earlier steps (scripted)."}},
+    "plan": {"reply": {"content": "1. Look at the inputs.\n2. Compute the result.\n3. Answer."}},
+}
+
+
 def _validate(turns: list, dialect: str) -> None:
     def unknown(where, got, allowed):
         extra = set(got) - allowed
@@ -615,6 +626,9 @@ class _Handler(BaseHTTPRequestHandler):
                 raise ValueError("not a JSON object")
         except ValueError as e:
             body, err = None, f"invalid JSON body ({e}): {_short(raw.decode(errors='replace'))}"
+        purpose = self.headers.get("X-Corral-Purpose")
+        if purpose is not None and body is not None:
+            return self._side_call(purpose, body, raw)
         with srv._lock:
             n = len(srv.requests)
             srv.requests.append(body)
@@ -649,6 +663,36 @@ class _Handler(BaseHTTPRequestHandler):
             outcome["completed"] = True
             return
         self._answer(turn, index, n, d, body, len(raw), outcome)
+
+    def _side_call(self, purpose, body, raw):
+        """A mode's side call (header X-Corral-Purpose): the next turn scripted
+        for that purpose, else the default answer of SIDE_DEFAULTS."""
+        srv = self.srv
+        with srv._lock:
+            n = len(srv.side_requests)
+            srv.side_requests.append({"purpose": purpose, "body": body})
+            queue = srv.side.get(purpose) or []
+            used = srv._side_next.get(purpose, 0)
+            turn = queue[used] if used < len(queue) else SIDE_DEFAULTS.get(purpose)
+            if used < len(queue):
+                srv._side_next[purpose] = used + 1
+        if turn is None:
+            srv._fail(f"side request {n}: no turn for purpose {purpose!r}")
+            return self._send(500, _dumps({"error": {"message": f"scripted server: no {purpose} turn"}}))
+        d = DIALECTS[turn.get("dialect") or srv.dialect_name]
+        req = _Request(body, raw.decode(errors="replace"), self.headers)
+        problems = [p for key, want in (turn.get("expect") or {}).items()
+                    for p in EXPECT_CHECKS[key](want, req)]
+        outcome = {"request": n, "purpose": purpose, "turn": used, "status": None, "stream": False,
+                   "completed": False}
+        srv.side_outcomes.append(outcome)
+        if problems:
+            for p in problems:
+                srv._fail(f"{purpose} turn {used} (side request {n}): {p}")
+            outcome["status"] = 400
+            return self._send(400, _dumps(_error_body(
+                d, 400, "scripted server: expectation failed: " + "; ".join(problems))))
+        self._answer(turn, used, n, d, body, len(raw), outcome)
 
     do_PUT = do_PATCH = do_DELETE = _unexpected
 
@@ -744,9 +788,15 @@ class ScriptedServer:
 
     def __init__(self, turns: list, models: list | tuple = ("gpt-test",), *,
                  dialect: str = "openai", port: int = 0, created: int = 1700000000,
-                 verbose: bool = False):
+                 verbose: bool = False, side: dict | None = None):
         turns = [dict(t) for t in turns]
         _validate(turns, dialect)
+        self.side = {k: [dict(t) for t in v] for k, v in (side or {}).items()}
+        for v in self.side.values():
+            _validate(v, dialect)
+        self.side_requests: list = []     # {"purpose", "body"} of each side call, in order
+        self.side_outcomes: list = []
+        self._side_next: dict = {}
         self.turns, self.models, self.dialect_name = turns, list(models or []), dialect
         self.dialect = DIALECTS[dialect]
         self.created, self.verbose, self._port = created, verbose, port
@@ -814,7 +864,10 @@ class ScriptedServer:
         with self._lock:
             out = list(self.failures)
         return out + [f"turn {i} was never used ({_short(t.get('note') or t)})"
-                      for i, t in enumerate(self.turns) if i >= self._next]
+                      for i, t in enumerate(self.turns) if i >= self._next] + [
+                f"{p} turn {i} was never used ({_short(t.get('note') or t)})"
+                for p, q in self.side.items() for i, t in enumerate(q)
+                if i >= self._side_next.get(p, 0)]
 
     def assert_ok(self) -> None:
         p = self.problems()
@@ -846,12 +899,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with open(args.scenario, encoding="utf-8") as f:
             sc = json.load(f)
-        unknown = set(sc) - {"models", "turns", "dialect", "note"}
+        unknown = set(sc) - {"models", "turns", "dialect", "note", "side"}
         if unknown:
             raise ValueError(f"unknown top-level key(s) {sorted(unknown)}")
         srv = ScriptedServer(sc.get("turns", []), sc.get("models", ["gpt-test"]),
                              dialect=sc.get("dialect", "openai"), port=args.port,
-                             verbose=args.verbose)
+                             verbose=args.verbose, side=sc.get("side"))
     except (OSError, ValueError) as e:
         print(f"modelserver: {args.scenario}: {e}", file=sys.stderr)
         return 2
