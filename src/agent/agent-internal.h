@@ -18,6 +18,18 @@ CORRAL_HIDDEN char *agent_cut_middle(const char *text, size_t len, size_t limit)
 CORRAL_HIDDEN char *agent_observe_exec(const corral_jail_result *res, const corral_jail_config *jail,
                                        const json_t *artifacts, size_t stream_limit);
 CORRAL_HIDDEN json_t *agent_exec_to_json(const corral_jail_result *res, size_t stream_limit);
+/* The newest n step outputs of messages (tool results, or text-protocol
+ * results; the task is not one), oldest of them first, each cut to
+ * max_bytes, onto f; none_text when there is none.  For the modes' side
+ * calls. */
+CORRAL_HIDDEN void agent_put_recent_outputs(FILE *f, const json_t *messages, size_t n, size_t max_bytes,
+                                            const char *none_text);
+/* A mode's side call (verify, plan, compact): the two-message request
+ * (system, user) to m with purpose; its wait, and its error (and whether
+ * it was cancelled) or usage recorded in ev, the usage added to *ret_usage
+ * (may be NULL).  0 with *ret_reply to release, or -1. */
+CORRAL_HIDDEN int agent_side_call(model_client *m, const char *purpose, const char *system, const char *user,
+                                  json_t *ev, struct model_usage *ret_usage, struct chat_reply *ret_reply);
 
 /* verify.c: the completion check.  The "verify" event for one check of
  * answer: {"round", "model", "complete": bool or null (no verdict),

@@ -99,37 +99,12 @@ json_t *agent_compact(const struct agent_config *cfg, const json_t *messages, si
                 free(text);
                 return NULL;
         }
-        json_t *req = json_pack("[{s:s, s:s}, {s:s, s:s}]", "role", "system", "content", compact_system, "role",
-                                "user", "content", text);
-        free(text);
         json_t *ev = json_pack("{s:i, s:i}", "from", (int)from, "messages", (int)(to - from));
-        if (req == NULL || ev == NULL) {
-                json_decref(req);
-                json_decref(ev);
-                return NULL;
-        }
-        struct model_hooks hooks = { .purpose = "compact" };
         struct chat_reply reply;
-        corral_error *err = NULL;
-        double t0 = monotonic_ms();
-        int rc = model_chat(cfg->model, req, NULL, &hooks, &reply, &err);
-        json_decref(req);
-        json_object_set_new(ev, "wait_ms", json_real(round_ms(monotonic_ms() - t0)));
-        if (rc < 0) {
-                json_object_set_new(ev, "error", json_string(err ? err->msg : "the model request failed"));
-                if (err && err->kind == CORRAL_ERR_CANCELLED)
-                        json_object_set_new(ev, "cancelled", json_true());
-                corral_error_free(err);
+        int rc = ev ? agent_side_call(cfg->model, "compact", compact_system, text, ev, ret_usage, &reply) : -1;
+        free(text);
+        if (rc < 0)
                 return ev;
-        }
-        if (ret_usage) {
-                ret_usage->prompt_tokens += reply.usage.prompt_tokens;
-                ret_usage->completion_tokens += reply.usage.completion_tokens;
-                ret_usage->requests++;
-        }
-        json_object_set_new(ev, "usage", json_pack("{s:I, s:I}", "prompt_tokens",
-                                                   (json_int_t)reply.usage.prompt_tokens, "completion_tokens",
-                                                   (json_int_t)reply.usage.completion_tokens));
         const char *content = json_string_value(json_object_get(reply.message, "content"));
         if (content == NULL || content[strspn(content, " \t\r\n")] == '\0')
                 json_object_set_new(ev, "error", json_string("the summary was empty"));

@@ -177,3 +177,57 @@ json_t *agent_exec_to_json(const corral_jail_result *res, size_t stream_limit)
                          (json_int_t)res->memory_peak_bytes, "limit", corral_limit_to_string(res->limit), "reason",
                          res->reason);
 }
+
+void agent_put_recent_outputs(FILE *f, const json_t *messages, size_t n, size_t max_bytes, const char *none_text)
+{
+        size_t picked[16], k = 0;
+        if (n > ARRAY_SIZE(picked))
+                n = ARRAY_SIZE(picked);
+        for (size_t i = json_array_size(messages); i > 2 && k < n; i--) {
+                const json_t *m = json_array_get(messages, i - 1);
+                const char *role = json_string_value(json_object_get(m, "role"));
+                if (role && (strcmp(role, "tool") == 0 || strcmp(role, "user") == 0) &&
+                    json_is_string(json_object_get(m, "content")))
+                        picked[k++] = i - 1;
+        }
+        if (k == 0)
+                fprintf(f, "%s\n", none_text);
+        while (k-- > 0) {
+                const char *text = json_string_value(json_object_get(json_array_get(messages, picked[k]), "content"));
+                cleanup_free char *cut = agent_cut_middle(text, strlen(text), max_bytes);
+                fprintf(f, "--- output ---\n%s\n", cut ? cut : "");
+        }
+}
+
+int agent_side_call(model_client *m, const char *purpose, const char *system, const char *user, json_t *ev,
+                    struct model_usage *ret_usage, struct chat_reply *ret_reply)
+{
+        json_t *req = json_pack("[{s:s, s:s}, {s:s, s:s}]", "role", "system", "content", system, "role", "user",
+                                "content", user);
+        if (req == NULL) {
+                json_object_set_new(ev, "error", json_string("out of memory"));
+                return -1;
+        }
+        struct model_hooks hooks = { .purpose = purpose };
+        corral_error *err = NULL;
+        double t0 = monotonic_ms();
+        int rc = model_chat(m, req, NULL, &hooks, ret_reply, &err);
+        json_decref(req);
+        json_object_set_new(ev, "wait_ms", json_real(round_ms(monotonic_ms() - t0)));
+        if (rc < 0) {
+                json_object_set_new(ev, "error", json_string(err ? err->msg : "the model request failed"));
+                if (err && err->kind == CORRAL_ERR_CANCELLED)
+                        json_object_set_new(ev, "cancelled", json_true());
+                corral_error_free(err);
+                return -1;
+        }
+        if (ret_usage) {
+                ret_usage->prompt_tokens += ret_reply->usage.prompt_tokens;
+                ret_usage->completion_tokens += ret_reply->usage.completion_tokens;
+                ret_usage->requests++;
+        }
+        json_object_set_new(ev, "usage", json_pack("{s:I, s:I}", "prompt_tokens",
+                                                   (json_int_t)ret_reply->usage.prompt_tokens, "completion_tokens",
+                                                   (json_int_t)ret_reply->usage.completion_tokens));
+        return 0;
+}

@@ -146,26 +146,6 @@ static void plan_watch_restart(struct plan_state *p, bool stuck)
         p->stuck_reason = NULL;
 }
 
-/* The newest step outputs, oldest of them first. */
-static void recent_outputs(FILE *f, const json_t *messages)
-{
-        size_t picked[PLAN_OUTPUTS], n = 0;
-        for (size_t i = json_array_size(messages); i > 2 && n < PLAN_OUTPUTS; i--) {
-                const json_t *m = json_array_get(messages, i - 1);
-                const char *role = json_string_value(json_object_get(m, "role"));
-                if (role && (strcmp(role, "tool") == 0 || strcmp(role, "user") == 0) &&
-                    json_is_string(json_object_get(m, "content")))
-                        picked[n++] = i - 1;
-        }
-        if (n == 0)
-                fputs("(no step has run yet)\n", f);
-        while (n-- > 0) {
-                const char *text = json_string_value(json_object_get(json_array_get(messages, picked[n]), "content"));
-                cleanup_free char *cut = agent_cut_middle(text, strlen(text), PLAN_OUTPUT_BYTES);
-                fprintf(f, "--- output ---\n%s\n", cut ? cut : "");
-        }
-}
-
 json_t *agent_plan(const struct agent_config *cfg, struct plan_state *p, const json_t *messages, const char *why,
                    struct model_usage *ret_usage)
 {
@@ -178,7 +158,7 @@ json_t *agent_plan(const struct agent_config *cfg, struct plan_state *p, const j
         fprintf(f, "Task:\n%s\n\nInput files:\n%s\n", cfg->task, inputs && *inputs ? inputs : "(none)\n");
         if (p->plan) {
                 fprintf(f, "\nThe current plan:\n%s\n\nRecent outputs of the agent's steps:\n", p->plan);
-                recent_outputs(f, messages);
+                agent_put_recent_outputs(f, messages, PLAN_OUTPUTS, PLAN_OUTPUT_BYTES, "(no step has run yet)");
                 if (why)
                         fprintf(f, "\nThe agent is stuck: %s. Revise the plan so that it gets past this.\n", why);
                 else
@@ -190,39 +170,19 @@ json_t *agent_plan(const struct agent_config *cfg, struct plan_state *p, const j
                 free(text);
                 return NULL;
         }
-        json_t *req = json_pack("[{s:s, s:s}, {s:s, s:s}]", "role", "system", "content", plan_system, "role", "user",
-                                "content", text);
-        free(text);
         json_t *ev = json_pack("{s:s, s:s?}", "reason", why ? "stuck" : p->plan ? "scheduled" : "initial", "stuck", why);
-        if (req == NULL || ev == NULL) {
-                json_decref(req);
-                json_decref(ev);
+        if (ev == NULL) {
+                free(text);
                 return NULL;
         }
-        struct model_hooks hooks = { .purpose = "plan" };
         struct chat_reply reply;
-        corral_error *err = NULL;
-        double t0 = monotonic_ms();
-        int rc = model_chat(cfg->model, req, NULL, &hooks, &reply, &err);
-        json_decref(req);
-        json_object_set_new(ev, "wait_ms", json_real(round_ms(monotonic_ms() - t0)));
+        int rc = agent_side_call(cfg->model, "plan", plan_system, text, ev, ret_usage, &reply);
+        free(text);
         if (rc < 0) {
-                json_object_set_new(ev, "error", json_string(err ? err->msg : "the model request failed"));
-                if (err && err->kind == CORRAL_ERR_CANCELLED)
-                        json_object_set_new(ev, "cancelled", json_true());
-                corral_error_free(err);
                 /* No plan this time: the next is due after as many steps. */
                 plan_watch_restart(p, why != NULL);
                 return ev;
         }
-        if (ret_usage) {
-                ret_usage->prompt_tokens += reply.usage.prompt_tokens;
-                ret_usage->completion_tokens += reply.usage.completion_tokens;
-                ret_usage->requests++;
-        }
-        json_object_set_new(ev, "usage", json_pack("{s:I, s:I}", "prompt_tokens",
-                                                   (json_int_t)reply.usage.prompt_tokens, "completion_tokens",
-                                                   (json_int_t)reply.usage.completion_tokens));
         const char *content = json_string_value(json_object_get(reply.message, "content"));
         if (content == NULL || content[strspn(content, " \t\r\n")] == '\0') {
                 json_object_set_new(ev, "error", json_string("the planner's reply was empty"));

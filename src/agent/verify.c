@@ -61,27 +61,6 @@ static void describe_files(FILE *f, struct workspace *ws)
         json_decref(list);
 }
 
-/* The newest observations (tool results, or text-protocol results), oldest
- * of them first; the task (message 1) is not one. */
-static void last_outputs(FILE *f, const json_t *messages)
-{
-        size_t picked[VERIFY_OUTPUTS], n = 0;
-        for (size_t i = json_array_size(messages); i > 2 && n < VERIFY_OUTPUTS; i--) {
-                const json_t *m = json_array_get(messages, i - 1);
-                const char *role = json_string_value(json_object_get(m, "role"));
-                if (role && (strcmp(role, "tool") == 0 || strcmp(role, "user") == 0) &&
-                    json_is_string(json_object_get(m, "content")))
-                        picked[n++] = i - 1;
-        }
-        if (n == 0)
-                fputs("(no step ran)\n", f);
-        while (n-- > 0) {
-                const char *text = json_string_value(json_object_get(json_array_get(messages, picked[n]), "content"));
-                cleanup_free char *cut = agent_cut_middle(text, strlen(text), VERIFY_OUTPUT_BYTES);
-                fprintf(f, "--- output ---\n%s\n", cut ? cut : "");
-        }
-}
-
 static char *verify_request_text(const struct agent_config *cfg, const json_t *messages, const char *answer)
 {
         char *out = NULL;
@@ -93,7 +72,7 @@ static char *verify_request_text(const struct agent_config *cfg, const json_t *m
         fprintf(f, "Task:\n%s\n\nFinal answer:\n%s\n\nFiles in output/:\n", cfg->task, a ? a : answer);
         describe_files(f, cfg->ws);
         fputs("\nLast outputs of the agent's steps:\n", f);
-        last_outputs(f, messages);
+        agent_put_recent_outputs(f, messages, VERIFY_OUTPUTS, VERIFY_OUTPUT_BYTES, "(no step ran)");
         fputs("\nReply with the JSON object only.", f);
         if (fclose(f) != 0) {
                 free(out);
@@ -144,37 +123,14 @@ json_t *agent_verify(const struct agent_config *cfg, const json_t *messages, con
         json_t *ev = json_pack("{s:i, s:s?, s:n, s:[]}", "round", (int)round, "model", cfg->verifier_model,
                                "complete", "missing");
         cleanup_free char *text = verify_request_text(cfg, messages, answer ? answer : "");
-        json_t *req = text ? json_pack("[{s:s, s:s}, {s:s, s:s}]", "role", "system", "content", verify_system,
-                                       "role", "user", "content", text)
-                           : NULL;
-        if (ev == NULL || req == NULL) {
-                json_decref(req);
+        if (ev == NULL || text == NULL) {
                 if (ev)
                         json_object_set_new(ev, "error", json_string("out of memory"));
                 return ev;
         }
-        struct model_hooks hooks = { .purpose = "verify" };
         struct chat_reply reply;
-        corral_error *err = NULL;
-        double t0 = monotonic_ms();
-        int rc = model_chat(m, req, NULL, &hooks, &reply, &err);
-        json_decref(req);
-        json_object_set_new(ev, "wait_ms", json_real(round_ms(monotonic_ms() - t0)));
-        if (rc < 0) {
-                json_object_set_new(ev, "error", json_string(err ? err->msg : "the model request failed"));
-                if (err && err->kind == CORRAL_ERR_CANCELLED)
-                        json_object_set_new(ev, "cancelled", json_true());
-                corral_error_free(err);
+        if (agent_side_call(m, "verify", verify_system, text, ev, ret_usage, &reply) < 0)
                 return ev;
-        }
-        if (ret_usage) {
-                ret_usage->prompt_tokens += reply.usage.prompt_tokens;
-                ret_usage->completion_tokens += reply.usage.completion_tokens;
-                ret_usage->requests++;
-        }
-        json_object_set_new(ev, "usage", json_pack("{s:I, s:I}", "prompt_tokens",
-                                                   (json_int_t)reply.usage.prompt_tokens, "completion_tokens",
-                                                   (json_int_t)reply.usage.completion_tokens));
         const char *content = json_string_value(json_object_get(reply.message, "content"));
         bool complete = false;
         if (parse_verdict(content, &complete, json_object_get(ev, "missing")) < 0) {
