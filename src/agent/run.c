@@ -400,6 +400,20 @@ static bool replay_answer_is_stale(const struct run *r)
                ((inputs && strcmp(inputs, "same") != 0) || model_client_replay_divergence(r->model) != NULL);
 }
 
+/* The inputs and the manifest as one manifest, checked whole before
+ * anything is made (run_open, and again for a reproduction). */
+static int run_manifest(const struct run_config *c, struct ws_manifest *man, corral_error **err)
+{
+        int rc = 0;
+        for (size_t i = 0; rc == 0 && i < c->n_inputs; i++)
+                rc = ws_manifest_add_input(man, c->inputs[i], err);
+        if (rc == 0 && c->manifest)
+                rc = ws_manifest_load(man, c->manifest, err);
+        if (rc == 0)
+                rc = ws_manifest_check(man, err);
+        return rc;
+}
+
 /* ---- set-up ---- */
 
 /* The destinations, then the model client, the workspace with its inputs,
@@ -435,13 +449,7 @@ static int set_up(struct run *r, corral_error **err)
         /* The inputs and the manifest are one manifest, checked whole
          * before anything is made. */
         struct ws_manifest man = { 0 };
-        int rc = 0;
-        for (size_t i = 0; rc == 0 && i < c->n_inputs; i++)
-                rc = ws_manifest_add_input(&man, c->inputs[i], err);
-        if (rc == 0 && c->manifest)
-                rc = ws_manifest_load(&man, c->manifest, err);
-        if (rc == 0)
-                rc = ws_manifest_check(&man, err);
+        int rc = run_manifest(c, &man, err);
         if (rc == 0)
                 rc = workspace_open(c->workspace, &r->ws, err);
         /* Before the inputs: the archive's entries must not meet them. */
@@ -483,13 +491,7 @@ static int stage_again(struct run *r, struct workspace *ws, corral_error **err)
 {
         const struct run_config *c = &r->cfg;
         struct ws_manifest man = { 0 };
-        int rc = 0;
-        for (size_t i = 0; rc == 0 && i < c->n_inputs; i++)
-                rc = ws_manifest_add_input(&man, c->inputs[i], err);
-        if (rc == 0 && c->manifest)
-                rc = ws_manifest_load(&man, c->manifest, err);
-        if (rc == 0)
-                rc = ws_manifest_check(&man, err);
+        int rc = run_manifest(c, &man, err);
         uint64_t budget = c->input_limit;
         json_t *staged = NULL;
         if (rc == 0)
