@@ -208,23 +208,16 @@ static char *event_text(const struct server *s, const json_t *event)
                 pub = json_incref((json_t *)event);
         }
         char *text = pub ? json_dumps(pub, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
-        /* The data directory as it appears inside a JSON string. */
-        json_t *dir = s && s->data_dir ? json_string(s->data_dir) : NULL;
-        cleanup_free char *quoted = dir ? json_dumps(dir, JSON_ENCODE_ANY) : NULL;
-        json_decref(dir);
-        if (text && quoted && strlen(quoted) > 2) {
-                quoted[strlen(quoted) - 1] = '\0';
-                if (strstr(text, quoted + 1) != NULL) {
-                        json_t *copy = json_deep_copy(pub);
-                        const char *const hide[] = { s->data_dir, NULL };
-                        free(text);
-                        text = NULL;
-                        if (copy) {
-                                redact_json(copy, hide);
-                                text = json_dumps(copy, JSON_COMPACT | JSON_REAL_PRECISION(15));
-                        }
-                        json_decref(copy);
+        if (text && s && s->data_dir_json && strstr(text, s->data_dir_json) != NULL) {
+                json_t *copy = json_deep_copy(pub);
+                const char *const hide[] = { s->data_dir, NULL };
+                free(text);
+                text = NULL;
+                if (copy) {
+                        redact_json(copy, hide);
+                        text = json_dumps(copy, JSON_COMPACT | JSON_REAL_PRECISION(15));
                 }
+                json_decref(copy);
         }
         json_decref(pub);
         return text;

@@ -58,6 +58,7 @@ struct server {
         struct session_host *host;
         struct metrics *metrics;
         char *data_dir;          /* resolved: masked in what runs' events say (runs.c) */
+        char *data_dir_json;     /* the same as it stands inside a JSON string (escaped, no quotes) */
         char *work_dir;          /* ours alone (0700, flock-held): paused archives, tar transfers */
         int work_lock;
 

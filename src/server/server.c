@@ -713,6 +713,16 @@ int server_start(const struct server_config *cfg, struct server **ret, corral_er
         if (workspace_make_temporary(data, &s->work_dir, &s->work_lock, ret_err) < 0)
                 goto fail;
         s->data_dir = realpath(data, NULL);
+        if (s->data_dir) {
+                json_t *dir = json_string(s->data_dir);
+                char *quoted = dir ? json_dumps(dir, JSON_ENCODE_ANY) : NULL;
+                json_decref(dir);
+                if (quoted && strlen(quoted) > 2) {
+                        quoted[strlen(quoted) - 1] = '\0';
+                        s->data_dir_json = strdup(quoted + 1);
+                }
+                free(quoted);
+        }
         if (cfg->tokens_file) {
                 if (auth_load(cfg->tokens_file, &s->auth, ret_err) < 0) {
                         corral_error_set_field(ret_err, "tokens_file");
@@ -900,6 +910,7 @@ void server_free(struct server *s)
                 close(s->work_lock);
         corral_jail_config_release(&s->limits);
         free(s->data_dir);
+        free(s->data_dir_json);
         free(s->token_file);
         free(s->url);
         if (s->stop_fd >= 0)
