@@ -255,6 +255,21 @@ def test_compaction_summarises_and_keeps_pairs(run):
     assert ev["messages"] >= 2 and ev["est_tokens_before"] > 3072  # 3/4 of the context
 
 
+def test_compactions_stop_at_their_cap(run):
+    """At most compact_max (4) summaries a run: past them, older output is
+    only shortened, and the run still ends with every pair whole."""
+    step = "print('%s' * 1500)"
+    turns = [tool_call("run_python", code=step % c) for c in "abcdefghijklmnopqrstuvwx"] + [text("done")]
+    side = {"compact": [text(f"SUMMARY-{i}") for i in range(1, 5)]}
+    with ScriptedServer(turns, side=side) as srv:
+        r = run(srv, "--json", "--no-verify", "--context-tokens", "4096", "--max-iterations", "30", "print things")
+    assert r.rc == 0, r.err
+    srv.assert_ok()  # every scripted summary was asked for
+    c = r.json["compaction"]
+    assert c["compactions"] == 4 and len(srv.side_requests) == 4, c
+    assert all(pairs_whole(req["messages"]) for req in srv.requests)
+
+
 def test_no_compact_shortens_only(run):
     step = "print('%s' * 1500)"
     turns = [tool_call("run_python", code=step % c) for c in "abcdef"] + [text("done")]
