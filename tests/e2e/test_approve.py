@@ -209,3 +209,77 @@ def test_replay_has_no_human(run, tmp_path):
     ans = [e for e in ev if e["type"] == "approval"]
     assert ans and ans[0]["who"] == "replay"
     assert [e for e in ev if e["type"] == "tool_result"][0]["exec"]["stdout"] == "replayed-step\n"
+
+
+# ---- the server: the question in the event stream, answered over HTTP ----
+
+from test_serve_runs import serve, start_run, sse, wait_end  # noqa: E402,F401,F811  (serve: a fixture)
+
+
+def pending(s, rid, timeout=30):
+    """The run's pending question, waited for."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, j = s.json("GET", f"/v1/runs/{rid}/approvals")
+        assert status == 200, j
+        if j["pending"]:
+            return j["pending"]
+        time.sleep(0.05)
+    raise AssertionError("no approval asked")
+
+
+def test_server_deny_then_edit(serve):
+    """Over HTTP: the question is in the event stream; a denial's reason
+    reaches the model; an edit is what runs; answering twice is 409, an
+    unknown question 404, a bad decision 400, another token 403."""
+    tokens = {"alice": "a" * 32, "bob": "b" * 32}
+    s = serve(tokens=tokens)
+    s.token = tokens["alice"]
+    turns = [tool_call("run_shell", command="echo first > output/first.txt"),
+             tool_call("run_shell", command="echo answer-41")
+             | {"expect": {"contains": ["did not approve", "not in output please"]}},
+             text("done") | {"expect": {"contains": ["answer-42", "The user edited your command"]}}]
+    with ScriptedServer(turns) as srv:
+        rid = start_run(s, srv, {"task": "go", "approve": "always", "verify": False})
+        q = pending(s, rid)
+        assert q["n"] == 1 and q["lang"] == "bash" and "echo first" in q["code"]
+        assert q["review"]["verdict"] == "allow" and q["default"] == "deny"
+        assert s.request("POST", f"/v1/runs/{rid}/approvals/1", {"decision": "deny"},
+                         token=tokens["bob"])[0] == 403
+        st, j = s.json("POST", f"/v1/runs/{rid}/approvals/1", {"decision": "maybe"})
+        assert st == 400 and "approve, deny, edit" in j["error"]["message"], j
+        st, j = s.json("POST", f"/v1/runs/{rid}/approvals/7", {"decision": "approve"})
+        assert st == 404, j
+        st, j = s.json("POST", f"/v1/runs/{rid}/approvals/1",
+                       {"decision": "deny", "reason": "not in output please"})
+        assert st == 200 and j == {"n": 1, "status": "answered"}, j
+        st, j = s.json("POST", f"/v1/runs/{rid}/approvals/1", {"decision": "approve"})
+        assert st == 409, j
+        q = pending(s, rid)
+        assert q["n"] == 2
+        st, j = s.json("POST", f"/v1/runs/{rid}/approvals/2", {"decision": "edit"})
+        assert st == 400 and "code" in j["error"]["message"], j
+        st, j = s.json("POST", f"/v1/runs/{rid}/approvals/2",
+                       {"decision": "edit", "code": "echo answer-42"})
+        assert st == 200, j
+        end = wait_end(s, rid)
+    srv.assert_ok()
+    assert end["status"] == "answered", end
+    assert end["approval"] == {"mode": "always", "requests": 2, "approved": 0, "denied": 1, "edited": 1,
+                               "timed_out": 0}
+    events = [e for _, e, _ in sse(s, rid)]
+    data = {e: d for _, e, d in sse(s, rid) if e in ("approval_request", "approval")}
+    assert events.count("approval_request") == 2 and events.count("approval") == 2
+    assert data["approval"]["who"] == "api" and data["approval"]["decision"] == "edit"
+    # The run is over: nothing to answer.
+    st, j = s.json("POST", f"/v1/runs/{rid}/approvals/2", {"decision": "approve"})
+    assert st == 409, j
+    assert s.json("GET", f"/v1/runs/{rid}/approvals")[1] == {"pending": None}
+
+
+def test_server_bad_approve_field(serve):
+    s = serve()
+    st, j = s.json("POST", "/v1/runs", {"task": "go", "approve": "sometimes"})
+    assert st == 400 and j["error"]["field"] == "approve", j
+    st, j = s.json("POST", "/v1/runs", {"task": "go", "approve": "always", "approve_timeout": 0})
+    assert st == 400 and j["error"]["field"] == "approve_timeout", j
