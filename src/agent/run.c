@@ -625,7 +625,10 @@ static int approve_set_up(struct run *r, corral_error **err)
 
 json_t *run_approval_pending(struct run *r)
 {
-        return approval_gate_pending(r->gate);
+        json_t *p = approval_gate_pending(r->gate);
+        if (p)
+                redact_json(p, r->secrets); /* as the trace's approval_request is */
+        return p;
 }
 
 bool run_approval_asks(const struct run *r)

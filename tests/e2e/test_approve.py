@@ -128,6 +128,14 @@ def test_terminal_deny_with_reason(tmp_path):
     assert ans["decision"] == "deny" and ans["reason"] == "keep output empty please"
     result = [e for e in t.events() if e["type"] == "tool_result"][0]
     assert result["ok"] is False and "exec" not in result
+    # corral trace show says who answered what.
+    import glob
+    (path,) = glob.glob(str(tmp_path / "state" / "corral" / "runs" / "*" / "trace.jsonl"))
+    shown = subprocess.run([CORRAL, "trace", "show", "--no-color", path], capture_output=True, text=True,
+                           timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    assert "1: denied: nothing ran by terminal after" in shown.stdout, shown.stdout
+    assert "keep output empty please" in shown.stdout
 
 
 def test_terminal_edit_runs_the_edited_code(tmp_path):
