@@ -291,3 +291,21 @@ def test_server_bad_approve_field(serve):
     assert st == 400 and j["error"]["field"] == "approve", j
     st, j = s.json("POST", "/v1/runs", {"task": "go", "approve": "always", "approve_timeout": 0})
     assert st == 400 and j["error"]["field"] == "approve_timeout", j
+
+
+def test_text_protocol_deny(tmp_path):
+    """The text protocol's code blocks wait at the same gate: denied, the
+    model's next user turn carries the reason."""
+    turns = [text("```bash\ntouch output/nope\n```"),
+             text("understood") | {"expect": {"contains": ["did not approve", "read only please"],
+                                              "last_role": "user"}}]
+    with ScriptedServer(turns) as srv:
+        t = Tty(tmp_path, srv, "--approve", "always", "--no-tools", "-o", str(tmp_path / "out"), "go")
+        t.expect(PROMPT)
+        t.type("n")
+        t.expect(b"reason")
+        t.type("read only please")
+        rc, res = t.finish()
+    srv.assert_ok()
+    assert rc == 0 and res["protocol"] == "text" and res["approval"]["denied"] == 1
+    assert not (tmp_path / "out" / "nope").exists()
