@@ -715,7 +715,8 @@ static json_t *public_result(json_t *res)
         json_t *out = json_object();
         static const char *const keep[] = { "status",  "answer",     "reason",      "field",
                                             "iterations", "usage",   "artifacts", "wall_ms", "not_copied",
-                                            "verification", "planning", "compaction", "reproduction" };
+                                            "verification", "planning", "compaction", "reproduction", "team",
+                                            "mode" };
         for (size_t i = 0; out && res && i < ARRAY_SIZE(keep); i++) {
                 json_t *v = json_object_get(res, keep[i]);
                 if (v)
@@ -987,7 +988,7 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                                              "review",       "max_iterations", "token_budget", "wall_budget",
                                              "verify",       "verifier_model", "verify_rounds",
                                              "plan",         "replan_every",   "compact",
-                                             "reproduce" };
+                                             "reproduce",    "mode" };
         if (!json_is_object(body))
                 return corral_usage(ret_err, "the body must be a JSON object");
         if (fields_known(body, known, ARRAY_SIZE(known), "", "a field of a run", "body", ret_err) < 0)
@@ -1067,6 +1068,9 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                                                                     "to 20");
         if (vr)
                 c->agent.verify_rounds = (unsigned)json_integer_value(vr);
+        json_t *mode = json_object_get(body, "mode");
+        if (mode && (!json_is_string(mode) || agent_mode_from_string(json_string_value(mode), &c->agent.mode) < 0))
+                return corral_usage_field(ret_err, "mode", "mode must be \"plain\", \"tdd\" or \"team\"");
         json_t *reproduce = json_object_get(body, "reproduce");
         if (reproduce && !json_is_boolean(reproduce))
                 return corral_usage_field(ret_err, "reproduce", "reproduce must be true or false");
