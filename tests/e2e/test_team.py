@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server")
 from modelserver import ScriptedServer, text, tool_call  # noqa: E402
 
 from test_run import SALES, base_env, run  # noqa: E402,F401  (run: a fixture)
+from test_serve_runs import serve, start_run, wait_end  # noqa: E402,F401  (serve: a fixture)
 
 WRONG = ("import pandas as pd\n"
          "df = pd.read_csv('input/sales.csv')\n"
@@ -144,3 +145,25 @@ def test_mode_errors(run):
     assert r.rc == 2 and "not built" in r.err
     r = run("http://127.0.0.1:9/v1", "--executor-model", "m", "x")
     assert r.rc == 2 and "--executor-model" in r.err and "team" in r.err
+
+
+def test_team_run_over_http(serve):
+    """POST /v1/runs with "mode": "team": the reviewer rejects the first step,
+    the result carries "mode" and each role's counts; a bad mode is 400 with
+    its field."""
+    s = serve()
+    turns = [tool_call("run_python", code="print(6 * 7)"),
+             tool_call("run_python", code="print(7 * 6)") | {"expect": {"contains": ["multiply in the other order"]}},
+             text("42")]
+    with ScriptedServer(turns, side={"review": [verdict("reject", "multiply in the other order")]}) as srv:
+        rid = start_run(s, srv, {"task": "six times seven", "mode": "team", "verify": False})
+        j = wait_end(s, rid)
+    srv.assert_ok()
+    assert j["status"] == "answered" and j["mode"] == "team", j
+    roles = j["team"]["roles"]
+    assert roles["reviewer"]["rejected"] == 1 and roles["reviewer"]["approved"] == 1
+    assert roles["writer"]["usage"]["requests"] == 3 and roles["executor"]["runs"] == 1
+    for mode in ("crew", 3, "tdd"):
+        b = {"task": "x", "model": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}, "mode": mode}
+        status, e = s.json("POST", "/v1/runs", b)
+        assert status == 400 and e["error"].get("field") == "mode", (mode, e)
