@@ -105,7 +105,9 @@ def test_executor_summarises_long_output(run, tmp_path):
     """Long output (over 2000 bytes) is summarised by the executor's model
     (--executor-model), and the writer reads the summary with the output's
     head and tail; short output goes as it is, with no call.  The live
-    view says which role did what, and each role's tokens."""
+    view says which role did what, and each role's tokens.  The roles'
+    own models write to the run's transcript, and a replay plays them back
+    without them."""
     summary = "The loop printed 400 rows; the last line says total 4242."
     turns = [tool_call("run_python", code=LONG),
              tool_call("run_python", code="print(6 * 7)")
@@ -116,9 +118,10 @@ def test_executor_summarises_long_output(run, tmp_path):
                                                     "model": "exec-1"}}],
             "review": [verdict("approve") | {"expect": {"model": "judge-1"}},
                        verdict("approve") | {"expect": {"model": "judge-1"}}]}
+    rec = tmp_path / "team.jsonl"
     with ScriptedServer(turns, side=side) as srv:
         r = run(srv, "--no-verify", "--mode", "team", "--reviewer-model", "judge-1", "--executor-model", "exec-1",
-                "print rows")
+                "--record", str(rec), "print rows")
     srv.assert_ok()
     assert r.rc == 0, r.err
     assert [x["purpose"] for x in srv.side_requests] == ["review", "summary", "review"]
@@ -134,6 +137,15 @@ def test_executor_summarises_long_output(run, tmp_path):
     assert "reviewer" in r.err and "approved: the step runs" in r.err
     assert "summarised" in r.err and summary in r.err
     assert "judge-1 ·" in r.err and "exec-1 ·" in r.err
+    lines = [json.loads(x) for x in rec.read_text().splitlines()]
+    assert [(x.get("purpose"), x["request"]["model"]) for x in lines if "reply" in x] == [
+        (None, "gpt-test"), ("review", "judge-1"), ("summary", "exec-1"), (None, "gpt-test"), ("review", "judge-1"),
+        (None, "gpt-test")]
+    r = run("http://127.0.0.1:9/v1", "--json", "--mode", "team", "print rows", model=f"replay:{rec}")
+    assert r.rc == 0, r.err
+    assert r.json["answer"] == "4242 and 42"
+    roles = r.json["team"]["roles"]
+    assert roles["executor"]["summaries"] == 1 and roles["reviewer"]["approved"] == 2
 
 
 def test_mode_errors(run):
