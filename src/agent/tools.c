@@ -727,7 +727,9 @@ started:;
 static bool review_step(struct toolbox *tb, const char *lang, const char *code, struct tool_result *s)
 {
         const struct agent_config *cfg = tb->cfg;
-        if (cfg->review == NULL || review_policy_level(cfg->review) == REVIEW_LEVEL_OFF)
+        /* Team mode: the reviewer sees every step, the policy off or not
+         * (a policy at level off only finds nothing). */
+        if (cfg->review == NULL || (review_policy_level(cfg->review) == REVIEW_LEVEL_OFF && tb->team == NULL))
                 return false;
         struct review_result res;
         corral_error *err = NULL;

@@ -107,7 +107,8 @@ def test_executor_summarises_long_output(run, tmp_path):
     head and tail; short output goes as it is, with no call.  The live
     view says which role did what, and each role's tokens.  The roles'
     own models write to the run's transcript, and a replay plays them back
-    without them."""
+    without them.  With the static review off the reviewer still sees every
+    step."""
     summary = "The loop printed 400 rows; the last line says total 4242."
     turns = [tool_call("run_python", code=LONG),
              tool_call("run_python", code="print(6 * 7)")
@@ -121,7 +122,7 @@ def test_executor_summarises_long_output(run, tmp_path):
     rec = tmp_path / "team.jsonl"
     with ScriptedServer(turns, side=side) as srv:
         r = run(srv, "--no-verify", "--mode", "team", "--reviewer-model", "judge-1", "--executor-model", "exec-1",
-                "--record", str(rec), "print rows")
+                "--record", str(rec), "--review-policy", "off", "print rows")
     srv.assert_ok()
     assert r.rc == 0, r.err
     assert [x["purpose"] for x in srv.side_requests] == ["review", "summary", "review"]
