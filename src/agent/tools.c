@@ -19,13 +19,13 @@
 #include "../lib/redact.h"
 #include "../model/chat.h"
 #include "../review/llm.h"
-#include "team.h"
 #include "../review/review.h"
 #include "../session/client.h"
 #include "../session/host.h"
 #include "../session/session.h"
 #include "../workspace/artifact.h"
 #include "agent-internal.h"
+#include "team.h"
 #include "toolbox.h"
 
 static const char tool_schemas_json[] =
