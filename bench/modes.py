@@ -5,9 +5,10 @@ tokens and wall time, on 12 scripted data tasks.
 Each task is a scripted conversation (tests/model-server) over one small sales
 CSV: code steps, then an answer.  Every task runs once per mode: the baseline
 (--no-verify --no-compact), --verify, --plan, compaction (a 4096-token
-context, against the baseline at the same context) and --reproduce.  The
+context, against the baseline at the same context), --reproduce and --mode team
+(alone, and at the 4096-token context, where the long outputs are summarised).  The
 scripted server answers the modes' side calls with its defaults (a complete
-verdict, a three-line plan, a one-line summary) and estimates tokens at 4
+verdict, a three-line plan, a one-line summary, an approval) and estimates tokens at 4
 bytes each, so the figures are corral's side: the requests and the prompt a
 mode adds, and the time corral itself spends (the model answers at once).
 
@@ -79,6 +80,8 @@ MODES = [
     ("baseline, 4096-token context", ["--no-verify", "--no-compact", "--context-tokens", "4096"]),
     ("compact, 4096-token context", ["--no-verify", "--compact", "--context-tokens", "4096"]),
     ("reproduce", ["--reproduce", "--no-verify", "--no-compact"]),
+    ("team", ["--mode", "team", "--no-verify", "--no-compact"]),
+    ("team, 4096-token context", ["--mode", "team", "--no-verify", "--no-compact", "--context-tokens", "4096"]),
 ]
 
 
@@ -115,12 +118,14 @@ def one_run(corral, tmp, task, args, base_url, model, timeout):
             "tokens": u["prompt_tokens"] + u["completion_tokens"], "wall_ms": wall, "res": res}
 
 
-def scripted(corral, rounds):
+def scripted(corral, rounds, only=None):
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "sales.csv"), "w") as f:
             f.write(SALES)
         for name, args in MODES:
+            if only and name not in only:
+                continue
             padded = "4096" in args
             per = []
             for _ in range(rounds):
@@ -142,6 +147,8 @@ def table(rows):
     out = ["| mode | model requests / task | extra | tokens / task | extra | wall ms / task (median) | extra |",
            "|---|---:|---:|---:|---:|---:|---:|"]
     for name, _ in MODES:
+        if name not in rows:
+            continue
         base = "baseline, 4096-token context" if "4096" in name else "baseline"
         req, treq = mean(name, "requests"), mean(base, "requests")
         tok, ttok = mean(name, "tokens"), mean(base, "tokens")
@@ -176,6 +183,8 @@ def main():
     ap.add_argument("--model", help="a real model: run the tasks against it and report success per mode")
     ap.add_argument("--base-url", help="its endpoint (default: the environment's and config file's)")
     ap.add_argument("--md", help="also write the table here")
+    ap.add_argument("--modes", help="only these modes, space-separated (verify plan compact reproduce team): "
+                                    "their rows, with and without the small context, and the baselines")
     a = ap.parse_args()
     corral, why = find_corral()
     if corral is None:
@@ -184,7 +193,15 @@ def main():
     if a.model:
         md = f"### Modes against {a.model} (`bench/modes.py --model`)\n\n" + real(corral, a.base_url, a.model)
     else:
-        rows = scripted(corral, a.rounds)
+        only = None
+        if a.modes:
+            only = {"baseline", "baseline, 4096-token context"}
+            for m in a.modes.split():
+                rows_of = {name for name, _ in MODES if name.split(",")[0] == m}
+                if not rows_of:
+                    raise SystemExit(f"--modes: unknown mode {m!r}; known: verify plan compact reproduce team")
+                only |= rows_of
+        rows = scripted(corral, a.rounds, only)
         md = (f"### Modes of corral run (`bench/modes.py`, {len(TASKS)} scripted tasks, {a.rounds} round(s))\n\n"
               + table(rows))
     print(md)

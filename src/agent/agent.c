@@ -19,6 +19,7 @@
 #include "../session/client.h"
 #include "../session/session.h"
 #include "agent-internal.h"
+#include "team.h"
 #include "toolbox.h"
 
 #define TRIM_KEEP_LAST 4     /* the newest messages are never shortened */
@@ -63,6 +64,30 @@ const char *agent_status_to_string(enum agent_status s)
         }
 }
 
+const char *agent_mode_to_string(enum agent_mode m)
+{
+        switch (m) {
+        case AGENT_MODE_PLAIN:
+                return "plain";
+        case AGENT_MODE_TDD:
+                return "tdd";
+        case AGENT_MODE_TEAM:
+                return "team";
+        default:
+                return "unknown";
+        }
+}
+
+int agent_mode_from_string(const char *s, enum agent_mode *ret)
+{
+        for (int m = AGENT_MODE_PLAIN; m <= AGENT_MODE_TEAM; m++)
+                if (s && strcmp(s, agent_mode_to_string((enum agent_mode)m)) == 0) {
+                        *ret = (enum agent_mode)m;
+                        return 0;
+                }
+        return -1;
+}
+
 void agent_result_release(struct agent_result *r)
 {
         free(r->answer);
@@ -70,12 +95,17 @@ void agent_result_release(struct agent_result *r)
         json_decref(r->verification);
         json_decref(r->planning);
         json_decref(r->compaction);
+        json_decref(r->team);
         json_decref(r->steps);
         memset(r, 0, sizeof(*r));
 }
 
 static void emit(const struct agent_config *cfg, const char *type, json_t *fields)
 {
+        /* Team mode: which role did it (team.h). */
+        const char *role = cfg->mode == AGENT_MODE_TEAM ? team_event_role(type) : NULL;
+        if (role && fields)
+                json_object_set_new(fields, "role", json_string(role));
         if (cfg->trace)
                 trace_emit(cfg->trace, type, fields);
         else
@@ -313,6 +343,8 @@ struct agent_state {
         char *summary;           /* of the turns summarised, said after the task */
         json_t *compact_events;
         struct model_usage compact_usage;
+        /* Team mode (team.c) */
+        struct team *team;
 };
 
 /* A path as the workspace knows it: "output/a.csv" of "/workspace/output/a.csv" or "./output/a.csv". */
@@ -671,6 +703,13 @@ static int set_system_prompt(const struct agent_config *cfg, json_t *messages, b
         cleanup_free char *prompt = agent_system_prompt(cfg, text);
         if (prompt == NULL)
                 return -1;
+        if (cfg->mode == AGENT_MODE_TEAM) {
+                char *both = NULL;
+                if (asprintf(&both, "%s\n\n%s", prompt, team_writer_prompt()) < 0)
+                        return -1;
+                free(prompt);
+                prompt = both;
+        }
         json_t *m = json_pack("{s:s, s:s}", "role", "system", "content", prompt);
         return m ? json_array_set_new(messages, 0, m) : -1;
 }
@@ -704,8 +743,12 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
         struct agent_state st = { .cfg = cfg, .verdicts = json_array(), .plan_events = json_array(),
                                   .compact_events = json_array() };
         plan_state_init(&st.plan);
-        bool oom = st.verdicts == NULL || st.plan_events == NULL || st.compact_events == NULL;
+        if (cfg->mode == AGENT_MODE_TEAM)
+                st.team = team_new(cfg);
+        bool oom = st.verdicts == NULL || st.plan_events == NULL || st.compact_events == NULL ||
+                   (cfg->mode == AGENT_MODE_TEAM && st.team == NULL);
         if (oom || toolbox_new(cfg, &st.tools, err) < 0) {
+                team_free(st.team);
                 json_decref(st.verdicts);
                 json_decref(st.plan_events);
                 json_decref(st.compact_events);
@@ -729,8 +772,11 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 json_decref(st.plan_events);
                 json_decref(st.compact_events);
                 toolbox_free(st.tools);
+                team_free(st.team);
                 return corral_fail(err, ENOMEM, "cannot start the run");
         }
+        if (st.team)
+                toolbox_set_team(st.tools, st.team);
         if (cfg->wall_budget_s > 0)
                 st.deadline_ms = monotonic_ms() + cfg->wall_budget_s * 1000;
         /* The zygote starts while the model thinks about the first turn. */
@@ -869,6 +915,8 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                         break;
                 }
                 ret->iterations = turn;
+                if (st.team)
+                        team_count_writer(st.team, &reply.usage);
                 emit(cfg, "model_reply", reply_event(turn, &reply, monotonic_ms() - t0));
                 json_array_append(messages, reply.message);
                 json_t *content_v = json_object_get(reply.message, "content");
@@ -920,6 +968,8 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 ret->planning = planning_json(&st);
         if (cfg->compact && json_array_size(st.compact_events) > 0)
                 ret->compaction = compaction_json(&st);
+        if (st.team)
+                ret->team = team_result_json(st.team);
         json_decref(st.compact_events);
         free(st.summary);
         json_decref(st.verdicts);
@@ -927,6 +977,7 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
         plan_state_release(&st.plan);
         /* The session ends before the zygote's hold is dropped. */
         toolbox_free(st.tools);
+        team_free(st.team);
         if (prewarm)
                 session_prewarm_end();
         free(answer);

@@ -50,6 +50,19 @@ struct agent_tools {
         void *userdata;
 };
 
+/* How the loop works (docs/modes.md): plain, test-driven, or a team of a
+ * writer (the run's model), a reviewer that approves or rejects each code
+ * step before it runs, and an executor that runs it and summarises long
+ * output for the writer (team.h). */
+enum agent_mode {
+        AGENT_MODE_PLAIN = 0,
+        AGENT_MODE_TDD,
+        AGENT_MODE_TEAM,
+};
+CORRAL_HIDDEN const char *agent_mode_to_string(enum agent_mode m);
+/* "plain", "tdd", "team": 0 with *ret set, -1 for any other name. */
+CORRAL_HIDDEN int agent_mode_from_string(const char *s, enum agent_mode *ret);
+
 /* The longest task: it is sent with every model turn.  Longer text belongs
  * in an input file the task names. */
 #define AGENT_TASK_MAX (64u << 10)
@@ -66,6 +79,7 @@ struct agent_config {
         const char *workspace_note;   /* said in the prompt's workspace section (a restored
                                        * archive: corral run --from); may be NULL */
 
+        enum agent_mode mode;         /* default AGENT_MODE_PLAIN */
         unsigned max_iterations;      /* model turns (default 10) */
         uint64_t token_budget;        /* prompt + completion tokens, 0: none */
         double wall_budget_s;         /* whole run, 0: none */
@@ -99,6 +113,11 @@ struct agent_config {
          * warns about; NULL: none.  Borrowed. */
         model_client *reviewer;
         const char *reviewer_model;   /* its model id, for the trace */
+        /* The team's executor (mode team): the model that summarises a
+         * step's long output for the writer; NULL: model.  Borrowed. */
+        model_client *executor;
+        const char *executor_model;   /* its model id, for the trace */
+        const char *writer_model;     /* the run's model id, for the team's result */
         /* The completion check (docs/modes.md): when the model offers a
          * final answer, a separate call of the verifier (NULL: the run's
          * model) judges it against the task; what is missing goes back as
@@ -158,6 +177,9 @@ struct agent_result {
         json_t *planning;
         /* With compact, when it happened: {"compactions", "events", "usage"}; else NULL. */
         json_t *compaction;
+        /* With mode team: {"roles": {"writer", "reviewer", "executor"}, each
+         * with its model, usage and counts} (docs/run-json.md); else NULL. */
+        json_t *team;
         /* With record_steps: [{"tool", "ok", "ran", "lang"?, "code"?, "path"?,
          * "content"?, "changed": [paths]}], in order. */
         json_t *steps;

@@ -26,6 +26,7 @@
 #include "../workspace/dest.h"
 #include "../workspace/workspace.h"
 #include "run.h"
+#include "team.h"
 
 #ifndef CORRAL_VERSION_STRING
 #define CORRAL_VERSION_STRING "0.1.0"
@@ -51,6 +52,7 @@ struct run {
         model_client *model;
         model_client *reviewer;
         model_client *verifier;
+        model_client *executor;  /* team mode's, when it has a model of its own */
         struct review_policy *own_review; /* the standard policy, when the caller gave none */
         trace *tr;
         json_t *inputs;          /* the staged inputs' entries */
@@ -482,6 +484,8 @@ static int set_up(struct run *r, corral_error **err)
                                 r->trace_path, "version", CORRAL_VERSION_STRING);
         if (r->run_info && c->cwd)
                 json_object_set_new(r->run_info, "cwd", json_string(c->cwd));
+        if (r->run_info && r->agent.mode != AGENT_MODE_PLAIN)
+                json_object_set_new(r->run_info, "mode", json_string(agent_mode_to_string(r->agent.mode)));
         if (r->run_info && r->replay)
                 json_object_set(r->run_info, "replay", r->replay);
         return 0;
@@ -537,8 +541,57 @@ static void reproduce(struct run *r)
         trace_emit(r->tr, "reproduce", json_incref(rep));
 }
 
+/* A role's model of its own (team mode): the run's endpoint, key and
+ * transcript; field names the setting for an error. */
+static int open_role_model(struct run *r, const char *model, const char *who, const char *field,
+                           model_client **ret, corral_error **err)
+{
+        struct model_settings ms = r->model_settings;
+        ms.model = model;
+        if (model_client_open(&ms, ret, err) < 0) {
+                corral_error_prefix(err, "the %s's model", who);
+                if ((*err)->field && strcmp((*err)->field, "model") == 0)
+                        (*err)->field = field;
+                return -1;
+        }
+        return 0;
+}
+
+/* Team mode (team.h): the reviewer is the model the reviewer_model setting
+ * names, the executor the one executor_model names, else the run's; a model
+ * of its own is a client on the run's endpoint and key whose exchanges go to
+ * the run's transcript.  A replay plays every role's calls back from its
+ * transcript (side calls "review" and "summary"), so it opens no other
+ * model. */
+static int team_set_up(struct run *r, corral_error **err)
+{
+        const struct run_config *c = &r->cfg;
+        bool replay = model_client_is_replay(r->model);
+        struct agent_config *a = &r->agent;
+        a->writer_model = a->reviewer_model = a->executor_model = r->choice.model;
+        a->reviewer = NULL;
+        if (c->reviewer_model && !replay) {
+                if (open_role_model(r, c->reviewer_model, "reviewer", "reviewer_model", &r->reviewer, err) < 0)
+                        return -1;
+                a->reviewer = r->reviewer;
+                a->reviewer_model = c->reviewer_model;
+        }
+        if (c->executor_model && !replay) {
+                if (open_role_model(r, c->executor_model, "executor", "executor_model", &r->executor, err) < 0)
+                        return -1;
+                a->executor = r->executor;
+                a->executor_model = c->executor_model;
+        }
+        if (r->run_info)
+                json_object_set_new(r->run_info, "team",
+                                    json_pack("{s:s, s:s, s:s, s:i}", "writer", a->writer_model, "reviewer",
+                                              a->reviewer_model, "executor", a->executor_model,
+                                              "summary_min_bytes", TEAM_SUMMARY_MIN_BYTES));
+        return 0;
+}
+
 /* The safety review, and the LLM reviewer: the run's endpoint and key, its
- * own model if given, no transcript. */
+ * own model if given, no transcript.  In team mode, the team's reviewer. */
 static int review_set_up(struct run *r, corral_error **err)
 {
         const struct run_config *c = &r->cfg;
@@ -550,6 +603,8 @@ static int review_set_up(struct run *r, corral_error **err)
         r->agent.review = policy;
         if (r->run_info)
                 json_object_set_new(r->run_info, "review", review_policy_describe(policy));
+        if (r->agent.mode == AGENT_MODE_TEAM)
+                return team_set_up(r, err);
         if (!c->llm_review)
                 return 0;
         struct model_settings rs = r->model_settings;
@@ -666,6 +721,12 @@ int run_open(const struct run_config *cfg, struct run **ret, corral_error **ret_
                 return corral_usage(ret_err, "a run needs a task and a jail configuration");
         if (check_task(cfg->task, ret_err) < 0)
                 return -1;
+        if (cfg->executor_model && cfg->agent.mode != AGENT_MODE_TEAM)
+                return corral_usage_field(ret_err, "executor_model", "an executor model is a role of the team: "
+                                                                     "set the mode to team, or leave it out");
+        if (cfg->agent.mode == AGENT_MODE_TDD)
+                return corral_usage_field(ret_err, "mode", "the test-driven mode is not built in this version: "
+                                                           "use plain or team");
         if (cfg->reproduce && cfg->from)
                 return corral_usage_field(ret_err, "reproduce", "a reproduction starts from the inputs alone: it "
                                                                 "cannot follow a run continued from an archive");
@@ -886,13 +947,13 @@ json_t *run_finish(struct run *r)
         /* The reason in words and the field behind it: a front end names
          * its own way of setting it (the CLI, a flag). */
         trace_emit(r->tr, "run_end",
-                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?, s:O?, s:O?, s:O?}", "status",
+                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?, s:O?, s:O?, s:O?, s:O?}", "status",
                              status,
                              "answer", res->answer, "reason", res->reason, "field", res->reason_field, "iterations",
                              res->iterations, "usage", usage_json(u), "artifacts", artifacts, "output_dir",
                              output_dir, "not_copied", skipped, "wall_ms", wall_ms, "verification",
                              res->verification, "planning", res->planning, "compaction", res->compaction,
-                             "reproduction", r->reproduction));
+                             "reproduction", r->reproduction, "team", res->team));
         json_t *j = json_pack("{s:i, s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:s, s:s, s:s, s:s?, s:o, s:f}",
                               "schema", 1, "status", status, "answer", res->answer, "reason", res->reason, "field",
                               res->reason_field, "iterations", res->iterations, "usage", usage_json(u), "artifacts",
@@ -911,6 +972,10 @@ json_t *run_finish(struct run *r)
                 json_object_set(j, "planning", res->planning);
         if (j && res->compaction)
                 json_object_set(j, "compaction", res->compaction);
+        if (j && res->team)
+                json_object_set(j, "team", res->team);
+        if (j && r->agent.mode != AGENT_MODE_PLAIN)
+                json_object_set_new(j, "mode", json_string(agent_mode_to_string(r->agent.mode)));
         if (j && r->reproduction)
                 json_object_set(j, "reproduction", r->reproduction);
         if (j && r->gate)
@@ -932,6 +997,7 @@ void run_free(struct run *r)
         model_client_free(r->model);
         model_client_free(r->reviewer);
         model_client_free(r->verifier);
+        model_client_free(r->executor);
         review_policy_free(r->own_review);
         /* Only a workspace corral made is removed; the caller's is theirs. */
         workspace_close(r->ws, r->cfg.workspace == NULL);

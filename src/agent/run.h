@@ -63,7 +63,9 @@ struct run_config {
 
         struct review_policy *review;    /* borrowed; NULL: the standard policy */
         bool llm_review;                 /* warnings go to an LLM reviewer */
-        const char *reviewer_model;      /* its model (default: the run's) */
+        const char *reviewer_model;      /* its model (default: the run's); in team mode (agent.mode),
+                                          * the team's reviewer */
+        const char *executor_model;      /* team mode: the executor's model (default: the run's) */
         /* The completion check (agent.verify, docs/modes.md): 1 on, 0 off,
          * -1 (the default) on for a live model, off for a replay whose
          * transcript recorded no checks. */

@@ -69,6 +69,12 @@ CORRAL_HIDDEN void toolbox_exec_code(struct toolbox *tb, const char *lang, const
  * deadline (CLOCK_MONOTONIC ms, 0 none), which caps each step's time. */
 CORRAL_HIDDEN void toolbox_set_turn(struct toolbox *tb, unsigned iteration, double deadline_ms);
 
+/* Team mode (team.h): the reviewer examines every code step the static
+ * review lets through, and the executor reports on every step that ran.
+ * Borrowed for the toolbox's life; NULL: no team. */
+struct team;
+CORRAL_HIDDEN void toolbox_set_team(struct toolbox *tb, struct team *team);
+
 /* Figures for the model (cfg->images): the last run_python call's, checked
  * PNGs within the budgets, and a text naming every figure (sent or not). */
 struct toolbox_image {

@@ -26,6 +26,7 @@
 #include "../workspace/artifact.h"
 #include "agent-internal.h"
 #include "approve.h"
+#include "team.h"
 #include "toolbox.h"
 
 static const char tool_schemas_json[] =
@@ -66,6 +67,7 @@ static const char tool_schemas_json[] =
 struct toolbox {
         const struct agent_config *cfg;
         unsigned iteration;      /* the loop's turn, for the trace's review events */
+        struct team *team;       /* team mode's reviewer and executor, or NULL */
         unsigned step;           /* executions so far, names step files */
         double deadline_ms;      /* monotonic; 0 none: caps a step's time limit */
         /* Hashes of code that failed, with the step that ran it. */
@@ -727,7 +729,9 @@ static bool review_step(struct toolbox *tb, const char *lang, const char *code, 
                         json_t **ret_review)
 {
         const struct agent_config *cfg = tb->cfg;
-        if (cfg->review == NULL || review_policy_level(cfg->review) == REVIEW_LEVEL_OFF)
+        /* Team mode: the reviewer sees every step, the policy off or not
+         * (a policy at level off only finds nothing). */
+        if (cfg->review == NULL || (review_policy_level(cfg->review) == REVIEW_LEVEL_OFF && tb->team == NULL))
                 return false;
         struct review_result res;
         corral_error *err = NULL;
@@ -745,16 +749,21 @@ static bool review_step(struct toolbox *tb, const char *lang, const char *code, 
          * reject what the static review let through (never the reverse). */
         json_t *llm = NULL;
         struct review_llm_verdict lv = { 0 };
-        if (!res.rejected && res.n_warn && cfg->reviewer) {
-                if (review_llm_judge(cfg->reviewer, lang, code, &res, &lv, &err) < 0) {
+        /* In team mode the reviewer sees every step, not only those with
+         * warnings (team.c). */
+        if (!res.rejected && (tb->team || (res.n_warn && cfg->reviewer))) {
+                int rc = tb->team ? team_review(tb->team, lang, code, &res, &lv, &err)
+                                  : review_llm_judge(cfg->reviewer, lang, code, &res, &lv, &err);
+                if (rc < 0) {
                         /* It could not be asked: the static verdict stands (the jail is the boundary). */
                         llm = json_pack("{s:s?,s:s,s:s}", "model", cfg->reviewer_model, "verdict", "error", "error",
                                         err ? err->msg : "out of memory");
                         corral_error_clear(&err);
                 } else {
-                        llm = json_pack("{s:s?,s:s,s:s?,s:s?,s:f}", "model", cfg->reviewer_model, "verdict",
-                                        lv.reject ? "reject" : "allow", "reasons", lv.reasons, "reply", lv.raw, "ms",
-                                        lv.ms);
+                        llm = json_pack("{s:s?,s:s,s:s?,s:s?,s:f,s:{s:I,s:I}}", "model", cfg->reviewer_model,
+                                        "verdict", lv.reject ? "reject" : "allow", "reasons", lv.reasons, "reply",
+                                        lv.raw, "ms", lv.ms, "usage", "prompt_tokens", (json_int_t)lv.prompt_tokens,
+                                        "completion_tokens", (json_int_t)lv.completion_tokens);
                 }
         }
         bool rejected = res.rejected || lv.reject;
@@ -766,6 +775,8 @@ static bool review_step(struct toolbox *tb, const char *lang, const char *code, 
                         json_object_set_new(ev, "iteration", json_integer(tb->iteration));
                         json_object_set_new(ev, "lang", json_string(lang));
                         json_object_set_new(ev, "policy", review_policy_describe(cfg->review));
+                        if (tb->team)
+                                json_object_set_new(ev, "role", json_string("reviewer"));
                         if (llm)
                                 json_object_set(ev, "llm", llm);
                 }
@@ -779,7 +790,14 @@ static bool review_step(struct toolbox *tb, const char *lang, const char *code, 
         json_decref(llm);
         if (!rejected && in_session)
                 review_context_add(tb, code, &res);
-        if (rejected) {
+        if (rejected && tb->team && !res.rejected) {
+                /* The team's reviewer, on the writer's work: its reasons are
+                 * the observation. */
+                say(s, false, "error: the reviewer rejected this %s, so nothing ran. The reviewer's reasons:\n%s"
+                              "Fix what they name and send the step again.",
+                    strcmp(lang, "python") == 0 ? "code" : "command", lv.reasons ? lv.reasons : "(none given)\n");
+                redact_step(tb, s);
+        } else if (rejected) {
                 cleanup_free char *text = review_result_text(&res);
                 say(s, false, "error: the safety review rejected this %s, so nothing ran. Do not try to get around "
                               "the review: take another approach.\n%s%s%s",
@@ -819,6 +837,11 @@ static bool approve_step(struct toolbox *tb, const char *lang, const char **code
                 json_object_set_new(s->args, strcmp(lang, "python") == 0 ? "code" : "command",
                                     json_string(*ret_edited));
         return false;
+}
+
+void toolbox_set_team(struct toolbox *tb, struct team *team)
+{
+        tb->team = team;
 }
 
 void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code, struct tool_result *s)
@@ -940,6 +963,8 @@ out:
                 if (s->err == NULL)
                         corral_fail(&s->err, ENOMEM, "cannot prepare the jail");
         }
+        if (tb->team && s->exec && !s->fatal && !s->cancelled)
+                team_report(tb->team, tb->iteration, lang, code, s);
         corral_error_free(err);
         corral_jail_config_release(&jc);
 }

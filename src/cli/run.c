@@ -109,9 +109,15 @@ static const char help_text[] =
         "                          does not run and the model is told why\n"
         "      --llm-review        also ask a model about steps the review warns about (the run's\n"
         "                          model, with its own prompt); it may reject them\n"
-        "      --reviewer-model M  the model for --llm-review (same endpoint; implies --llm-review)\n"
+        "      --reviewer-model M  the reviewer's model (same endpoint): of --llm-review (implied),\n"
+        "                          or of the team's reviewer with --mode team\n"
         "\n"
         "modes (docs/modes.md):\n"
+        "      --mode MODE         plain (default), or team: a writer (the run's model), a\n"
+        "                          reviewer that approves or rejects every code step before it\n"
+        "                          runs (--reviewer-model), an executor that runs it and\n"
+        "                          summarises long output for the writer (--executor-model)\n"
+        "      --executor-model M  the team's executor's model (same endpoint; default: the run's)\n"
         "      --verify, --no-verify  check a final answer against the task with a separate model\n"
         "                          call and send what is missing back (default: on, except for a\n"
         "                          replay: transcript that recorded no checks)\n"
@@ -197,6 +203,8 @@ enum {
         OPT_APPROVE,
         OPT_APPROVE_TIMEOUT,
         OPT_APPROVE_DEFAULT,
+        OPT_MODE,
+        OPT_EXECUTOR_MODEL,
 };
 
 static const struct option run_options[] = {
@@ -232,6 +240,8 @@ static const struct option run_options[] = {
         { "review-policy", required_argument, NULL, OPT_REVIEW_POLICY },
         { "llm-review", no_argument, NULL, OPT_LLM_REVIEW },
         { "reviewer-model", required_argument, NULL, OPT_REVIEWER_MODEL },
+        { "mode", required_argument, NULL, OPT_MODE },
+        { "executor-model", required_argument, NULL, OPT_EXECUTOR_MODEL },
         { "images", required_argument, NULL, OPT_IMAGES },
         { "images-per-step", required_argument, NULL, OPT_IMAGES_PER_STEP },
         { "images-per-run", required_argument, NULL, OPT_IMAGES_PER_RUN },
@@ -389,6 +399,16 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
         case OPT_REVIEWER_MODEL:
                 o->c.llm_review = true;
                 o->c.reviewer_model = arg;
+                return 0;
+        case OPT_MODE:
+                if (agent_mode_from_string(arg, &o->c.agent.mode) < 0)
+                        return corral_usage(err, "--mode: unknown mode '%s': plain, tdd or team", arg);
+                if (o->c.agent.mode == AGENT_MODE_TDD)
+                        return corral_usage(err, "--mode tdd: the test-driven mode is not built in this branch; "
+                                                 "use plain or team");
+                return 0;
+        case OPT_EXECUTOR_MODEL:
+                o->c.executor_model = arg;
                 return 0;
         case OPT_REVIEW_POLICY:
                 review_policy_free(o->review);

@@ -45,30 +45,43 @@ static json_t *find_object(const char *text)
 int review_llm_judge(model_client *reviewer, const char *lang, const char *code, const struct review_result *stat,
                      struct review_llm_verdict *ret, corral_error **ret_err)
 {
+        return review_llm_ask(reviewer, NULL, lang, code, stat, ret, ret_err);
+}
+
+int review_llm_ask(model_client *reviewer, const struct review_llm_request *rq, const char *lang, const char *code,
+                   const struct review_result *stat, struct review_llm_verdict *ret, corral_error **ret_err)
+{
         memset(ret, 0, sizeof(*ret));
         double t0 = monotonic_ms();
         char *warnings = review_result_text(stat);
         char *user = NULL;
-        if (asprintf(&user, "Language: %s\n\nStatic review:\n%s\nCode:\n```%s\n%s\n```\n", lang,
-                     warnings && *warnings ? warnings : "(no findings)\n", lang, code) < 0)
+        const char *context = rq ? rq->context : NULL;
+        if (asprintf(&user, "%s%sLanguage: %s\n\nStatic review:\n%s\nCode:\n```%s\n%s\n```\n", context ? context : "",
+                     context ? "\n\n" : "", lang, warnings && *warnings ? warnings : "(no findings)\n", lang,
+                     code) < 0)
                 user = NULL;
         free(warnings);
-        json_t *messages = user ? json_pack("[{s:s,s:s},{s:s,s:s}]", "role", "system", "content", prompt, "role",
+        const char *system = rq && rq->system ? rq->system : prompt;
+        json_t *messages = user ? json_pack("[{s:s,s:s},{s:s,s:s}]", "role", "system", "content", system, "role",
                                             "user", "content", user)
                                 : NULL;
         free(user);
         if (messages == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot ask the reviewer model");
         struct chat_reply reply = { 0 };
-        int rc = model_chat(reviewer, messages, NULL, NULL, &reply, ret_err);
+        struct model_hooks hooks = { .purpose = rq ? rq->purpose : NULL };
+        int rc = model_chat(reviewer, messages, NULL, hooks.purpose ? &hooks : NULL, &reply, ret_err);
         json_decref(messages);
         if (rc < 0)
                 return corral_error_prefix(ret_err, "reviewer model");
+        ret->prompt_tokens = reply.usage.prompt_tokens;
+        ret->completion_tokens = reply.usage.completion_tokens;
         const char *content = json_string_value(json_object_get(reply.message, "content"));
         ret->raw = strdup(content ? content : "");
         json_t *v = content ? find_object(content) : NULL;
         const char *verdict = json_string_value(json_object_get(v, "verdict"));
-        if (verdict && (strcmp(verdict, "allow") == 0 || strcmp(verdict, "reject") == 0)) {
+        if (verdict && (strcmp(verdict, "allow") == 0 || strcmp(verdict, "approve") == 0 ||
+                        strcmp(verdict, "reject") == 0)) {
                 ret->reject = verdict[0] == 'r';
                 char *out = NULL;
                 size_t n = 0;

@@ -20,6 +20,8 @@ struct review_llm_verdict {
         char *reasons;           /* one line per reason, or NULL */
         char *raw;               /* the reviewer's reply as sent (for the trace) */
         double ms;
+        uint64_t prompt_tokens;  /* the call's usage */
+        uint64_t completion_tokens;
 };
 CORRAL_HIDDEN void review_llm_verdict_release(struct review_llm_verdict *v);
 
@@ -30,6 +32,19 @@ CORRAL_HIDDEN void review_llm_verdict_release(struct review_llm_verdict *v);
 CORRAL_HIDDEN int review_llm_judge(model_client *reviewer, const char *lang, const char *code,
                                    const struct review_result *stat, struct review_llm_verdict *ret,
                                    corral_error **ret_err);
+
+/* A review of a caller's making (the team's reviewer, agent/team.c): its
+ * own system prompt, text said before the code (the task), and the side
+ * call's purpose (model_hooks.purpose: recorded, replayed).  The reply is
+ * read as above; "approve" is taken for "allow". */
+struct review_llm_request {
+        const char *system;      /* NULL: review_llm_prompt() */
+        const char *context;     /* or NULL */
+        const char *purpose;     /* or NULL: an ordinary request */
+};
+CORRAL_HIDDEN int review_llm_ask(model_client *reviewer, const struct review_llm_request *rq, const char *lang,
+                                 const char *code, const struct review_result *stat, struct review_llm_verdict *ret,
+                                 corral_error **ret_err);
 
 /* The reviewer's system prompt (for tests and docs). */
 CORRAL_HIDDEN const char *review_llm_prompt(void);

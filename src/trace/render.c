@@ -806,9 +806,15 @@ static void render_review(render *r, const json_t *ev)
         if (verdict == NULL || (json_array_size(findings) == 0 && !json_is_object(llm)))
                 return;
         bool reject = strcmp(verdict, "reject") == 0;
+        /* Team mode: the team's reviewer looked at every step. */
+        const char *role = trace_jstr(ev, "role");
+        bool team = role && strcmp(role, "reviewer") == 0;
         ensure_bol(r);
-        out_kv(r, "review", reject ? "rejected: the step did not run" : "warnings: the step runs", reject ? C_RED
-                                                                                                         : C_YELLOW);
+        out_kv(r, team ? "reviewer" : "review",
+               reject                                  ? "rejected: the step did not run"
+               : team && json_array_size(findings) == 0 ? "approved: the step runs"
+                                                        : "warnings: the step runs",
+               reject ? C_RED : team && json_array_size(findings) == 0 ? "32" : C_YELLOW);
         size_t i;
         json_array_foreach (findings, i, f) {
                 double line = 0;
@@ -831,10 +837,57 @@ static void render_review(render *r, const json_t *ev)
         if (json_is_object(llm)) {
                 const char *model = trace_jstr(llm, "model"), *v = trace_jstr(llm, "verdict");
                 const char *why = trace_jstr(llm, "reasons");
+                if (why && !*why)
+                        why = NULL;
                 cleanup_free char *line = NULL;
                 if (asprintf(&line, "reviewer model %s: %s%s%s", model ? model : "", v ? v : "?", why ? ": " : "",
                              why ? why : "") >= 0)
                         out_kv(r, "", line, v && strcmp(v, "reject") == 0 ? C_RED : NULL);
+        }
+}
+
+/* The team's executor summarised a step's long output for the writer
+ * (docs/modes.md, "Team"). */
+static void render_team_summary(render *r, const json_t *ev)
+{
+        double bytes = 0;
+        trace_jnum(ev, "bytes", &bytes);
+        const char *summary = trace_jstr(ev, "summary"), *error = trace_jstr(ev, "error");
+        char n[64];
+        trace_fmt_count(n, sizeof(n), (unsigned long long)bytes);
+        cleanup_free char *head = NULL;
+        if (asprintf(&head, "%s %s bytes of output for the writer", error ? "could not summarise" : "summarised",
+                     n) < 0)
+                head = NULL;
+        ensure_bol(r);
+        out_kv(r, "executor", head, error ? C_YELLOW : NULL);
+        if (summary)
+                out_kv(r, "", summary, C_DIM);
+        if (error)
+                out_kv(r, "", error, C_DIM);
+}
+
+/* Each role's model and tokens at the end of a team run. */
+static void render_team_roles(render *r, const json_t *team)
+{
+        static const char *const roles[] = { "writer", "reviewer", "executor" };
+        for (size_t i = 0; i < ARRAY_SIZE(roles); i++) {
+                const json_t *role = json_object_get(json_object_get(team, "roles"), roles[i]);
+                const json_t *u = json_object_get(role, "usage");
+                if (!json_is_object(role))
+                        continue;
+                double pt = 0, ct = 0, req = 0;
+                trace_jnum(u, "prompt_tokens", &pt);
+                trace_jnum(u, "completion_tokens", &ct);
+                trace_jnum(u, "requests", &req);
+                char a[64], b[64];
+                trace_fmt_count(a, sizeof(a), (unsigned long long)pt);
+                trace_fmt_count(b, sizeof(b), (unsigned long long)ct);
+                const char *model = trace_jstr(role, "model");
+                cleanup_free char *line = NULL;
+                if (asprintf(&line, "%s · %s prompt · %s completion · %.0f request%s", model ? model : "?", a, b,
+                             req, req == 1 ? "" : "s") >= 0)
+                        out_kv(r, roles[i], line, NULL);
         }
 }
 
@@ -1174,6 +1227,8 @@ static void render_run_end(render *r, const json_t *ev)
                 if (buf[0])
                         out_kv(r, "model", buf, NULL);
         }
+        if (json_is_object(json_object_get(ev, "team")))
+                render_team_roles(r, json_object_get(ev, "team"));
         if (trace_jnum(ev, "wall_ms", &d)) {
                 trace_fmt_ms(buf, sizeof(buf), d);
                 out_kv(r, "wall", buf, NULL);
@@ -1229,6 +1284,11 @@ void render_event(void *userdata, const json_t *event)
                 if (!q) {
                         spinner_stop(r);
                         render_net(r, event);
+                }
+        } else if (strcmp(type, "team_summary") == 0) {
+                if (!q) {
+                        spinner_stop(r);
+                        render_team_summary(r, event);
                 }
         } else if (strcmp(type, "verify") == 0) {
                 if (!q) {

@@ -222,6 +222,9 @@ SIDE_DEFAULTS: dict[str, dict] = {
     "verify": {"reply": {"content": '{"complete": true, "missing": []}'}},
     "compact": {"reply": {"content": "Summary of the earlier steps (scripted)."}},
     "plan": {"reply": {"content": "1. Look at the inputs.\n2. Compute the result.\n3. Answer."}},
+    # --mode team: the reviewer approves, the executor summarises.
+    "review": {"reply": {"content": '{"verdict": "approve", "reasons": []}'}},
+    "summary": {"reply": {"content": "The step ran; summary (scripted)."}},
 }
 
 

@@ -478,7 +478,7 @@ function approvalHandlers(id, stepCard, tag, steps) {
 // ---- a run ----
 
 const EVENT_TYPES = ['run_start', 'model_request', 'model_retry', 'model_reply', 'tool_call', 'review', 'tool_result',
-  'images', 'notice', 'run_end', 'dropped', 'approval_request', 'approval'];
+  'images', 'team_summary', 'notice', 'run_end', 'dropped', 'approval_request', 'approval'];
 
 function runPage(id) {
   const m = main();
@@ -559,8 +559,9 @@ function runPage(id) {
       }
       const review = el('div', { class: 'review' });
       const result = el('div', { class: 'result' });
-      body.append(review, result);
-      run.steps.set(e.id, { card, status, review, result, n });
+      const summary = el('div', { class: 'summary' });
+      body.append(review, result, summary);
+      run.steps.set(e.id, { card, status, review, result, summary, n });
       steps.append(card);
       setConn(`step ${n} running…`);
       if (location.hash === `#step-${n}`) card.scrollIntoView();
@@ -570,6 +571,11 @@ function runPage(id) {
       if (!s) return;
       clear(s.review);
       add(s.review, el('div', { class: 'facts' }, 'review: ', badge(e.verdict), ` ${e.lang || ''} · ${(e.policy && e.policy.level) || ''} · ${fmtMs(e.ms)}`));
+      // --mode team: the team's reviewer examined the step (e.role).
+      if (e.role === 'reviewer' && e.llm) {
+        add(s.review, el('div', { class: 'facts' }, `reviewer ${e.llm.model || ''}: `, badge(e.llm.verdict === 'allow' ? 'approved' : e.llm.verdict),
+          e.llm.reasons ? el('pre', {}, e.llm.reasons) : null));
+      }
       if ((e.findings || []).length) {
         s.review.append(el('ul', { class: 'findings' }, e.findings.map((f) =>
           el('li', {}, el('strong', {}, `line ${f.line}`), ` ${f.rule} `, badge(f.severity), ' ', f.message))));
@@ -599,6 +605,14 @@ function runPage(id) {
       }
       setConn('');
     },
+    team_summary(e) {
+      // --mode team: the executor summarised the step's long output for the writer.
+      const s = [...run.steps.values()].pop();
+      if (!s) return;
+      clear(s.summary);
+      add(s.summary, el('div', { class: 'label' }, `executor ${e.model || ''}: ${e.error ? 'no summary' : 'summary for the writer'} (${fmtBytes(e.bytes)} of output)`),
+        el('pre', {}, e.summary || e.error || ''));
+    },
     images(e) {
       steps.append(tag(el('p', { class: 'muted' }, `figures sent to the model: ${(e.images || []).map((x) => x.path).join(', ')}`)));
     },
@@ -619,7 +633,13 @@ function runPage(id) {
         e.reason ? el('p', { class: 'muted' }, e.reason) : null,
         el('div', { class: 'facts' }, el('span', {}, 'turns ', el('strong', {}, e.iterations)),
           el('span', {}, 'tokens ', el('strong', {}, `${u.prompt_tokens || 0} + ${u.completion_tokens || 0}`)),
-          el('span', {}, 'model wait ', el('strong', {}, fmtMs(u.wait_ms))), el('span', {}, 'wall ', el('strong', {}, fmtMs(e.wall_ms))))));
+          el('span', {}, 'model wait ', el('strong', {}, fmtMs(u.wait_ms))), el('span', {}, 'wall ', el('strong', {}, fmtMs(e.wall_ms)))),
+        // --mode team: each role's model and tokens.
+        e.team && e.team.roles ? el('div', { class: 'facts' }, ['writer', 'reviewer', 'executor'].map((r) => {
+          const x = e.team.roles[r] || {};
+          const ru = x.usage || {};
+          return el('span', {}, `${r} ${x.model || ''} `, el('strong', {}, `${ru.prompt_tokens || 0} + ${ru.completion_tokens || 0}`));
+        })) : null));
       setConn('');
       if (es) { es.close(); es = null; }
       showFiles(id, files);
