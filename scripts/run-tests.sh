@@ -4,10 +4,12 @@
 #  1. builds corral with ASan+UBSan and -Werror in build-asan/;
 #  2. runs every suite (unit, fuzz corpus replay, stress, e2e, attack, review, compat) with meson, as the
 #     current user (root in CI: the cgroup path);
-#  3. when root, runs the e2e, attack, review and compat suites again as an ordinary user
+#  3. when root, runs the e2e, attack and compat suites again as an ordinary user
 #     made for the purpose (the rlimit path on hosts where users cannot make
-#     cgroups), from a copy in a temp dir that user can read, at the same
-#     time as the root pass (its output is printed when both are done);
+#     cgroups), from a copy in a temp dir that user can read;
+#     the review suite, the server's tests over a ThreadSanitizer build and
+#     the ordinary user's pass run in a second lane beside the first (their
+#     output is printed when both are done);
 #  4. prints one summary line counting test cases (TAP subtests and pytest
 #     cases): "tests: N passed, N failed, N skipped".
 set -uo pipefail
@@ -105,67 +107,86 @@ if [ "$(id -u)" -eq 0 ]; then
                 test_webview.py test_docs_options.py test_messages.py; do
                 root_only+=(--ignore "$tmp/tests/e2e/$f")
         done
-        # The ordinary user's pass runs beside the root pass: both mostly
-        # wait (on jails, timeouts, servers), and they share no state a
-        # test looks at (the user has no cgroups; its session host, temp
-        # files and jails' uids are its own).  Each suite's output goes to
-        # a file, printed and counted after the root pass.
-        userlogs=$(mktemp -d /tmp/corral-userlogs.XXXXXX)
-        user_suites=(e2e attack review compat)
-        # its own process group (job control on for the fork), so that an
-        # interrupted make test stops it too
-        set -m
-        (
-        for suite in "${user_suites[@]}"; do
-                ignore=()
-                [ "$suite" = e2e ] && ignore=("${root_only[@]}")
-                runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="/home/$user" LANG=C.UTF-8 \
-                        ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" \
-                        TSAN_OPTIONS="halt_on_error=1 suppressions=$tmp/tsan.supp log_path=$sanlog/tsan" \
-                        CORRAL_ENGINE_THREADS_TSAN="$tmp/bin/tests/engine-threads-tsan" \
-                        CORRAL_REVIEW_LEGIT_SAMPLE=20 \
-                        CORRAL="$tmp/bin/corral" CORRAL_INIT="$tmp/bin/corral-init" CORRAL_SOURCE_ROOT="$tmp" \
-                        CORRAL_SESSION_DRIVER="$tmp/bin/driver.py" CORRAL_ZYGOTE="$tmp/bin/corral-zygote" \
-                        python3 -m pytest -q -p no:cacheprovider "${ignore[@]}" "$tmp/tests/$suite" \
-                        >"$userlogs/$suite.log" 2>&1
-                echo $? >"$userlogs/$suite.rc"
-        done
-        ) &
-        user_pass=$!
-        set +m
-        trap '[ -n "${user_pass:-}" ] && kill -TERM -- "-$user_pass" 2>/dev/null; rm -rf "$tmp" "$sanlog" "$userlogs"' EXIT
-        trap 'exit 130' INT TERM
 fi
 
-for suite in unit fuzz stress model-server e2e attack review compat; do
+# Two lanes at once: both mostly wait (on jails, timeouts, servers), and
+# they share no state a test looks at.  The first, here, runs the unit,
+# fuzz, stress, model-server, e2e, attack and compat suites as the current
+# user; the second, in the background, runs the review suite, the server's
+# files over the ThreadSanitizer build and, when root, the ordinary user's
+# pass (it has no cgroups; its session host, temp files and jails' uids are
+# its own).  The second lane's output goes to files, printed and counted
+# after the first lane.
+lanelogs=$(mktemp -d /tmp/corral-testlogs.XXXXXX)
+trap '[ -n "${lane:-}" ] && kill -TERM -- "-$lane" 2>/dev/null; rm -rf "${tmp:-}" "$sanlog" "$lanelogs"' EXIT
+trap 'exit 130' INT TERM
+lane_n=0
+# logged TITLE COMMAND...: COMMAND's output to the lane's next log file.
+logged() {
+        local title=$1 f
+        shift
+        lane_n=$((lane_n + 1))
+        f=$(printf '%s/%02d' "$lanelogs" "$lane_n")
+        printf '%s\n' "$title" >"$f.title"
+        "$@" >"$f.log" 2>&1
+        echo $? >"$f.rc"
+}
+user_pass() {
+        local suite=$1 ignore=()
+        [ "$suite" = e2e ] && ignore=("${root_only[@]}")
+        runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="/home/$user" LANG=C.UTF-8 \
+                ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" \
+                TSAN_OPTIONS="halt_on_error=1 suppressions=$tmp/tsan.supp log_path=$sanlog/tsan" \
+                CORRAL_ENGINE_THREADS_TSAN="$tmp/bin/tests/engine-threads-tsan" \
+                CORRAL_REVIEW_LEGIT_SAMPLE=20 \
+                CORRAL="$tmp/bin/corral" CORRAL_INIT="$tmp/bin/corral-init" CORRAL_SOURCE_ROOT="$tmp" \
+                CORRAL_SESSION_DRIVER="$tmp/bin/driver.py" CORRAL_ZYGOTE="$tmp/bin/corral-zygote" \
+                python3 -m pytest -q -p no:cacheprovider "${ignore[@]}" "$tmp/tests/$suite"
+}
+# its own process group (job control on for the fork), so that an
+# interrupted make test stops it too
+set -m
+(
+        logged "suite review as $(id -un) (uid $(id -u))" \
+                meson test -C "$build" --suite review --print-errorlogs --no-rebuild --verbose --logbase review
+        # The server is the most threaded front end: its end-to-end tests
+        # once more over a ThreadSanitizer build (any report fails, as above).
+        logged "tests/e2e/test_serve.py, test_serve_runs.py, test_e2b_protocol.py and test_mcp_http.py over the ThreadSanitizer build" \
+                env CORRAL="$root/$tsan/corral" CORRAL_INIT="$root/$tsan/corral-init" CORRAL_SOURCE_ROOT="$root" \
+                CORRAL_UNDER_TSAN=1 CORRAL_ZYGOTE="$root/$tsan/corral-zygote" XDG_STATE_HOME="$root/$tsan/tests/test-state" \
+                /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/e2e/test_serve.py" \
+                "$root/tests/e2e/test_serve_runs.py" "$root/tests/e2e/test_e2b_protocol.py" "$root/tests/e2e/test_mcp_http.py"
+        # The review suite runs once: it tests the review, whoever runs it;
+        # its jails are those the attack suite drives as this user.
+        if [ -n "${tmp:-}" ]; then
+                for suite in e2e attack compat; do
+                        logged "suite $suite as $user (an ordinary user: no cgroups here, so rlimits)" user_pass "$suite"
+                done
+        fi
+) &
+lane=$!
+set +m
+
+for suite in unit fuzz stress model-server e2e attack compat; do
         note "suite $suite as $(id -un) (uid $(id -u))"
         meson test -C "$build" --suite "$suite" --print-errorlogs --no-rebuild --verbose 2>&1 |
-                tee "$log" | grep -vE '^(ok|not ok) [0-9]+ ' 
+                tee "$log" | grep -vE '^(ok|not ok) [0-9]+ '
         rc=${PIPESTATUS[0]}
         # meson prints each TAP line and pytest's summary in verbose mode
         grep -qE '^not ok [0-9]+ ' "$log" && grep -E '^not ok [0-9]+ ' "$log"
         count "$rc"
 done
 
-# The server is the most threaded front end: its end-to-end tests once more
-# over a ThreadSanitizer build (any report fails, as above).
-note "tests/e2e/test_serve.py, test_serve_runs.py, test_e2b_protocol.py and test_mcp_http.py over the ThreadSanitizer build"
-CORRAL="$root/$tsan/corral" CORRAL_INIT="$root/$tsan/corral-init" CORRAL_SOURCE_ROOT="$root" CORRAL_UNDER_TSAN=1 \
-        CORRAL_ZYGOTE="$root/$tsan/corral-zygote" XDG_STATE_HOME="$root/$build/tests/test-state" \
-        /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/e2e/test_serve.py" \
-        "$root/tests/e2e/test_serve_runs.py" "$root/tests/e2e/test_e2b_protocol.py" "$root/tests/e2e/test_mcp_http.py" 2>&1 | tee "$log"
-count "${PIPESTATUS[0]}"
-
-if [ -n "${user_pass:-}" ]; then
-        wait "$user_pass"
-        user_pass=
-        for suite in "${user_suites[@]}"; do
-                note "suite $suite as $user (an ordinary user: no cgroups here, so rlimits)"
-                cp "$userlogs/$suite.log" "$log"
-                cat "$log"
-                count "$(cat "$userlogs/$suite.rc" 2>/dev/null || echo 1)"
-        done
-fi
+wait "$lane"
+lane=
+for f in "$lanelogs"/*.title; do
+        f=${f%.title}
+        note "$(cat "$f.title")"
+        cp "$f.log" "$log"
+        grep -vE '^(ok|not ok) [0-9]+ ' "$log"
+        grep -qE '^not ok [0-9]+ ' "$log" && grep -E '^not ok [0-9]+ ' "$log"
+        count "$(cat "$f.rc" 2>/dev/null || echo 1)"
+done
 
 rm -f "$log"
 # The session hosts the tests' runs left (each keeps its zygote a while).
