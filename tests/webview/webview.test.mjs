@@ -9,6 +9,9 @@
 //   CORRAL_TEST_MODEL_CANCEL a model server that answers after 30 s
 //   CORRAL_TEST_HOSTILE     a JSON list of strings that must show as text
 //   CORRAL_TEST_CSV_ROWS    a JSON list of the CSV preview's rows (no header)
+//   CORRAL_TEST_TRACE       a trace file to upload (every mode's event, hostile text)
+//   CORRAL_TEST_TRACE_HOSTILE a JSON list of its strings that must show as text
+//   CORRAL_TEST_BIG_TRACE   a file a byte over the page's cap for a trace
 //   CORRAL_WEBVIEW_SHOTS    a directory: screenshots of the runs list and the
 //                           run page are written there (docs/img/)
 // Prints "ok - STEP" for each step; exits 1 at the first that fails.
@@ -24,6 +27,7 @@ const TOKEN = process.env.CORRAL_TEST_TOKEN;
 const HOSTILE = JSON.parse(process.env.CORRAL_TEST_HOSTILE);
 const CSV_ROWS = JSON.parse(process.env.CORRAL_TEST_CSV_ROWS);
 const SHOTS = process.env.CORRAL_WEBVIEW_SHOTS;
+const TRACE_HOSTILE = JSON.parse(process.env.CORRAL_TEST_TRACE_HOSTILE);
 const T = 30000; // the longest wait for anything to appear
 
 function check(cond, what) {
@@ -122,6 +126,10 @@ try {
   await step('steps appear live; a second browser joining midway sees the earlier ones', async () => {
     await page.waitForSelector('#step-1 .result .facts', { timeout: T });
     check(!(await page.$('#answer')), 'the run had ended before the second browser joined: the test is too slow');
+    // the figure under its step while the run goes (the API serves a going run's output/)
+    const fig = await page.waitForSelector('#step-1 .result figure img', { timeout: T });
+    await page.waitForFunction((i) => i.complete && i.naturalWidth > 0, fig, { timeout: T });
+    check(!(await page.$('#answer')), 'the figure came only after the run had ended');
     check(await page.$eval('#cancel', (b) => !b.disabled), 'cancel is not offered while the run goes');
     second = await newPage(browser, 'dark');
     await second.goto(`${URL0}/?run=${runId}#step-1`);
@@ -238,6 +246,25 @@ try {
     await page.click(`#sandboxes tr[data-id="${sid}"] button.danger`);
     await page.waitForSelector(`#sandboxes tr[data-id="${sid}"]`, { state: 'detached', timeout: T });
     await noHarm(page, 'the sandboxes page');
+  });
+
+  await step('a trace file uploaded plays back: the modes and the network drawn, hostile text as text', async () => {
+    await page.goto(`${URL0}/`);
+    await page.waitForSelector('#trace-file', { timeout: T });
+    // too big: refused unread, with the cap in words
+    await page.setInputFiles('#trace-file', process.env.CORRAL_TEST_BIG_TRACE);
+    await page.waitForFunction(() => /at most 32\.0 MiB/.test(document.querySelector('#trace-upload .error')?.innerText || ''), null, { timeout: T });
+    await page.setInputFiles('#trace-file', { name: 'trace.jsonl', mimeType: 'application/json', buffer: readFileSync(process.env.CORRAL_TEST_TRACE) });
+    await page.waitForSelector('#answer', { timeout: T });
+    const text = await page.evaluate(() => document.body.innerText);
+    for (const h of TRACE_HOSTILE) check(text.includes(h), `not shown verbatim from the trace: ${JSON.stringify(h)}`);
+    for (const sel of ['.mode.verify', '.mode.plan', '.mode.compact', '.mode.reproduce', '#step-1 .net.refused', '#step-1 .net.ok', '#step-1 .role'])
+      check(await page.$(sel), `nothing drawn for ${sel}`);
+    check(/1 lines that are not events skipped/.test(await page.$eval('#trace-source', (e) => e.innerText)), 'the bad line not counted');
+    await page.fill('#scrub', '0');
+    check(await page.$eval('.mode.reproduce', (e) => e.classList.contains('hidden')), 'reproduce shown at step 0');
+    check(await page.$eval('.mode.plan', (e) => !e.classList.contains('hidden')), 'the first plan hidden at step 0');
+    await noHarm(page, 'the replayed trace');
   });
 
   await step('no login, no data: the page says how to log in', async () => {

@@ -332,7 +332,7 @@ async function runsPage() {
       if (timer) clearInterval(timer);
       return;
     }
-    if (!form) { form = startForm(); m.append(form); }
+    if (!form) { form = startForm(); m.append(form, traceForm()); }
     const runs = j.runs || [];
     status.textContent = `${runs.length} run${runs.length === 1 ? '' : 's'}, ${runs.filter((r) => r.status === 'running').length} going · updated ${new Date().toLocaleTimeString()}`;
     const now = Date.now() / 1000;
@@ -409,9 +409,11 @@ function startForm() {
 // ---- a run ----
 
 const EVENT_TYPES = ['run_start', 'model_request', 'model_retry', 'model_reply', 'tool_call', 'review', 'tool_result',
-  'images', 'notice', 'run_end', 'dropped'];
+  'images', 'notice', 'run_end', 'dropped', 'net', 'verify', 'plan', 'compact', 'reproduce'];
 
-function runPage(id) {
+// A run's page: followed live from the server (id), or, with events (a
+// trace file's, parsed by the page), played back from them alone.
+function runPage(id, events) {
   const m = main();
   const head = el('div', {});
   const turns = el('tbody');
@@ -478,7 +480,8 @@ function runPage(id) {
       const status = el('span', { class: 'step-status' }, badge('running'));
       const card = tag(el('section', { class: 'card step', id: `step-${n}`, 'aria-labelledby': `step-${n}-h` },
         el('div', { class: 'step-head' }, el('h2', { id: `step-${n}-h` }, `Step ${n}`),
-          el('span', { class: 'muted' }, `${e.name} · turn ${e.iteration}`), status,
+          el('span', { class: 'muted' }, `${e.name} · turn ${e.iteration}`),
+          e.role && el('span', { class: 'role' }, String(e.role)), status,
           el('a', { class: 'link', href: `#step-${n}`, title: 'a link to this step' }, '#')),
         body));
       if (e.name === 'run_python' || e.name === 'run_shell') {
@@ -490,7 +493,9 @@ function runPage(id) {
       const review = el('div', { class: 'review' });
       const result = el('div', { class: 'result' });
       body.append(review, result);
-      run.steps.set(e.id, { card, status, review, result, n });
+      const extra = el('div', { class: 'step-events' });
+      body.append(extra);
+      run.steps.set(e.id, { card, status, review, result, extra, n });
       steps.append(card);
       setConn(`step ${n} running…`);
       if (location.hash === `#step-${n}`) card.scrollIntoView();
@@ -506,6 +511,7 @@ function runPage(id) {
       }
       if (e.verdict === 'reject') { clear(s.status); s.status.append(badge('reject')); }
     },
+    ...modeHandlers(steps, tag, stepCard),
     tool_result(e) {
       const s = run.steps.get(e.id);
       if (!s) return;
@@ -526,6 +532,7 @@ function runPage(id) {
       if ((e.artifacts || []).length) {
         add(s.result, el('div', { class: 'label' }, 'files'), el('ul', {}, e.artifacts.map((a) =>
           el('li', {}, `${a.change} `, el('code', {}, a.path), a.size !== undefined ? ` (${fmtBytes(a.size)})` : ''))));
+        if (!events) stepFigures(id, s.result, e.artifacts);
       }
       setConn('');
     },
@@ -549,10 +556,23 @@ function runPage(id) {
           el('span', {}, 'model wait ', el('strong', {}, fmtMs(u.wait_ms))), el('span', {}, 'wall ', el('strong', {}, fmtMs(e.wall_ms))))));
       setConn('');
       if (es) { es.close(); es = null; }
-      showFiles(id, files);
+      if (!events) showFiles(id, files);
       setupReplay(replay, run);
     },
   };
+
+  if (events) {
+    // An uploaded trace: every event through the same handlers, no server.
+    cancel.classList.add('hidden');
+    setStatus('replay');
+    for (const ev of events) {
+      const t = ev.type;
+      if (!Object.prototype.hasOwnProperty.call(on, t)) continue; // a type this page does not draw
+      try { on[t](ev); } catch (err) { add(steps, el('p', { class: 'error' }, `could not show a ${t} event: ${err.message}`)); }
+    }
+    if (!run.ended) setupReplay(replay, run); // a trace cut short has no run_end
+    return;
+  }
 
   function follow() {
     setConn('connecting…');
@@ -586,6 +606,117 @@ function runPage(id) {
   }).catch((e) => showError(m, e));
 }
 
+// The events of the agent's modes and of the network, drawn where they
+// happened: a line (tagged with the step it came after, for the scrubber)
+// in the run's flow, a connection under its step.
+function modeHandlers(steps, tag, stepCard) {
+  const line = (cls, label, ...kids) => tag(el('div', { class: `card mode ${cls}` }, el('span', { class: 'label' }, label), ' ', kids));
+  const usage = (e) => (e.usage ? ` · ${tokens(e.usage)} tokens` : '') + (e.wait_ms !== undefined ? ` · ${fmtMs(e.wait_ms)}` : '');
+  return {
+    net(e) {
+      const s = stepCard();
+      const text = `${e.allowed ? 'allowed' : 'refused'} ${e.method || ''} ${e.host || ''}:${e.port ?? ''}` +
+        (e.allowed ? ` · ${fmtBytes(e.bytes_up || 0)} up, ${fmtBytes(e.bytes_down || 0)} down · ${fmtMs(e.ms)}` : e.reason ? ` · ${e.reason}` : '');
+      const node = el('div', { class: `net ${e.allowed ? 'ok' : 'refused'}` }, el('span', { class: 'label' }, 'net'), ' ', text);
+      if (s) s.extra.append(node);
+      else steps.append(tag(node));
+    },
+    verify(e) {
+      const verdict = e.complete === true ? 'complete' : e.complete === false ? 'incomplete' : 'no verdict';
+      steps.append(line('verify', `check, round ${e.round}`, badge(verdict), ` ${e.action || ''} · ${e.model || ''}${usage(e)}`,
+        (e.missing || []).length ? el('ul', {}, e.missing.map((x) => el('li', {}, String(x)))) : null,
+        e.error ? el('p', { class: 'error' }, String(e.error)) : null));
+    },
+    plan(e) {
+      steps.append(line('plan', `plan (${e.reason || ''}), before turn ${e.iteration}`, usage(e).replace(/^ · /, ''),
+        e.stuck ? el('p', { class: 'muted' }, `stuck: ${e.stuck}`) : null,
+        e.plan ? el('pre', { class: 'plan-text' }, String(e.plan)) : null,
+        e.error ? el('p', { class: 'error' }, String(e.error)) : null));
+    },
+    compact(e) {
+      steps.append(line('compact', `context, before turn ${e.iteration}`,
+        `${e.messages} messages from ${e.from} summarised (about ${e.est_tokens_before} tokens before)${usage(e)}`,
+        e.summary ? el('details', {}, el('summary', {}, 'summary'), el('pre', {}, String(e.summary))) : null,
+        e.error ? el('p', { class: 'error' }, String(e.error)) : null));
+    },
+    reproduce(e) {
+      steps.append(line('reproduce', 'reproduce', badge(e.result || 'error'),
+        ` ${e.steps ?? 0} steps again · ${e.files_reproduced ?? 0} of ${e.files_compared ?? 0} files reproduced · ${fmtMs(e.wall_ms)}`,
+        (e.differences || []).length ? el('ul', {}, e.differences.map((x) => el('li', {}, String(x)))) : null,
+        e.error ? el('p', { class: 'error' }, String(e.error)) : null));
+    },
+  };
+}
+
+// A step's new figures, shown under it as soon as it has made them (the
+// API serves a going run's output/).
+async function stepFigures(id, where, artifacts) {
+  for (const a of artifacts) {
+    if (a.change === 'deleted' || !/^output\/.+\.(png|jpe?g)$/i.test(a.path || '')) continue;
+    const rel = a.path.replace(/^output\//, '');
+    const fig = await figure(artifactUrl(id, rel), rel);
+    if (fig) where.append(fig);
+  }
+}
+
+function artifactUrl(id, rel) {
+  return `/v1/runs/${encodeURIComponent(id)}/artifacts/${rel.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+// A figure from a Blob of the declared type (the server sends files as
+// application/octet-stream and the page's policy allows blob: images), or
+// null when it cannot be fetched.
+async function figure(url, rel) {
+  const ext = (rel.split('.').pop() || '').toLowerCase();
+  try {
+    const r = await fetch(url, { credentials: 'same-origin' });
+    if (!r.ok) return null;
+    const blob = new Blob([await r.arrayBuffer()], { type: ext === 'png' ? 'image/png' : 'image/jpeg' });
+    return el('figure', {}, el('img', { src: URL.createObjectURL(blob), alt: rel, 'data-path': rel }), el('figcaption', {}, rel));
+  } catch (e) {
+    return null;
+  }
+}
+
+// ---- a trace file from this computer, played back ----
+// Parsed here (JSON.parse of each line, nothing run); its text is shown as
+// text like a live run's.  Capped: a bigger file is refused unread.
+const MAX_TRACE_BYTES = 32 << 20;
+
+function traceForm() {
+  const err = el('p', { class: 'error', role: 'alert' });
+  const input = el('input', { type: 'file', id: 'trace-file', accept: '.jsonl,.json,application/json' });
+  input.addEventListener('change', async () => {
+    err.textContent = '';
+    const file = input.files[0];
+    if (!file) return;
+    if (file.size > MAX_TRACE_BYTES) {
+      err.textContent = `${file.name} is ${fmtBytes(file.size)}: a trace replayed here may be at most ${fmtBytes(MAX_TRACE_BYTES)} (corral trace show reads any size)`;
+      return;
+    }
+    const events = [];
+    let bad = 0, lineNo = 0, firstBad = 0;
+    for (const l of (await file.text()).split('\n')) {
+      lineNo++;
+      if (!l.trim()) continue;
+      let ev = null;
+      try { ev = JSON.parse(l); } catch (e) { ev = null; }
+      if (ev && typeof ev === 'object' && !Array.isArray(ev) && typeof ev.type === 'string') events.push(ev);
+      else if (!bad++) firstBad = lineNo;
+    }
+    if (!events.length) {
+      err.textContent = `${file.name} has no trace events (each line of a trace is a JSON object with a "type"; see docs/trace.md)`;
+      return;
+    }
+    clear(main());
+    add(main(), el('p', { class: 'muted', id: 'trace-source' }, `replaying ${file.name} (${events.length} events` +
+      (bad ? `; ${bad} lines that are not events skipped, the first line ${firstBad})` : ')')));
+    runPage(null, events);
+  });
+  return el('section', { class: 'card', id: 'trace-upload' }, el('h2', {}, 'Replay a trace file'),
+    el('label', {}, `A trace.jsonl from this computer (at most ${fmtBytes(MAX_TRACE_BYTES)}; it stays in this browser)`, input), err);
+}
+
 async function showFiles(id, where) {
   clear(where);
   let j;
@@ -609,18 +740,12 @@ async function showFiles(id, where) {
   card.append(list);
   for (const a of arts) {
     const rel = a.path.replace(/^output\//, '');
-    const url = `/v1/runs/${encodeURIComponent(id)}/artifacts/${rel.split('/').map(encodeURIComponent).join('/')}`;
+    const url = artifactUrl(id, rel);
     list.append(el('li', {}, el('a', { href: url, download: rel.split('/').pop() }, rel), ` ${fmtBytes(a.size ?? a.bytes)}`));
     const ext = (rel.split('.').pop() || '').toLowerCase();
     if (ext === 'png' || ext === 'jpg' || ext === 'jpeg') {
-      // From a Blob of the declared type: the server sends files as
-      // application/octet-stream and the page's policy allows blob: images.
-      try {
-        const r = await fetch(url, { credentials: 'same-origin' });
-        if (!r.ok) continue;
-        const blob = new Blob([await r.arrayBuffer()], { type: ext === 'png' ? 'image/png' : 'image/jpeg' });
-        card.append(el('figure', {}, el('img', { src: URL.createObjectURL(blob), alt: rel, 'data-path': rel }), el('figcaption', {}, rel)));
-      } catch (e) { /* the link stays */ }
+      const fig = await figure(url, rel);
+      if (fig) card.append(fig); // else the link stays
     } else if (ext === 'csv') {
       try {
         const r = await fetch(url, { credentials: 'same-origin' });
