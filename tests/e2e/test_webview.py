@@ -48,7 +48,8 @@ CODE = ("import pandas as pd\nimport matplotlib.pyplot as plt\n"
         "df = pd.read_csv('input/data.csv')\n"
         "df.to_csv('output/table.csv', index=False)\n"
         f"print({STDOUT!r})\n"
-        "plt.bar(range(len(df)), df['qty'])\nplt.savefig('output/figure.png')\n")
+        "plt.bar(range(len(df)), df['qty'])\nplt.savefig('output/figure.png')\n"
+        "import time\nprint('LIVE-MARKER', flush=True)\ntime.sleep(1.5)\n")
 
 
 # A trace file for the upload: one event of each kind the page draws beyond

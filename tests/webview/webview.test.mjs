@@ -124,7 +124,11 @@ try {
 
   let second;
   await step('steps appear live; a second browser joining midway sees the earlier ones', async () => {
+    // its output as it comes, before the step has ended
+    await page.waitForFunction(() => /LIVE-MARKER/.test(document.querySelector('#step-1 pre.stdout.live')?.innerText || ''), null, { timeout: T });
+    check(!(await page.$('#step-1 .result .facts')), 'the output came only with the step\'s result');
     await page.waitForSelector('#step-1 .result .facts', { timeout: T });
+    check(!(await page.$('#step-1 pre.live')), 'the live output stayed after the result');
     check(!(await page.$('#answer')), 'the run had ended before the second browser joined: the test is too slow');
     // the figure under its step while the run goes (the API serves a going run's output/)
     const fig = await page.waitForSelector('#step-1 .result figure img', { timeout: T });

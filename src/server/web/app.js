@@ -409,7 +409,7 @@ function startForm() {
 // ---- a run ----
 
 const EVENT_TYPES = ['run_start', 'model_request', 'model_retry', 'model_reply', 'tool_call', 'review', 'tool_result',
-  'images', 'notice', 'run_end', 'dropped', 'net', 'verify', 'plan', 'compact', 'reproduce'];
+  'images', 'notice', 'run_end', 'dropped', 'output', 'net', 'verify', 'plan', 'compact', 'reproduce'];
 
 // A run's page: followed live from the server (id), or, with events (a
 // trace file's, parsed by the page), played back from them alone.
@@ -512,10 +512,12 @@ function runPage(id, events) {
       if (e.verdict === 'reject') { clear(s.status); s.status.append(badge('reject')); }
     },
     ...modeHandlers(steps, tag, stepCard),
+    output(e) { liveOutput(stepCard(), e); },
     tool_result(e) {
       const s = run.steps.get(e.id);
       if (!s) return;
       clear(s.status);
+      s.live = null;
       const x = e.exec;
       s.status.append(badge(x ? x.status : e.ok ? 'ok' : 'error'));
       clear(s.result);
@@ -646,6 +648,21 @@ function modeHandlers(steps, tag, stepCard) {
         e.error ? el('p', { class: 'error' }, String(e.error)) : null));
     },
   };
+}
+
+// A step's output as it runs ("output" events): appended as text to a
+// block per stream under the step; its tool_result replaces them with the
+// output whole.
+function liveOutput(s, e) {
+  if (!s) return;
+  const stream = e.stream === 'stderr' ? 'stderr' : 'stdout';
+  s.live = s.live || {};
+  if (!s.live[stream]) {
+    s.live[stream] = el('pre', { class: `${stream} live`, 'aria-live': 'polite' });
+    add(s.result, el('div', { class: 'label' }, `${stream}, as it comes`), s.live[stream]);
+  }
+  s.live[stream].append(document.createTextNode(String(e.text ?? '')));
+  if (e.capped) add(s.result, el('p', { class: 'muted' }, 'the rest of the output comes with the step\'s result'));
 }
 
 // A step's new figures, shown under it as soon as it has made them (the
