@@ -245,8 +245,19 @@ try {
       return (await r.json()).id;
     });
     check(sid, 'no sandbox made');
+    const ran = await page.evaluate(async (id) => {
+      const r = await fetch(`/v1/sandboxes/${id}/exec`, { method: 'POST', body: JSON.stringify({ code: '1/0' }), credentials: 'same-origin' });
+      const body = await r.text(); // the step's end
+      return `${r.status} ${body.slice(0, 200)}`;
+    }, sid);
+    check(/^200 /.test(ran), `a step in the sandbox: ${ran}`);
     await page.goto(`${URL0}/?view=sandboxes`);
     await page.waitForSelector(`#sandboxes tr[data-id="${sid}"]`, { timeout: T });
+    // its usage and its last step
+    const cells = await page.$eval(`#sandboxes tr[data-id="${sid}"]`, (tr) => [...tr.cells].map((c) => c.innerText));
+    check(/ms|s$/.test(cells[3]) && /iB$/.test(cells[4]), `usage cells ${JSON.stringify(cells)}`);
+    const recent = await page.$$eval(`table.recent[data-id="${sid}"] tbody tr`, (trs) => trs.map((tr) => [...tr.cells].map((c) => c.innerText)));
+    check(recent.length === 1 && recent[0][0] === '1' && recent[0][2] === 'error' && recent[0][3] === '1', `recent ${JSON.stringify(recent)}`);
     await page.click(`#sandboxes tr[data-id="${sid}"] button.danger`);
     await page.waitForSelector(`#sandboxes tr[data-id="${sid}"]`, { state: 'detached', timeout: T });
     await noHarm(page, 'the sandboxes page');

@@ -826,7 +826,7 @@ async function sandboxesPage() {
     clear(list);
     if (!sbs.length) { list.append(el('p', { class: 'muted' }, 'No sandboxes of this token.')); return; }
     list.append(el('table', { id: 'sandboxes' },
-      el('thead', {}, el('tr', {}, ['Id', 'State', 'Steps', 'Memory', 'Step timeout', 'Processes', 'Disk', 'Expires in', 'Created', '']
+      el('thead', {}, el('tr', {}, ['Id', 'State', 'Steps', 'CPU used', 'Peak memory', 'Memory', 'Step timeout', 'Processes', 'Disk', 'Expires in', 'Created', '']
         .map((h) => el('th', { scope: 'col' }, h)))),
       el('tbody', {}, sbs.map((s) => {
         const l = s.limits || {};
@@ -838,14 +838,31 @@ async function sandboxesPage() {
         });
         return el('tr', { 'data-id': s.id }, el('td', {}, el('code', {}, s.id)),
           el('td', {}, badge(s.busy ? 'running' : s.state)), el('td', { class: 'num' }, s.steps ?? ''),
+          el('td', { class: 'num' }, s.usage ? fmtMs(s.usage.cpu_ms) : ''),
+          el('td', { class: 'num' }, s.usage && s.usage.memory_peak_bytes ? fmtBytes(s.usage.memory_peak_bytes) : ''),
           el('td', { class: 'num' }, fmtBytes(l.memory)), el('td', { class: 'num' }, l.timeout !== undefined ? `${l.timeout} s` : ''),
           el('td', { class: 'num' }, l.pids ?? ''), el('td', { class: 'num' }, fmtBytes(l.disk)),
           el('td', { class: 'num' }, s.expires_in_s !== undefined ? fmtMs(s.expires_in_s * 1000) : ''),
           el('td', {}, fmtTime(s.created_at)), el('td', {}, kill));
       }))));
+    const withSteps = sbs.filter((s) => (s.recent || []).length);
+    if (withSteps.length) add(list, el('h2', {}, 'Recent executions'), withSteps.map(recentTable));
   }
   await refresh();
   timer = setInterval(refresh, 2000);
+}
+
+// A sandbox's last steps (GET /v1/sandboxes' "recent"), newest first.
+function recentTable(s) {
+  return el('div', { class: 'scroll' }, el('table', { class: 'recent', 'data-id': s.id },
+    el('caption', {}, el('code', {}, s.id)),
+    el('thead', {}, el('tr', {}, ['Step', 'Started', 'Status', 'Exit', 'Wall', 'CPU', 'Peak memory']
+      .map((h) => el('th', { scope: 'col' }, h)))),
+    el('tbody', {}, s.recent.map((x) => el('tr', {},
+      el('td', { class: 'num' }, x.step), el('td', {}, x.started_at ? new Date(x.started_at).toLocaleTimeString() : ''),
+      el('td', {}, badge(x.status)), el('td', { class: 'num' }, x.exit_code),
+      el('td', { class: 'num' }, fmtMs(x.wall_ms)), el('td', { class: 'num' }, fmtMs(x.cpu_ms)),
+      el('td', { class: 'num' }, fmtBytes(x.memory_peak_bytes)))))));
 }
 
 // ---- start ----
