@@ -62,3 +62,33 @@ def test_output_while_a_step_runs(run):
     assert not any(e.get("capped") for e in four[:-1])
     assert len(four) <= 64, len(four)  # coalesced: 8 KiB events, not a line each
     assert four[0]["text"].startswith("line 00000 ")
+
+
+def test_cost_from_the_config_files_prices(run, tmp_path):
+    """The config file's "cost" of a model (opencode.json's shape, per
+    million tokens): each model_reply's cost and the run's, in the trace and
+    in --json; a bad price is a usage error naming it."""
+    turns = [tool_call("run_shell", command="echo hi"), text("done")]
+    conf = tmp_path / "config" / "corral"
+    conf.mkdir(parents=True)
+    with ScriptedServer(turns) as srv:
+        (conf / "config.json").write_text(json.dumps({"provider": {"priced": {
+            "baseURL": srv.base_url, "models": {"gpt-test": {"cost": {"input": 2.5, "output": 10, "cache_read": 1}}}}}}))
+        env = base_env(NO_COLOR="1", XDG_CONFIG_HOME=str(tmp_path / "config"))
+        r = run(srv, "--json", "hi", env=env, model="priced/gpt-test")
+    assert r.rc == 0, r.err
+    replies = [e for e in r.events() if e["type"] == "model_reply"]
+    assert len(replies) == 2
+    for e in replies:
+        u = e["usage"]
+        assert abs(e["cost"] - (u["prompt_tokens"] * 2.5 + u["completion_tokens"] * 10) / 1e6) <= 1e-6, e
+    usage = r.json["usage"]
+    assert abs(usage["cost"] - (usage["prompt_tokens"] * 2.5 + usage["completion_tokens"] * 10) / 1e6) <= 1e-6
+    assert usage["cost"] > 0
+    end = r.events()[-1]
+    assert end["type"] == "run_end" and end["usage"]["cost"] == usage["cost"]
+
+    (conf / "config.json").write_text(json.dumps({"provider": {"priced": {
+        "baseURL": "http://127.0.0.1:9/v1", "models": {"gpt-test": {"cost": {"input": "cheap", "output": 1}}}}}}))
+    r = run("http://127.0.0.1:9/v1", "hi", env=env, model="priced/gpt-test")
+    assert r.rc == 2 and "provider.priced.models.gpt-test.cost needs" in r.err, r.err

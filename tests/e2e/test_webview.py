@@ -68,7 +68,8 @@ def trace_lines():
     ev = [
         {"type": "run_start", "task": "replayed <b>task</b>", "model": "m", "run_id": "r1"},
         {"type": "plan", "reason": "initial", "plan": T_PLAN, "iteration": 1, "usage": {"prompt_tokens": 5, "completion_tokens": 2}},
-        {"type": "model_reply", "iteration": 1, "content": None, "tool_calls": [{"id": "c1"}], "usage": {"prompt_tokens": 9, "completion_tokens": 3}},
+        {"type": "model_reply", "iteration": 1, "content": None, "tool_calls": [{"id": "c1"}], "usage": {"prompt_tokens": 9, "completion_tokens": 3},
+         "cost": 0.0012},
         {"type": "tool_call", "iteration": 1, "id": "c1", "name": "run_shell", "command": "curl x", "role": T_ROLE},
         {"type": "net", "host": T_HOST, "port": 443, "method": "CONNECT", "allowed": False, "reason": "not allowed", "iteration": 1},
         {"type": "net", "host": "pypi.org", "port": 443, "method": "CONNECT", "allowed": True, "bytes_up": 10, "bytes_down": 2048, "ms": 12, "iteration": 1},
@@ -77,7 +78,7 @@ def trace_lines():
         {"type": "compact", "from": 2, "messages": 4, "est_tokens_before": 3000, "summary": T_SUMMARY, "iteration": 2},
         {"type": "verify", "round": 1, "model": "v", "complete": False, "missing": [T_MISSING], "action": "sent_back", "iteration": 2},
         {"type": "reproduce", "result": "not_reproduced", "steps": 1, "files_compared": 1, "files_reproduced": 0, "differences": [T_DIFF], "wall_ms": 40},
-        {"type": "run_end", "status": "answered", "answer": "done", "iterations": 2, "usage": {"prompt_tokens": 9, "completion_tokens": 3}},
+        {"type": "run_end", "status": "answered", "answer": "done", "iterations": 2, "usage": {"prompt_tokens": 9, "completion_tokens": 3, "cost": 0.0345}},
     ]
     lines = [json.dumps({"v": 1, "t_ms": i, **e}) for i, e in enumerate(ev)]
     lines.insert(3, "not json <script>")

@@ -275,6 +275,11 @@ try {
     for (const h of TRACE_HOSTILE) check(text.includes(h), `not shown verbatim from the trace: ${JSON.stringify(h)}`);
     for (const sel of ['.mode.verify', '.mode.plan', '.mode.compact', '.mode.reproduce', '#step-1 .net.refused', '#step-1 .net.ok', '#step-1 .role'])
       check(await page.$(sel), `nothing drawn for ${sel}`);
+    // the cost of a turn and of the run, from the prices the trace's events carry
+    const costs = await page.$$eval('#usage td.cost', (tds) => tds.map((e) => e.textContent));
+    check(JSON.stringify(costs) === '["$0.001200"]', `the cost of the turn: ${costs}`);
+    const total = await page.$eval('#cost', (e) => e.textContent);
+    check(total === 'cost $0.0345', `the cost of the run: ${total}`);
     check(/1 lines that are not events skipped/.test(await page.$eval('#trace-source', (e) => e.innerText)), 'the bad line not counted');
     await page.fill('#scrub', '0');
     check(await page.$eval('.mode.reproduce', (e) => e.classList.contains('hidden')), 'reproduce shown at step 0');

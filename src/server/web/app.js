@@ -45,6 +45,12 @@ function fmtBytes(n) {
   while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
   return `${i ? n.toFixed(1) : n} ${u[i]}`;
 }
+// A cost from the config file's prices (per million tokens; US dollars,
+// as opencode's "cost" is).
+function fmtCost(c) {
+  if (typeof c !== 'number' || !isFinite(c)) return '';
+  return `$${c < 0.01 ? c.toFixed(6) : c.toFixed(4)}`;
+}
 function fmtTime(sec) {
   if (!sec) return '';
   const d = new Date(sec * 1000);
@@ -420,7 +426,8 @@ function runPage(id, events) {
   const usageCard = el('details', { class: 'card', id: 'usage' }, el('summary', {}, 'Token usage per turn'),
     el('div', { class: 'scroll' }, el('table', {}, el('thead', {}, el('tr', {},
       el('th', { scope: 'col', class: 'num' }, 'Turn'), el('th', { scope: 'col', class: 'num' }, 'Prompt'),
-      el('th', { scope: 'col', class: 'num' }, 'Completion'), el('th', { scope: 'col', class: 'num' }, 'Wait'),
+      el('th', { scope: 'col', class: 'num' }, 'Completion'), el('th', { scope: 'col', class: 'num' }, 'Cost'),
+      el('th', { scope: 'col', class: 'num' }, 'Wait'),
       el('th', { scope: 'col' }, 'Finish'))), turns)));
   const steps = el('div', { id: 'steps' });
   const end = el('div', { id: 'end' });
@@ -465,7 +472,8 @@ function runPage(id, events) {
     model_reply(e) {
       const u = e.usage || {};
       turns.append(tag(el('tr', {}, el('td', { class: 'num' }, e.iteration), el('td', { class: 'num' }, u.prompt_tokens ?? ''),
-        el('td', { class: 'num' }, u.completion_tokens ?? ''), el('td', { class: 'num' }, fmtMs(e.wait_ms)),
+        el('td', { class: 'num' }, u.completion_tokens ?? ''), el('td', { class: 'num cost' }, fmtCost(e.cost)),
+        el('td', { class: 'num' }, fmtMs(e.wait_ms)),
         el('td', {}, `${e.finish_reason || ''}${u.estimated ? ' (estimated)' : ''}`))));
       // The last reply's text is the answer, shown at the end; the text of
       // one that calls tools is the model thinking aloud between steps.
@@ -555,6 +563,7 @@ function runPage(id, events) {
         e.reason ? el('p', { class: 'muted' }, e.reason) : null,
         el('div', { class: 'facts' }, el('span', {}, 'turns ', el('strong', {}, e.iterations)),
           el('span', {}, 'tokens ', el('strong', {}, `${u.prompt_tokens || 0} + ${u.completion_tokens || 0}`)),
+          typeof u.cost === 'number' && el('span', { id: 'cost' }, 'cost ', el('strong', {}, fmtCost(u.cost))),
           el('span', {}, 'model wait ', el('strong', {}, fmtMs(u.wait_ms))), el('span', {}, 'wall ', el('strong', {}, fmtMs(e.wall_ms))))));
       setConn('');
       if (es) { es.close(); es = null; }
