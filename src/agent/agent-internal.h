@@ -24,6 +24,32 @@ CORRAL_HIDDEN json_t *agent_exec_to_json(const corral_jail_result *res, size_t s
  * calls. */
 CORRAL_HIDDEN void agent_put_recent_outputs(FILE *f, const json_t *messages, size_t n, size_t max_bytes,
                                             const char *none_text);
+/* output.c: a step's output as "output" trace events while it runs (at
+ * most one per stream every STEP_OUTPUT_INTERVAL_MS, at most
+ * STEP_OUTPUT_MAX bytes per step).  begin, feed (an on_output callback of
+ * the jail or the session, userdata the struct) as often as output comes,
+ * end (what waits is sent) before the step's tool_result. */
+#define STEP_OUTPUT_MAX (64 * 1024)
+#define STEP_OUTPUT_INTERVAL_MS 100
+#define STEP_OUTPUT_CHUNK (8 * 1024)
+struct step_output_stream {
+        char buf[STEP_OUTPUT_CHUNK];
+        size_t len;
+        double last_ms; /* monotonic, of its last event */
+};
+struct step_output {
+        trace *trace;   /* NULL: nothing is sent */
+        unsigned iteration;
+        size_t holdback; /* bytes a cut keeps back: the longest secret's, less one */
+        uint64_t seq;    /* events so far */
+        size_t sent;     /* bytes so far */
+        bool capped;
+        struct step_output_stream s[2]; /* stdout, stderr */
+};
+CORRAL_HIDDEN void step_output_begin(struct step_output *o, trace *t, unsigned iteration);
+CORRAL_HIDDEN void step_output_feed(void *userdata, int stream, const char *data, size_t len);
+CORRAL_HIDDEN void step_output_end(struct step_output *o);
+
 /* A mode's side call (verify, plan, compact): the two-message request
  * (system, user) to m with purpose; its wait, and its error (and whether
  * it was cancelled) or usage recorded in ev, the usage added to *ret_usage

@@ -245,6 +245,13 @@ static void on_retry(void *ud, unsigned attempt, double delay_s, const char *why
                        "reason", why ? why : ""));
 }
 
+double agent_cost(const struct agent_config *cfg, uint64_t prompt_tokens, uint64_t completion_tokens)
+{
+        /* To a millionth, as prices are given per million tokens. */
+        double c = ((double)prompt_tokens * cfg->price_input + (double)completion_tokens * cfg->price_output) / 1e6;
+        return (double)(int64_t)(c * 1e6 + 0.5) / 1e6;
+}
+
 static json_t *reply_event(unsigned iteration, const struct chat_reply *r, double wait_ms)
 {
         json_t *calls = json_array(), *tc;
@@ -917,7 +924,11 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 ret->iterations = turn;
                 if (st.team)
                         team_count_writer(st.team, &reply.usage);
-                emit(cfg, "model_reply", reply_event(turn, &reply, monotonic_ms() - t0));
+                json_t *rev = reply_event(turn, &reply, monotonic_ms() - t0);
+                if (rev && cfg->priced)
+                        json_object_set_new(rev, "cost", json_real(agent_cost(cfg, reply.usage.prompt_tokens,
+                                                                              reply.usage.completion_tokens)));
+                emit(cfg, "model_reply", rev);
                 json_array_append(messages, reply.message);
                 json_t *content_v = json_object_get(reply.message, "content");
                 const char *content = json_is_string(content_v) ? json_string_value(content_v) : NULL;

@@ -96,6 +96,11 @@ struct agent_config {
          * run_python step also go back as images, in a user message after
          * the tool results, within these budgets. */
         bool images;                  /* the model accepts images (default off) */
+        /* The model's prices per million prompt and completion tokens (the
+         * config file's "cost"): with priced, model_reply events and the
+         * run's usage say what its tokens cost. */
+        bool priced;
+        double price_input, price_output;
         unsigned images_per_step;     /* default 2 (at most AGENT_MAX_STEP_IMAGES) */
         unsigned images_per_run;      /* default 8 */
         uint64_t image_bytes;         /* PNG bytes per image (default 300 KiB) */
@@ -197,5 +202,8 @@ CORRAL_HIDDEN int agent_run(const struct agent_config *cfg, struct agent_result 
  * The report of docs/run-json.md ("reproduction"), or NULL with ret_err. */
 CORRAL_HIDDEN json_t *agent_reproduce_run(const struct agent_config *cfg, struct workspace *orig,
                                           const struct agent_result *res, corral_error **ret_err);
+
+/* What tokens cost at cfg's prices (cfg->priced), to a millionth. */
+CORRAL_HIDDEN double agent_cost(const struct agent_config *cfg, uint64_t prompt_tokens, uint64_t completion_tokens);
 
 #endif

@@ -444,6 +444,11 @@ static int set_up(struct run *r, corral_error **err)
         r->agent = c->agent;
         if (!c->context_given && r->choice.context_tokens)
                 r->agent.context_tokens = r->choice.context_tokens;
+        if (r->choice.cost_input >= 0 && r->choice.cost_output >= 0) {
+                r->agent.priced = true;
+                r->agent.price_input = r->choice.cost_input;
+                r->agent.price_output = r->choice.cost_output;
+        }
         /* Images: the caller's choice, else the config file's "modalities";
          * no preset turns them on (a text-only model rejects the request). */
         r->agent.images = c->images >= 0 ? c->images == 1 : r->choice.images > 0;
@@ -803,11 +808,16 @@ void run_cancel(struct run *r)
 
 /* ---- the end ---- */
 
-static json_t *usage_json(const struct model_usage *u)
+/* The run's model's usage; with prices, "cost": its tokens (its replies
+ * and the side calls it answered) at them. */
+static json_t *usage_json(const struct model_usage *u, const struct agent_config *cfg)
 {
-        return json_pack("{s:I, s:I, s:i, s:i, s:f, s:b}", "prompt_tokens", (json_int_t)u->prompt_tokens,
-                         "completion_tokens", (json_int_t)u->completion_tokens, "requests", (int)u->requests,
-                         "retries", (int)u->retries, "wait_ms", round_ms(u->wait_ms), "estimated", u->estimated);
+        json_t *j = json_pack("{s:I, s:I, s:i, s:i, s:f, s:b}", "prompt_tokens", (json_int_t)u->prompt_tokens,
+                              "completion_tokens", (json_int_t)u->completion_tokens, "requests", (int)u->requests,
+                              "retries", (int)u->retries, "wait_ms", round_ms(u->wait_ms), "estimated", u->estimated);
+        if (j && cfg->priced)
+                json_object_set_new(j, "cost", json_real(agent_cost(cfg, u->prompt_tokens, u->completion_tokens)));
+        return j;
 }
 
 /* The files under output/ when the run ended: [{"path","bytes"}]. */
@@ -950,13 +960,13 @@ json_t *run_finish(struct run *r)
                    json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?, s:O?, s:O?, s:O?, s:O?}", "status",
                              status,
                              "answer", res->answer, "reason", res->reason, "field", res->reason_field, "iterations",
-                             res->iterations, "usage", usage_json(u), "artifacts", artifacts, "output_dir",
+                             res->iterations, "usage", usage_json(u, &r->agent), "artifacts", artifacts, "output_dir",
                              output_dir, "not_copied", skipped, "wall_ms", wall_ms, "verification",
                              res->verification, "planning", res->planning, "compaction", res->compaction,
                              "reproduction", r->reproduction, "team", res->team));
         json_t *j = json_pack("{s:i, s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:s, s:s, s:s, s:s?, s:o, s:f}",
                               "schema", 1, "status", status, "answer", res->answer, "reason", res->reason, "field",
-                              res->reason_field, "iterations", res->iterations, "usage", usage_json(u), "artifacts",
+                              res->reason_field, "iterations", res->iterations, "usage", usage_json(u, &r->agent), "artifacts",
                               artifacts, "trace", r->trace_path, "run_id", r->run_id, "model", r->choice.model,
                               "protocol", res->text_protocol ? "text" : "tools", "output_dir", output_dir,
                               "not_copied", skipped ? json_incref(skipped) : json_array(), "wall_ms", wall_ms);

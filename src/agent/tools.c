@@ -93,6 +93,7 @@ struct toolbox {
         char host_session[SESSION_ID_LEN + 1];
         int host_hold;
         char *pending_note;      /* the message's text: every figure named, sent or not; NULL none */
+        struct step_output out;  /* the running step's output, as it comes, to the trace */
 };
 
 int toolbox_new(const struct agent_config *cfg, struct toolbox **ret, corral_error **ret_err)
@@ -570,7 +571,8 @@ static int host_session_exec(struct toolbox *tb, const char *code, const struct 
 {
         struct session_client_exec x = { .timeout_s = lim->timeout_s, .output_limit = lim->output_limit,
                                          .cancel_fd = tb->cfg->cancel_fd, .preview_count = lim->preview_count,
-                                         .preview_side = lim->preview_side, .preview_bytes = lim->preview_bytes };
+                                         .preview_side = lim->preview_side, .preview_bytes = lim->preview_bytes,
+                                         .on_output = step_output_feed, .userdata = &tb->out };
         json_t *res = NULL;
         corral_error *err = NULL;
         int rc = session_client_exec(tb->host_session, code, &x, &res, &err);
@@ -596,6 +598,14 @@ static int host_session_exec(struct toolbox *tb, const char *code, const struct 
         if (tb->cfg->cancel_fd >= 0 && poll(&p, 1, 0) > 0 && r->status == SESSION_STEP_INTERRUPTED)
                 r->status = SESSION_STEP_CANCELLED;
         return 0;
+}
+
+/* The jail's output callback (its userdata is the toolbox, as for its
+ * notices): on to the step's output events. */
+static void jail_output(void *userdata, int stream, const char *data, size_t len)
+{
+        struct toolbox *tb = userdata;
+        step_output_feed(&tb->out, stream, data, len);
 }
 
 static bool cancel_interrupts(void *userdata)
@@ -666,11 +676,13 @@ started:;
                 /* cfg->cancel_interrupts: the cancel interrupts the step as
                  * the session host does (KeyboardInterrupt, the state kept),
                  * instead of stopping the interpreter. */
-                struct session_callbacks cb = { .interrupt_fd = cfg->cancel_fd, .on_interrupt_fd = cancel_interrupts };
                 bool soft = cfg->cancel_interrupts && cfg->cancel_fd >= 0;
+                struct session_callbacks cb = { .on_output = step_output_feed, .userdata = &tb->out,
+                                                .interrupt_fd = soft ? cfg->cancel_fd : -1,
+                                                .on_interrupt_fd = soft ? cancel_interrupts : NULL };
                 if (soft)
                         lim.cancel_fd = -1;
-                if (session_exec(tb->session, code, strlen(code), &lim, soft ? &cb : NULL, &r, &err) < 0) {
+                if (session_exec(tb->session, code, strlen(code), &lim, &cb, &r, &err) < 0) {
                         s->fatal = true;
                         s->err = err;
                         return;
@@ -680,6 +692,7 @@ started:;
                         r.status = SESSION_STEP_CANCELLED;
         }
         double jail_ms = monotonic_ms() - t0;
+        step_output_end(&tb->out); /* what waits, before the step's other events */
         corral_jail_result res;
         cleanup_free char *errs = NULL;
         session_as_jail_result(&r, &res, &errs);
@@ -860,6 +873,7 @@ void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code, s
         char name[64], path[96];
 
         tb->step++;
+        step_output_begin(&tb->out, cfg->trace, tb->iteration);
         snprintf(name, sizeof(name), "step%u.%s", tb->step, python ? "py" : "sh");
         snprintf(path, sizeof(path), "/run/corral/%s", name);
         if (corral_jail_config_copy(&jc, cfg->jail, &err) < 0) {
@@ -918,7 +932,7 @@ void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code, s
         }
 
         corral_jail_io io = { .capture = true, .cancel_fd = cfg->cancel_fd, .stdin_fd = -1,
-                              .on_notice = on_jail_notice, .userdata = tb };
+                              .on_notice = on_jail_notice, .on_output = jail_output, .userdata = tb };
         corral_jail_result res;
         double t0 = monotonic_ms();
         if (corral_jail_run(&jc, &io, &res, &err) < 0) {
@@ -926,6 +940,7 @@ void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code, s
                 goto out;
         }
         double jail_ms = monotonic_ms() - t0;
+        step_output_end(&tb->out); /* what waits, before the step's other events */
         s->artifacts = diff_since_before(tb);
         s->exec = agent_exec_to_json(&res, cfg->observation_bytes);
         if (s->exec)
@@ -956,6 +971,7 @@ void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code, s
         redact_step(tb, s);
         corral_jail_result_release(&res);
 out:
+        step_output_end(&tb->out); /* a step that ended early: whatever came */
         if (edited && s->content)
                 approval_note_edit(lang, edited, &s->content);
         if (s->fatal) {

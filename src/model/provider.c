@@ -108,7 +108,10 @@ static int config_string(const char *path, json_t *obj, const char *key, const c
 static const char *const top_keys[] = { "$schema", "provider", "model", "mcp", NULL };
 static const char *const provider_keys[] = { "name", "npm", "options", "models", "baseURL", "apiKey", "quirks", NULL };
 static const char *const options_keys[] = { "baseURL", "apiKey", NULL };
-static const char *const model_keys[] = { "name", "limit", "modalities", NULL };
+static const char *const model_keys[] = { "name", "limit", "modalities", "cost", NULL };
+/* opencode.json's prices, per million tokens; the cache's are accepted and
+ * not used (corral counts no cached tokens). */
+static const char *const cost_keys[] = { "input", "output", "cache_read", "cache_write", NULL };
 static const char *const limit_keys[] = { "context", "output", NULL };
 static const char *const modalities_keys[] = { "input", "output", NULL };
 
@@ -171,7 +174,16 @@ static int check_config(const char *path, const json_t *doc, corral_error **err)
                         if (!json_is_object(m))
                                 return corral_usage(err, "config file '%s': %s must be an object", path, mw);
                         json_t *limit = json_object_get(m, "limit"), *mod = json_object_get(m, "modalities");
-                        if (provider_config_check_keys(path, mw, m, model_keys, err) < 0 ||
+                        json_t *cost = json_object_get(m, "cost");
+                        cleanup_free char *cw = NULL;
+                        if (asprintf(&cw, "%s.cost", mw) < 0)
+                                return corral_fail(err, ENOMEM, "cannot read the config file");
+                        if (cost && !json_is_object(cost))
+                                return corral_usage(err, "config file '%s': %s must be an object such as "
+                                                    "{\"input\": 2.5, \"output\": 10} (prices per million tokens)",
+                                                    path, cw);
+                        if ((cost && provider_config_check_keys(path, cw, cost, cost_keys, err) < 0) ||
+                            provider_config_check_keys(path, mw, m, model_keys, err) < 0 ||
                             (json_is_object(limit) && provider_config_check_keys(path, mw, limit, limit_keys, err) < 0) ||
                             (json_is_object(mod) && provider_config_check_keys(path, mw, mod, modalities_keys, err) < 0))
                                 return -1;
@@ -355,6 +367,21 @@ int provider_resolve(const struct provider_request *req, struct provider_choice 
                 goto out;
         }
         c->context_tokens = context ? (uint64_t)json_integer_value(context) : 0;
+        /* Its prices (opencode.json's "cost"), per million tokens. */
+        json_t *cost = json_object_get(json_object_get(json_object_get(entry, "models"), model ? model : ""), "cost");
+        c->cost_input = c->cost_output = -1;
+        if (cost) {
+                json_t *in = json_object_get(cost, "input"), *out = json_object_get(cost, "output");
+                if (!json_is_number(in) || !json_is_number(out) || json_number_value(in) < 0 ||
+                    json_number_value(out) < 0) {
+                        corral_usage(err, "config file '%s': provider.%s.models.%s.cost needs \"input\" and "
+                                          "\"output\", each a price per million tokens (0 or more)",
+                                     path, c->provider, model);
+                        goto out;
+                }
+                c->cost_input = json_number_value(in);
+                c->cost_output = json_number_value(out);
+        }
         /* Its input modalities (opencode.json's shape): images or not. */
         json_t *modalities = json_object_get(json_object_get(json_object_get(entry, "models"), model ? model : ""),
                                              "modalities");

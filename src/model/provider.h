@@ -15,7 +15,8 @@
  * String values may be "{env:VAR}", replaced by the variable's value.  A
  * model's entry may give its context size as opencode.json does:
  * "models": {"qwen2.5-coder:7b": {"limit": {"context": 32768}}}, and whether
- * it takes images: "modalities": {"input": ["text", "image"]}.
+ * it takes images: "modalities": {"input": ["text", "image"]}, and its prices
+ * per million tokens: "cost": {"input": 2.5, "output": 10}.
  *
  * Threads: thread-safe while no thread changes the environment (getenv) at the
  * same time.
@@ -54,6 +55,8 @@ struct provider_choice {
         unsigned quirks;
         char *config_path;        /* the config file read, or NULL */
         uint64_t context_tokens;  /* the model's "limit.context", 0 when not given */
+        double cost_input, cost_output; /* the model's "cost": prices per million prompt and
+                                         * completion tokens; -1 when not given */
         int images;               /* the model's "modalities.input": 1 lists "image", -1 does
                                    * not, 0 not given (no preset says; docs/providers.md) */
 };

@@ -88,6 +88,8 @@ struct srv_run {
         json_t *body;            /* the request: run_config's strings point into it */
         char *staging;           /* sandboxes' files for the inputs, until the run ends */
         char *desc_text;         /* an ended run's description as JSON text (it no longer changes) */
+        char *ws_dir;            /* its workspace's host directory while it goes (under s->lock):
+                                  * GET .../artifacts serves output/ from there */
         size_t n_staged;
         /* While it goes: model replies and their tokens so far, for the list
          * (the web view's); the result has the final counts. */
@@ -341,6 +343,7 @@ static void srv_run_free(struct srv_run *sr)
         json_decref(sr->result);
         json_decref(sr->body);
         free(sr->desc_text);
+        free(sr->ws_dir);
         if (sr->cancel_fd >= 0)
                 close(sr->cancel_fd);
         log_put(sr->log);
@@ -757,6 +760,9 @@ static void *run_thread_main(void *arg)
                 json_object_set_new(pub, "reason", json_string("cancelled: server stopping"));
         if (pub)
                 record_write(s->runs, sr->id, "result.json", pub);
+        pthread_mutex_lock(&s->lock);
+        free(TAKE_PTR(sr->ws_dir)); /* no more files from there */
+        pthread_mutex_unlock(&s->lock);
         run_free(sr->r); /* the trace closed: its subscriber is done */
         /* The archive, written where run_open() could check it before the
          * ID was known, joins the records. */
@@ -1230,6 +1236,8 @@ static enum MHD_Result run_create(struct request *rq)
                 free(TAKE_PTR(sr->manifest));
         }
         snprintf(sr->id, sizeof(sr->id), "%s", run_id(sr->r));
+        const char *wsd = run_workspace_dir(sr->r, NULL);
+        sr->ws_dir = wsd ? strdup(wsd) : NULL;
         sr->owner = rq->who;
         sr->status = strdup("running");
         /* Events emitted so far (by run_open) from the trace, then every
@@ -1616,18 +1624,29 @@ static enum MHD_Result reply_fd(struct request *rq, int fd, uint64_t size, const
 }
 
 /* GET .../artifacts and .../artifacts/PATH: the run's output/ as kept with
- * its records (opened beneath it, never through a link). */
-static enum MHD_Result run_artifacts(struct request *rq, const char *id, const char *rel)
+ * its records, or, while it goes (live_ws: its workspace's host directory),
+ * the output/ its steps have written so far: the web view shows figures as
+ * they are made.  Either way opened beneath the directory, never through a
+ * link; a file being written may be seen half-written (a figure that fails
+ * to show is fetched again at the next step). */
+static enum MHD_Result run_artifacts(struct request *rq, const char *id, const char *live_ws, const char *rel)
 {
         corral_error *err = NULL;
         struct workspace *ws = NULL;
         cleanup_free char *dir = NULL;
-        if (asprintf(&dir, "%s/%s/output", rq->s->runs->dir, id) < 0)
-                return MHD_NO;
-        cleanup_close int rfd = open_run_dir(rq->s->runs, id);
         struct stat st;
-        if (rfd < 0 || fstatat(rfd, "output", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-                return reply_error(rq, 404, "not_found", "run %s kept no output", id);
+        if (live_ws) {
+                if (asprintf(&dir, "%s/output", live_ws) < 0)
+                        return MHD_NO;
+                if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+                        return reply_error(rq, 404, "not_found", "run %s has no output yet", id);
+        } else {
+                if (asprintf(&dir, "%s/%s/output", rq->s->runs->dir, id) < 0)
+                        return MHD_NO;
+                cleanup_close int rfd = open_run_dir(rq->s->runs, id);
+                if (rfd < 0 || fstatat(rfd, "output", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        return reply_error(rq, 404, "not_found", "run %s kept no output", id);
+        }
         if (workspace_attach(dir, &ws, &err) < 0)
                 return reply_err_free(rq, err);
         enum MHD_Result ret;
@@ -1869,12 +1888,15 @@ enum MHD_Result runs_route(struct request *rq, const char *method, const char *p
         if (strcmp(rest, "/approvals") == 0 || strncmp(rest, "/approvals/", 11) == 0)
                 return run_approvals(rq, sr, method, rest); /* unlocks */
         bool ended = sr->r == NULL;
+        /* A going run's workspace, copied under the lock (the run may end
+         * and remove it meanwhile: then nothing is found there). */
+        cleanup_free char *live_ws = !ended && sr->ws_dir ? strdup(sr->ws_dir) : NULL;
         pthread_mutex_unlock(&s->lock);
         bool artifacts = strcmp(rest, "/artifacts") == 0 || strncmp(rest, "/artifacts/", 11) == 0;
-        if ((artifacts || strcmp(rest, "/archive") == 0) && get && !ended)
-                return reply_error(rq, 409, "busy", "run '%s' is still going: its files are there once it ends", id);
+        if (((artifacts && live_ws == NULL) || strcmp(rest, "/archive") == 0) && get && !ended)
+                return reply_error(rq, 409, "busy", "run '%s' is still going: its archive is there once it ends", id);
         if (artifacts && get)
-                return run_artifacts(rq, id, rest[10] ? rest + 11 : "");
+                return run_artifacts(rq, id, live_ws, rest[10] ? rest + 11 : "");
         if (strcmp(rest, "/archive") == 0 && get)
                 return run_archive(rq, id);
         return reply_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "usage", "%s %s is not a route (see docs/api.md)", method,

@@ -503,7 +503,8 @@ json_t *sandbox_describe(struct server *s, struct sandbox *sb)
         }
         if (d == NULL)
                 return NULL;
-        static const char *const copied[] = { "steps", "alive", "busy", "expires_in_s", "expires_by", "warm" };
+        static const char *const copied[] = { "steps", "alive", "busy", "expires_in_s", "expires_by", "warm", "usage",
+                                              "recent" };
         for (size_t i = 0; info && i < ARRAY_SIZE(copied); i++) {
                 json_t *v = json_object_get(info, copied[i]);
                 if (v)

@@ -53,6 +53,19 @@ struct hosted {
         double deadline_ms;
         const char *expires_by;
         json_t *from;
+        /* Its steps' costs: CPU over all, the highest peak of memory, and
+         * the last SESSION_RECENT_MAX steps (a ring, next at n_recent %). */
+        double cpu_ms;
+        uint64_t memory_peak;
+        struct hosted_step {
+                time_t at;
+                unsigned step;
+                const char *status; /* session_status_to_string()'s */
+                int exit_code;
+                double wall_ms, cpu_ms;
+                uint64_t memory_peak;
+        } recent[SESSION_RECENT_MAX];
+        unsigned n_recent;
 };
 
 struct session_host {
@@ -420,8 +433,18 @@ int session_host_exec(struct session_host *h, const char *id, const char *code, 
                 l.output_limit = e->default_output;
         l.cancel_fd = e->cancel;
         struct session_result res;
+        time_t at = time(NULL);
         int rc = session_exec(e->s, code, len, &l, cb, &res, ret_err);
         if (rc == 0) {
+                pthread_mutex_lock(&h->lock);
+                e->recent[e->n_recent++ % SESSION_RECENT_MAX] = (struct hosted_step){
+                        .at = at, .step = res.step, .status = session_status_to_string(res.status),
+                        .exit_code = res.exit_code, .wall_ms = res.wall_ms, .cpu_ms = res.cpu_ms,
+                        .memory_peak = res.peak_memory_bytes };
+                e->cpu_ms += res.cpu_ms;
+                if (res.peak_memory_bytes > e->memory_peak)
+                        e->memory_peak = res.peak_memory_bytes;
+                pthread_mutex_unlock(&h->lock);
                 json_t *r = session_result_to_json(&res);
                 session_result_release(&res);
                 if (r == NULL) {
@@ -516,13 +539,32 @@ int session_host_set_expiry(struct session_host *h, const char *id, double secon
 
 /* ---- what the registry says ---- */
 
+/* Its last steps, newest first: what they did and cost. */
+static json_t *hosted_recent(const struct hosted *e)
+{
+        json_t *a = json_array();
+        unsigned n = e->n_recent < SESSION_RECENT_MAX ? e->n_recent : SESSION_RECENT_MAX;
+        for (unsigned k = 0; a && k < n; k++) {
+                const struct hosted_step *st = &e->recent[(e->n_recent - 1 - k) % SESSION_RECENT_MAX];
+                char when[32];
+                struct tm tm;
+                strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&st->at, &tm));
+                json_array_append_new(a, json_pack("{s:I,s:s,s:s,s:i,s:f,s:f,s:I}", "step", (json_int_t)st->step,
+                                                   "started_at", when, "status", st->status, "exit_code",
+                                                   st->exit_code, "wall_ms", st->wall_ms, "cpu_ms", st->cpu_ms,
+                                                   "memory_peak_bytes", (json_int_t)st->memory_peak));
+        }
+        return a;
+}
+
 static json_t *hosted_info(const struct hosted *e, double now)
 {
         double left = (e->deadline_ms - now) / 1000;
-        return json_pack("{s:s,s:I,s:s?,s:I,s:b,s:b,s:f,s:s?,s:o?,s:b}", "id", e->id, "started",
+        return json_pack("{s:s,s:I,s:s?,s:I,s:b,s:b,s:f,s:s?,s:o?,s:b,s:{s:f,s:I},s:o?}", "id", e->id, "started",
                          (json_int_t)e->started, "workspace", e->cfg.workspace, "steps", (json_int_t)e->steps,
                          "alive", e->alive, "busy", e->busy, "expires_in_s", left > 0 ? left : 0, "expires_by",
-                         e->expires_by, "from", json_deep_copy(e->from), "warm", e->warm);
+                         e->expires_by, "from", json_deep_copy(e->from), "warm", e->warm, "usage", "cpu_ms",
+                         e->cpu_ms, "memory_peak_bytes", (json_int_t)e->memory_peak, "recent", hosted_recent(e));
 }
 
 json_t *session_host_info(struct session_host *h, const char *id, corral_error **ret_err)

@@ -107,8 +107,12 @@ CORRAL_HIDDEN int session_host_stop_now(struct session_host *h, const char *id, 
 CORRAL_HIDDEN void session_host_cancel_all(struct session_host *h);
 
 /* A session's {"id", "started", "workspace", "steps", "alive", "busy",
- * "expires_in_s", "expires_by", "from", "warm"}; NULL with err (usage) when
- * there is none. */
+ * "expires_in_s", "expires_by", "from", "warm", "usage": {"cpu_ms" (its
+ * steps' CPU time in all), "memory_peak_bytes" (the highest of its steps'
+ * peaks)}, "recent": [{"step", "started_at", "status", "exit_code",
+ * "wall_ms", "cpu_ms", "memory_peak_bytes"}] (its last SESSION_RECENT_MAX
+ * steps, newest first)}; NULL with err (usage) when there is none. */
+#define SESSION_RECENT_MAX 10
 CORRAL_HIDDEN json_t *session_host_info(struct session_host *h, const char *id, corral_error **ret_err);
 /* Every ready session's info, oldest first. */
 CORRAL_HIDDEN json_t *session_host_list(struct session_host *h);

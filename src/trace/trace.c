@@ -473,6 +473,11 @@ void trace_emit(trace *t, const char *type, json_t *fields)
         json_decref(ev);
 }
 
+size_t trace_longest_secret(const trace *t)
+{
+        return t && t->secrets.n ? t->secrets.len[0] : 0; /* longest first */
+}
+
 const char *trace_write_error(const trace *t)
 {
         return t ? t->write_error : NULL;

@@ -100,6 +100,10 @@ CORRAL_HIDDEN int trace_unsubscribe(trace *t, int id);
  * rather than returned: a full disk must not end the run; after the first
  * one the file is no longer written, subscribers still are. */
 CORRAL_HIDDEN void trace_emit(trace *t, const char *type, json_t *fields);
+/* The length of the longest secret it redacts, 0 none (a caller that
+ * cuts text into several events keeps that much back: a secret split
+ * between two events would not be found in either). */
+CORRAL_HIDDEN size_t trace_longest_secret(const trace *t);
 /* The first write error, or NULL. */
 CORRAL_HIDDEN const char *trace_write_error(const trace *t);
 

@@ -222,6 +222,13 @@ def test_a_sandbox_from_create_to_delete(serve):
     assert r["status"] == "timeout", r
     status, info = s.json("GET", f"/v1/sandboxes/{sid}")
     assert status == 200 and info["steps"] == 4 and info["busy"] is False
+    # what the steps cost, and the last ones, newest first
+    assert [x["status"] for x in info["recent"]] == ["timeout", "error", "ok", "ok"], info["recent"]
+    assert [x["step"] for x in info["recent"]] == [4, 3, 2, 1] and info["recent"][1]["exit_code"] == 1
+    assert info["recent"][0]["wall_ms"] >= 4000 and all(x["started_at"].endswith("Z") for x in info["recent"])
+    assert info["usage"]["memory_peak_bytes"] == max(x["memory_peak_bytes"] for x in info["recent"]) > 1 << 20
+    assert abs(info["usage"]["cpu_ms"] - sum(x["cpu_ms"] for x in info["recent"])) < 1, info
+    assert s.json("GET", "/v1/sandboxes")[1]["sandboxes"][0]["recent"] == info["recent"]
     assert s.json("DELETE", f"/v1/sandboxes/{sid}") == (200, {"deleted": sid})
     status, j = s.json("GET", f"/v1/sandboxes/{sid}")
     assert status == 404 and j["error"]["kind"] == "not_found"

@@ -293,6 +293,35 @@ def test_cancel_and_interrupted(serve):
     assert events[0][1] == "run_start" and events[-1][1] != "run_end"
 
 
+def test_a_going_runs_files(serve):
+    """A going run's output/ is served as its steps write it (the web view's
+    figures before the end), beneath the directory, never through a link;
+    its archive waits for the end."""
+    s = serve()
+    code = ("import os\nopen('output/early.txt', 'w').write('so far')\n"
+            "os.symlink('/etc/passwd', 'output/link')\nos.symlink('..', 'output/up')\n")
+    turns = [tool_call("run_python", code=code), text("never") | {"delay": 30}]
+    with ScriptedServer(turns) as srv:
+        rid = start_run(s, srv)
+        srv.wait_for_requests(2, 30)  # the step has run: its files are there
+        status, j = s.json("GET", f"/v1/runs/{rid}/artifacts")
+        assert status == 200, j
+        assert {f["path"] for f in j["artifacts"]} >= {"early.txt", "link", "up"}, j
+        status, _, body = s.request("GET", f"/v1/runs/{rid}/artifacts/early.txt")
+        assert status == 200 and body == b"so far"
+        for bad in ("link", "up/trace.jsonl", "../input/sales.csv", "..%2f..%2fetc/passwd"):
+            status, _, body = s.request("GET", f"/v1/runs/{rid}/artifacts/{bad}")
+            assert status in (400, 403, 404), (bad, status, body)
+            assert b"root:" not in body
+        status, j = s.json("GET", f"/v1/runs/{rid}/archive")
+        assert status == 409 and "once it ends" in j["error"]["message"], j
+        assert s.json("POST", f"/v1/runs/{rid}/cancel")[0] == 202
+        assert wait_end(s, rid, timeout=20)["status"] == "cancelled"
+        srv.stop()
+    status, _, body = s.request("GET", f"/v1/runs/{rid}/artifacts/early.txt")
+    assert status == 200 and body == b"so far"
+
+
 def test_bad_requests(serve):
     s = serve()
     cases = [

@@ -48,7 +48,41 @@ CODE = ("import pandas as pd\nimport matplotlib.pyplot as plt\n"
         "df = pd.read_csv('input/data.csv')\n"
         "df.to_csv('output/table.csv', index=False)\n"
         f"print({STDOUT!r})\n"
-        "plt.bar(range(len(df)), df['qty'])\nplt.savefig('output/figure.png')\n")
+        "plt.bar(range(len(df)), df['qty'])\nplt.savefig('output/figure.png')\n"
+        "import time\nprint('LIVE-MARKER', flush=True)\ntime.sleep(1.5)\n")
+
+
+# A trace file for the upload: one event of each kind the page draws beyond
+# the run's own (the modes, the network, a role), hostile text in each, one
+# line that is not an event.
+T_PLAN = "1. <script>window.__pwned=6</script> read"
+T_MISSING = '<img src=x onerror="window.__pwned=7">'
+T_SUMMARY = "\x1b]0;title\x07 <b>summary</b>"
+T_DIFF = "output/a.csv: <iframe src=javascript:window.__pwned=8>"
+T_HOST = "<svg onload=window.__pwned=9>.example"
+T_ROLE = "<u>coder</u>"
+TRACE_HOSTILE = [T_PLAN, T_MISSING, T_DIFF, T_HOST, T_ROLE]
+
+
+def trace_lines():
+    ev = [
+        {"type": "run_start", "task": "replayed <b>task</b>", "model": "m", "run_id": "r1"},
+        {"type": "plan", "reason": "initial", "plan": T_PLAN, "iteration": 1, "usage": {"prompt_tokens": 5, "completion_tokens": 2}},
+        {"type": "model_reply", "iteration": 1, "content": None, "tool_calls": [{"id": "c1"}], "usage": {"prompt_tokens": 9, "completion_tokens": 3},
+         "cost": 0.0012},
+        {"type": "tool_call", "iteration": 1, "id": "c1", "name": "run_shell", "command": "curl x", "role": T_ROLE},
+        {"type": "net", "host": T_HOST, "port": 443, "method": "CONNECT", "allowed": False, "reason": "not allowed", "iteration": 1},
+        {"type": "net", "host": "pypi.org", "port": 443, "method": "CONNECT", "allowed": True, "bytes_up": 10, "bytes_down": 2048, "ms": 12, "iteration": 1},
+        {"type": "tool_result", "iteration": 1, "id": "c1", "name": "run_shell", "ok": True,
+         "exec": {"status": "ok", "exit_code": 0, "stdout": "hi\n", "stderr": "", "wall_ms": 5}},
+        {"type": "compact", "from": 2, "messages": 4, "est_tokens_before": 3000, "summary": T_SUMMARY, "iteration": 2},
+        {"type": "verify", "round": 1, "model": "v", "complete": False, "missing": [T_MISSING], "action": "sent_back", "iteration": 2},
+        {"type": "reproduce", "result": "not_reproduced", "steps": 1, "files_compared": 1, "files_reproduced": 0, "differences": [T_DIFF], "wall_ms": 40},
+        {"type": "run_end", "status": "answered", "answer": "done", "iterations": 2, "usage": {"prompt_tokens": 9, "completion_tokens": 3, "cost": 0.0345}},
+    ]
+    lines = [json.dumps({"v": 1, "t_ms": i, **e}) for i, e in enumerate(ev)]
+    lines.insert(3, "not json <script>")
+    return "\n".join(lines) + "\n"
 
 
 def scenario():
@@ -80,6 +114,9 @@ def test_webview_in_chromium(server, tmp_path):
     assert setup.returncode == 0, setup.stderr
     node = NODES[max(NODES)]
     (tmp_path / "data.csv").write_text(INPUT)
+    (tmp_path / "trace.jsonl").write_text(trace_lines())
+    with open(tmp_path / "big.jsonl", "wb") as f:
+        f.truncate((32 << 20) + 1)  # sparse: the page refuses it by its size, unread
     with ScriptedServer(scenario()) as srv, ScriptedServer([text("too late") | {"delay": 30}]) as slow:
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -94,6 +131,9 @@ def test_webview_in_chromium(server, tmp_path):
             "CORRAL_TEST_INPUT": str(tmp_path / "data.csv"),
             "CORRAL_TEST_HOSTILE": json.dumps(HOSTILE),
             "CORRAL_TEST_CSV_ROWS": json.dumps(CSV_ROWS),
+            "CORRAL_TEST_TRACE": str(tmp_path / "trace.jsonl"),
+            "CORRAL_TEST_TRACE_HOSTILE": json.dumps(TRACE_HOSTILE),
+            "CORRAL_TEST_BIG_TRACE": str(tmp_path / "big.jsonl"),
         }
         if os.environ.get("CORRAL_WEBVIEW_SHOTS"):
             env["CORRAL_WEBVIEW_SHOTS"] = os.environ["CORRAL_WEBVIEW_SHOTS"]

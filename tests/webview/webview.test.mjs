@@ -9,6 +9,9 @@
 //   CORRAL_TEST_MODEL_CANCEL a model server that answers after 30 s
 //   CORRAL_TEST_HOSTILE     a JSON list of strings that must show as text
 //   CORRAL_TEST_CSV_ROWS    a JSON list of the CSV preview's rows (no header)
+//   CORRAL_TEST_TRACE       a trace file to upload (every mode's event, hostile text)
+//   CORRAL_TEST_TRACE_HOSTILE a JSON list of its strings that must show as text
+//   CORRAL_TEST_BIG_TRACE   a file a byte over the page's cap for a trace
 //   CORRAL_WEBVIEW_SHOTS    a directory: screenshots of the runs list and the
 //                           run page are written there (docs/img/)
 // Prints "ok - STEP" for each step; exits 1 at the first that fails.
@@ -24,6 +27,7 @@ const TOKEN = process.env.CORRAL_TEST_TOKEN;
 const HOSTILE = JSON.parse(process.env.CORRAL_TEST_HOSTILE);
 const CSV_ROWS = JSON.parse(process.env.CORRAL_TEST_CSV_ROWS);
 const SHOTS = process.env.CORRAL_WEBVIEW_SHOTS;
+const TRACE_HOSTILE = JSON.parse(process.env.CORRAL_TEST_TRACE_HOSTILE);
 const T = 30000; // the longest wait for anything to appear
 
 function check(cond, what) {
@@ -120,8 +124,16 @@ try {
 
   let second;
   await step('steps appear live; a second browser joining midway sees the earlier ones', async () => {
+    // its output as it comes, before the step has ended
+    await page.waitForFunction(() => /LIVE-MARKER/.test(document.querySelector('#step-1 pre.stdout.live')?.innerText || ''), null, { timeout: T });
+    check(!(await page.$('#step-1 .result .facts')), 'the output came only with the step\'s result');
     await page.waitForSelector('#step-1 .result .facts', { timeout: T });
+    check(!(await page.$('#step-1 pre.live')), 'the live output stayed after the result');
     check(!(await page.$('#answer')), 'the run had ended before the second browser joined: the test is too slow');
+    // the figure under its step while the run goes (the API serves a going run's output/)
+    const fig = await page.waitForSelector('#step-1 .result figure img', { timeout: T });
+    await page.waitForFunction((i) => i.complete && i.naturalWidth > 0, fig, { timeout: T });
+    check(!(await page.$('#answer')), 'the figure came only after the run had ended');
     check(await page.$eval('#cancel', (b) => !b.disabled), 'cancel is not offered while the run goes');
     second = await newPage(browser, 'dark');
     await second.goto(`${URL0}/?run=${runId}#step-1`);
@@ -233,11 +245,46 @@ try {
       return (await r.json()).id;
     });
     check(sid, 'no sandbox made');
+    const ran = await page.evaluate(async (id) => {
+      const r = await fetch(`/v1/sandboxes/${id}/exec`, { method: 'POST', body: JSON.stringify({ code: '1/0' }), credentials: 'same-origin' });
+      const body = await r.text(); // the step's end
+      return `${r.status} ${body.slice(0, 200)}`;
+    }, sid);
+    check(/^200 /.test(ran), `a step in the sandbox: ${ran}`);
     await page.goto(`${URL0}/?view=sandboxes`);
     await page.waitForSelector(`#sandboxes tr[data-id="${sid}"]`, { timeout: T });
+    // its usage and its last step
+    const cells = await page.$eval(`#sandboxes tr[data-id="${sid}"]`, (tr) => [...tr.cells].map((c) => c.innerText));
+    check(/ms|s$/.test(cells[3]) && /iB$/.test(cells[4]), `usage cells ${JSON.stringify(cells)}`);
+    const recent = await page.$$eval(`table.recent[data-id="${sid}"] tbody tr`, (trs) => trs.map((tr) => [...tr.cells].map((c) => c.innerText)));
+    check(recent.length === 1 && recent[0][0] === '1' && recent[0][2] === 'error' && recent[0][3] === '1', `recent ${JSON.stringify(recent)}`);
     await page.click(`#sandboxes tr[data-id="${sid}"] button.danger`);
     await page.waitForSelector(`#sandboxes tr[data-id="${sid}"]`, { state: 'detached', timeout: T });
     await noHarm(page, 'the sandboxes page');
+  });
+
+  await step('a trace file uploaded plays back: the modes and the network drawn, hostile text as text', async () => {
+    await page.goto(`${URL0}/`);
+    await page.waitForSelector('#trace-file', { timeout: T });
+    // too big: refused unread, with the cap in words
+    await page.setInputFiles('#trace-file', process.env.CORRAL_TEST_BIG_TRACE);
+    await page.waitForFunction(() => /at most 32\.0 MiB/.test(document.querySelector('#trace-upload .error')?.innerText || ''), null, { timeout: T });
+    await page.setInputFiles('#trace-file', { name: 'trace.jsonl', mimeType: 'application/json', buffer: readFileSync(process.env.CORRAL_TEST_TRACE) });
+    await page.waitForSelector('#answer', { timeout: T });
+    const text = await page.evaluate(() => document.body.innerText);
+    for (const h of TRACE_HOSTILE) check(text.includes(h), `not shown verbatim from the trace: ${JSON.stringify(h)}`);
+    for (const sel of ['.mode.verify', '.mode.plan', '.mode.compact', '.mode.reproduce', '#step-1 .net.refused', '#step-1 .net.ok', '#step-1 .role'])
+      check(await page.$(sel), `nothing drawn for ${sel}`);
+    // the cost of a turn and of the run, from the prices the trace's events carry
+    const costs = await page.$$eval('#usage td.cost', (tds) => tds.map((e) => e.textContent));
+    check(JSON.stringify(costs) === '["$0.001200"]', `the cost of the turn: ${costs}`);
+    const total = await page.$eval('#cost', (e) => e.textContent);
+    check(total === 'cost $0.0345', `the cost of the run: ${total}`);
+    check(/1 lines that are not events skipped/.test(await page.$eval('#trace-source', (e) => e.innerText)), 'the bad line not counted');
+    await page.fill('#scrub', '0');
+    check(await page.$eval('.mode.reproduce', (e) => e.classList.contains('hidden')), 'reproduce shown at step 0');
+    check(await page.$eval('.mode.plan', (e) => !e.classList.contains('hidden')), 'the first plan hidden at step 0');
+    await noHarm(page, 'the replayed trace');
   });
 
   await step('no login, no data: the page says how to log in', async () => {

@@ -45,6 +45,12 @@ function fmtBytes(n) {
   while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
   return `${i ? n.toFixed(1) : n} ${u[i]}`;
 }
+// A cost from the config file's prices (per million tokens; US dollars,
+// as opencode's "cost" is).
+function fmtCost(c) {
+  if (typeof c !== 'number' || !isFinite(c)) return '';
+  return `$${c < 0.01 ? c.toFixed(6) : c.toFixed(4)}`;
+}
 function fmtTime(sec) {
   if (!sec) return '';
   const d = new Date(sec * 1000);
@@ -332,7 +338,7 @@ async function runsPage() {
       if (timer) clearInterval(timer);
       return;
     }
-    if (!form) { form = startForm(); m.append(form); }
+    if (!form) { form = startForm(); m.append(form, traceForm()); }
     const runs = j.runs || [];
     status.textContent = `${runs.length} run${runs.length === 1 ? '' : 's'}, ${runs.filter((r) => r.status === 'running').length} going · updated ${new Date().toLocaleTimeString()}`;
     const now = Date.now() / 1000;
@@ -478,16 +484,20 @@ function approvalHandlers(id, stepCard, tag, steps) {
 // ---- a run ----
 
 const EVENT_TYPES = ['run_start', 'model_request', 'model_retry', 'model_reply', 'tool_call', 'review', 'tool_result',
-  'images', 'team_summary', 'notice', 'run_end', 'dropped', 'approval_request', 'approval'];
+  'images', 'team_summary', 'notice', 'run_end', 'dropped', 'approval_request', 'approval', 'output', 'net',
+  'verify', 'plan', 'compact', 'reproduce'];
 
-function runPage(id) {
+// A run's page: followed live from the server (id), or, with events (a
+// trace file's, parsed by the page), played back from them alone.
+function runPage(id, events) {
   const m = main();
   const head = el('div', {});
   const turns = el('tbody');
   const usageCard = el('details', { class: 'card', id: 'usage' }, el('summary', {}, 'Token usage per turn'),
     el('div', { class: 'scroll' }, el('table', {}, el('thead', {}, el('tr', {},
       el('th', { scope: 'col', class: 'num' }, 'Turn'), el('th', { scope: 'col', class: 'num' }, 'Prompt'),
-      el('th', { scope: 'col', class: 'num' }, 'Completion'), el('th', { scope: 'col', class: 'num' }, 'Wait'),
+      el('th', { scope: 'col', class: 'num' }, 'Completion'), el('th', { scope: 'col', class: 'num' }, 'Cost'),
+      el('th', { scope: 'col', class: 'num' }, 'Wait'),
       el('th', { scope: 'col' }, 'Finish'))), turns)));
   const steps = el('div', { id: 'steps' });
   const end = el('div', { id: 'end' });
@@ -533,7 +543,8 @@ function runPage(id) {
     model_reply(e) {
       const u = e.usage || {};
       turns.append(tag(el('tr', {}, el('td', { class: 'num' }, e.iteration), el('td', { class: 'num' }, u.prompt_tokens ?? ''),
-        el('td', { class: 'num' }, u.completion_tokens ?? ''), el('td', { class: 'num' }, fmtMs(e.wait_ms)),
+        el('td', { class: 'num' }, u.completion_tokens ?? ''), el('td', { class: 'num cost' }, fmtCost(e.cost)),
+        el('td', { class: 'num' }, fmtMs(e.wait_ms)),
         el('td', {}, `${e.finish_reason || ''}${u.estimated ? ' (estimated)' : ''}`))));
       // The last reply's text is the answer, shown at the end; the text of
       // one that calls tools is the model thinking aloud between steps.
@@ -548,7 +559,8 @@ function runPage(id) {
       const status = el('span', { class: 'step-status' }, badge('running'));
       const card = tag(el('section', { class: 'card step', id: `step-${n}`, 'aria-labelledby': `step-${n}-h` },
         el('div', { class: 'step-head' }, el('h2', { id: `step-${n}-h` }, `Step ${n}`),
-          el('span', { class: 'muted' }, `${e.name} · turn ${e.iteration}`), status,
+          el('span', { class: 'muted' }, `${e.name} · turn ${e.iteration}`),
+          e.role && el('span', { class: 'role' }, String(e.role)), status,
           el('a', { class: 'link', href: `#step-${n}`, title: 'a link to this step' }, '#')),
         body));
       if (e.name === 'run_python' || e.name === 'run_shell') {
@@ -561,7 +573,9 @@ function runPage(id) {
       const result = el('div', { class: 'result' });
       const summary = el('div', { class: 'summary' });
       body.append(review, result, summary);
-      run.steps.set(e.id, { card, status, review, result, summary, n });
+      const extra = el('div', { class: 'step-events' });
+      body.append(extra);
+      run.steps.set(e.id, { card, status, review, result, summary, extra, n });
       steps.append(card);
       setConn(`step ${n} running…`);
       if (location.hash === `#step-${n}`) card.scrollIntoView();
@@ -582,10 +596,13 @@ function runPage(id) {
       }
       if (e.verdict === 'reject') { clear(s.status); s.status.append(badge('reject')); }
     },
+    ...modeHandlers(steps, tag, stepCard),
+    output(e) { liveOutput(stepCard(), e); },
     tool_result(e) {
       const s = run.steps.get(e.id);
       if (!s) return;
       clear(s.status);
+      s.live = null;
       const x = e.exec;
       s.status.append(badge(x ? x.status : e.ok ? 'ok' : 'error'));
       clear(s.result);
@@ -602,6 +619,7 @@ function runPage(id) {
       if ((e.artifacts || []).length) {
         add(s.result, el('div', { class: 'label' }, 'files'), el('ul', {}, e.artifacts.map((a) =>
           el('li', {}, `${a.change} `, el('code', {}, a.path), a.size !== undefined ? ` (${fmtBytes(a.size)})` : ''))));
+        if (!events) stepFigures(id, s.result, e.artifacts);
       }
       setConn('');
     },
@@ -633,6 +651,7 @@ function runPage(id) {
         e.reason ? el('p', { class: 'muted' }, e.reason) : null,
         el('div', { class: 'facts' }, el('span', {}, 'turns ', el('strong', {}, e.iterations)),
           el('span', {}, 'tokens ', el('strong', {}, `${u.prompt_tokens || 0} + ${u.completion_tokens || 0}`)),
+          typeof u.cost === 'number' && el('span', { id: 'cost' }, 'cost ', el('strong', {}, fmtCost(u.cost))),
           el('span', {}, 'model wait ', el('strong', {}, fmtMs(u.wait_ms))), el('span', {}, 'wall ', el('strong', {}, fmtMs(e.wall_ms)))),
         // --mode team: each role's model and tokens.
         e.team && e.team.roles ? el('div', { class: 'facts' }, ['writer', 'reviewer', 'executor'].map((r) => {
@@ -642,10 +661,23 @@ function runPage(id) {
         })) : null));
       setConn('');
       if (es) { es.close(); es = null; }
-      showFiles(id, files);
+      if (!events) showFiles(id, files);
       setupReplay(replay, run);
     },
   };
+
+  if (events) {
+    // An uploaded trace: every event through the same handlers, no server.
+    cancel.classList.add('hidden');
+    setStatus('replay');
+    for (const ev of events) {
+      const t = ev.type;
+      if (!Object.prototype.hasOwnProperty.call(on, t)) continue; // a type this page does not draw
+      try { on[t](ev); } catch (err) { add(steps, el('p', { class: 'error' }, `could not show a ${t} event: ${err.message}`)); }
+    }
+    if (!run.ended) setupReplay(replay, run); // a trace cut short has no run_end
+    return;
+  }
 
   function follow() {
     setConn('connecting…');
@@ -679,6 +711,132 @@ function runPage(id) {
   }).catch((e) => showError(m, e));
 }
 
+// The events of the agent's modes and of the network, drawn where they
+// happened: a line (tagged with the step it came after, for the scrubber)
+// in the run's flow, a connection under its step.
+function modeHandlers(steps, tag, stepCard) {
+  const line = (cls, label, ...kids) => tag(el('div', { class: `card mode ${cls}` }, el('span', { class: 'label' }, label), ' ', kids));
+  const usage = (e) => (e.usage ? ` · ${tokens(e.usage)} tokens` : '') + (e.wait_ms !== undefined ? ` · ${fmtMs(e.wait_ms)}` : '');
+  return {
+    net(e) {
+      const s = stepCard();
+      const text = `${e.allowed ? 'allowed' : 'refused'} ${e.method || ''} ${e.host || ''}:${e.port ?? ''}` +
+        (e.allowed ? ` · ${fmtBytes(e.bytes_up || 0)} up, ${fmtBytes(e.bytes_down || 0)} down · ${fmtMs(e.ms)}` : e.reason ? ` · ${e.reason}` : '');
+      const node = el('div', { class: `net ${e.allowed ? 'ok' : 'refused'}` }, el('span', { class: 'label' }, 'net'), ' ', text);
+      if (s) s.extra.append(node);
+      else steps.append(tag(node));
+    },
+    verify(e) {
+      const verdict = e.complete === true ? 'complete' : e.complete === false ? 'incomplete' : 'no verdict';
+      steps.append(line('verify', `check, round ${e.round}`, badge(verdict), ` ${e.action || ''} · ${e.model || ''}${usage(e)}`,
+        (e.missing || []).length ? el('ul', {}, e.missing.map((x) => el('li', {}, String(x)))) : null,
+        e.error ? el('p', { class: 'error' }, String(e.error)) : null));
+    },
+    plan(e) {
+      steps.append(line('plan', `plan (${e.reason || ''}), before turn ${e.iteration}`, usage(e).replace(/^ · /, ''),
+        e.stuck ? el('p', { class: 'muted' }, `stuck: ${e.stuck}`) : null,
+        e.plan ? el('pre', { class: 'plan-text' }, String(e.plan)) : null,
+        e.error ? el('p', { class: 'error' }, String(e.error)) : null));
+    },
+    compact(e) {
+      steps.append(line('compact', `context, before turn ${e.iteration}`,
+        `${e.messages} messages from ${e.from} summarised (about ${e.est_tokens_before} tokens before)${usage(e)}`,
+        e.summary ? el('details', {}, el('summary', {}, 'summary'), el('pre', {}, String(e.summary))) : null,
+        e.error ? el('p', { class: 'error' }, String(e.error)) : null));
+    },
+    reproduce(e) {
+      steps.append(line('reproduce', 'reproduce', badge(e.result || 'error'),
+        ` ${e.steps ?? 0} steps again · ${e.files_reproduced ?? 0} of ${e.files_compared ?? 0} files reproduced · ${fmtMs(e.wall_ms)}`,
+        (e.differences || []).length ? el('ul', {}, e.differences.map((x) => el('li', {}, String(x)))) : null,
+        e.error ? el('p', { class: 'error' }, String(e.error)) : null));
+    },
+  };
+}
+
+// A step's output as it runs ("output" events): appended as text to a
+// block per stream under the step; its tool_result replaces them with the
+// output whole.
+function liveOutput(s, e) {
+  if (!s) return;
+  const stream = e.stream === 'stderr' ? 'stderr' : 'stdout';
+  s.live = s.live || {};
+  if (!s.live[stream]) {
+    s.live[stream] = el('pre', { class: `${stream} live`, 'aria-live': 'polite' });
+    add(s.result, el('div', { class: 'label' }, `${stream}, as it comes`), s.live[stream]);
+  }
+  s.live[stream].append(document.createTextNode(String(e.text ?? '')));
+  if (e.capped) add(s.result, el('p', { class: 'muted' }, 'the rest of the output comes with the step\'s result'));
+}
+
+// A step's new figures, shown under it as soon as it has made them (the
+// API serves a going run's output/).
+async function stepFigures(id, where, artifacts) {
+  for (const a of artifacts) {
+    if (a.change === 'deleted' || !/^output\/.+\.(png|jpe?g)$/i.test(a.path || '')) continue;
+    const rel = a.path.replace(/^output\//, '');
+    const fig = await figure(artifactUrl(id, rel), rel);
+    if (fig) where.append(fig);
+  }
+}
+
+function artifactUrl(id, rel) {
+  return `/v1/runs/${encodeURIComponent(id)}/artifacts/${rel.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+// A figure from a Blob of the declared type (the server sends files as
+// application/octet-stream and the page's policy allows blob: images), or
+// null when it cannot be fetched.
+async function figure(url, rel) {
+  const ext = (rel.split('.').pop() || '').toLowerCase();
+  try {
+    const r = await fetch(url, { credentials: 'same-origin' });
+    if (!r.ok) return null;
+    const blob = new Blob([await r.arrayBuffer()], { type: ext === 'png' ? 'image/png' : 'image/jpeg' });
+    return el('figure', {}, el('img', { src: URL.createObjectURL(blob), alt: rel, 'data-path': rel }), el('figcaption', {}, rel));
+  } catch (e) {
+    return null;
+  }
+}
+
+// ---- a trace file from this computer, played back ----
+// Parsed here (JSON.parse of each line, nothing run); its text is shown as
+// text like a live run's.  Capped: a bigger file is refused unread.
+const MAX_TRACE_BYTES = 32 << 20;
+
+function traceForm() {
+  const err = el('p', { class: 'error', role: 'alert' });
+  const input = el('input', { type: 'file', id: 'trace-file', accept: '.jsonl,.json,application/json' });
+  input.addEventListener('change', async () => {
+    err.textContent = '';
+    const file = input.files[0];
+    if (!file) return;
+    if (file.size > MAX_TRACE_BYTES) {
+      err.textContent = `${file.name} is ${fmtBytes(file.size)}: a trace replayed here may be at most ${fmtBytes(MAX_TRACE_BYTES)} (corral trace show reads any size)`;
+      return;
+    }
+    const events = [];
+    let bad = 0, lineNo = 0, firstBad = 0;
+    for (const l of (await file.text()).split('\n')) {
+      lineNo++;
+      if (!l.trim()) continue;
+      let ev = null;
+      try { ev = JSON.parse(l); } catch (e) { ev = null; }
+      if (ev && typeof ev === 'object' && !Array.isArray(ev) && typeof ev.type === 'string') events.push(ev);
+      else if (!bad++) firstBad = lineNo;
+    }
+    if (!events.length) {
+      err.textContent = `${file.name} has no trace events (each line of a trace is a JSON object with a "type"; see docs/trace.md)`;
+      return;
+    }
+    clear(main());
+    add(main(), el('p', { class: 'muted', id: 'trace-source' }, `replaying ${file.name} (${events.length} events` +
+      (bad ? `; ${bad} lines that are not events skipped, the first line ${firstBad})` : ')')));
+    runPage(null, events);
+  });
+  return el('section', { class: 'card', id: 'trace-upload' }, el('h2', {}, 'Replay a trace file'),
+    el('label', {}, `A trace.jsonl from this computer (at most ${fmtBytes(MAX_TRACE_BYTES)}; it stays in this browser)`, input), err);
+}
+
 async function showFiles(id, where) {
   clear(where);
   let j;
@@ -702,18 +860,12 @@ async function showFiles(id, where) {
   card.append(list);
   for (const a of arts) {
     const rel = a.path.replace(/^output\//, '');
-    const url = `/v1/runs/${encodeURIComponent(id)}/artifacts/${rel.split('/').map(encodeURIComponent).join('/')}`;
+    const url = artifactUrl(id, rel);
     list.append(el('li', {}, el('a', { href: url, download: rel.split('/').pop() }, rel), ` ${fmtBytes(a.size ?? a.bytes)}`));
     const ext = (rel.split('.').pop() || '').toLowerCase();
     if (ext === 'png' || ext === 'jpg' || ext === 'jpeg') {
-      // From a Blob of the declared type: the server sends files as
-      // application/octet-stream and the page's policy allows blob: images.
-      try {
-        const r = await fetch(url, { credentials: 'same-origin' });
-        if (!r.ok) continue;
-        const blob = new Blob([await r.arrayBuffer()], { type: ext === 'png' ? 'image/png' : 'image/jpeg' });
-        card.append(el('figure', {}, el('img', { src: URL.createObjectURL(blob), alt: rel, 'data-path': rel }), el('figcaption', {}, rel)));
-      } catch (e) { /* the link stays */ }
+      const fig = await figure(url, rel);
+      if (fig) card.append(fig); // else the link stays
     } else if (ext === 'csv') {
       try {
         const r = await fetch(url, { credentials: 'same-origin' });
@@ -777,7 +929,7 @@ async function sandboxesPage() {
     clear(list);
     if (!sbs.length) { list.append(el('p', { class: 'muted' }, 'No sandboxes of this token.')); return; }
     list.append(el('table', { id: 'sandboxes' },
-      el('thead', {}, el('tr', {}, ['Id', 'State', 'Steps', 'Memory', 'Step timeout', 'Processes', 'Disk', 'Expires in', 'Created', '']
+      el('thead', {}, el('tr', {}, ['Id', 'State', 'Steps', 'CPU used', 'Peak memory', 'Memory', 'Step timeout', 'Processes', 'Disk', 'Expires in', 'Created', '']
         .map((h) => el('th', { scope: 'col' }, h)))),
       el('tbody', {}, sbs.map((s) => {
         const l = s.limits || {};
@@ -789,14 +941,31 @@ async function sandboxesPage() {
         });
         return el('tr', { 'data-id': s.id }, el('td', {}, el('code', {}, s.id)),
           el('td', {}, badge(s.busy ? 'running' : s.state)), el('td', { class: 'num' }, s.steps ?? ''),
+          el('td', { class: 'num' }, s.usage ? fmtMs(s.usage.cpu_ms) : ''),
+          el('td', { class: 'num' }, s.usage && s.usage.memory_peak_bytes ? fmtBytes(s.usage.memory_peak_bytes) : ''),
           el('td', { class: 'num' }, fmtBytes(l.memory)), el('td', { class: 'num' }, l.timeout !== undefined ? `${l.timeout} s` : ''),
           el('td', { class: 'num' }, l.pids ?? ''), el('td', { class: 'num' }, fmtBytes(l.disk)),
           el('td', { class: 'num' }, s.expires_in_s !== undefined ? fmtMs(s.expires_in_s * 1000) : ''),
           el('td', {}, fmtTime(s.created_at)), el('td', {}, kill));
       }))));
+    const withSteps = sbs.filter((s) => (s.recent || []).length);
+    if (withSteps.length) add(list, el('h2', {}, 'Recent executions'), withSteps.map(recentTable));
   }
   await refresh();
   timer = setInterval(refresh, 2000);
+}
+
+// A sandbox's last steps (GET /v1/sandboxes' "recent"), newest first.
+function recentTable(s) {
+  return el('div', { class: 'scroll' }, el('table', { class: 'recent', 'data-id': s.id },
+    el('caption', {}, el('code', {}, s.id)),
+    el('thead', {}, el('tr', {}, ['Step', 'Started', 'Status', 'Exit', 'Wall', 'CPU', 'Peak memory']
+      .map((h) => el('th', { scope: 'col' }, h)))),
+    el('tbody', {}, s.recent.map((x) => el('tr', {},
+      el('td', { class: 'num' }, x.step), el('td', {}, x.started_at ? new Date(x.started_at).toLocaleTimeString() : ''),
+      el('td', {}, badge(x.status)), el('td', { class: 'num' }, x.exit_code),
+      el('td', { class: 'num' }, fmtMs(x.wall_ms)), el('td', { class: 'num' }, fmtMs(x.cpu_ms)),
+      el('td', { class: 'num' }, fmtBytes(x.memory_peak_bytes)))))));
 }
 
 // ---- start ----
