@@ -191,11 +191,14 @@ int jail_options_parse(int argc, char **argv, const char *shortopts, const struc
                 return corral_usage(err, "--net allow= works with 'corral exec', 'corral session', 'corral run', "
                                          "'corral serve' and 'corral mcp-jail', not 'corral %s' yet "
                                          "(docs/network.md)", cmd);
-        /* Brokered credentials: cold jails only for now; a session's
-         * options cross to the session host as a profile, which carries no
-         * credential (docs/network.md, "Not yet"). */
-        if (cfg->n_net_secrets > 0 && strcmp(cmd, "exec") != 0 && strcmp(cmd, "mcp-jail") != 0)
-                return corral_usage(err, "--secret works with 'corral exec' and 'corral mcp-jail', not 'corral %s' "
-                                         "yet (docs/network.md)", cmd);
+        /* Brokered credentials: a session's cross to the session host
+         * beside its profile (src/session/client.c). */
+        static const char *const takes_secret[] = { "exec", "mcp-jail", "session" };
+        bool secret_ok = false;
+        for (size_t i = 0; i < ARRAY_SIZE(takes_secret); i++)
+                secret_ok = secret_ok || strcmp(cmd, takes_secret[i]) == 0;
+        if (cfg->n_net_secrets > 0 && !secret_ok)
+                return corral_usage(err, "--secret works with 'corral exec', 'corral session' and 'corral mcp-jail', "
+                                         "not 'corral %s' yet (docs/network.md)", cmd);
         return 0;
 }

@@ -304,3 +304,75 @@ def test_mcp_jail_brokers_too(servers, token):
     assert p.returncode == 0, p.stderr
     assert f"{HEADER}: {'*' * len(token)}".encode() in p.stdout
     assert upstream_saw(port)[HEADER] == token and token.encode() not in p.stdout + p.stderr
+
+
+# ---- sessions, warm and cold (docs/network.md, "Sessions") ----
+
+@pytest.fixture(scope="module")
+def session_rundir():
+    """One session host for the module's sessions (its zygote kept between tests)."""
+    d = tempfile.mkdtemp(prefix="corral-test-run-")
+    os.chmod(d, 0o700)
+    yield d
+    subprocess.run([CORRAL, "session", "shutdown"], capture_output=True, timeout=90,
+                   env=dict(os.environ, XDG_RUNTIME_DIR=d))
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kind", ["warm", "cold"])
+def test_session_brokers_over_https(servers, pki, token, tmp_path, session_rundir, kind):
+    """A session started with --secret: each step's HTTPS request to api.test gets the header, from the
+    session's own CA (for a warm one: mounted at the cold jail's path over the zygote's empty directory);
+    the value is nowhere in the session, its results or what corral printed."""
+    port = servers[1]
+    env = dict(os.environ, XDG_RUNTIME_DIR=session_rundir, X_TOKEN=token)
+
+    def corral(*args):
+        return subprocess.run([CORRAL, "session", *args], capture_output=True, timeout=90, env=env)
+    p = corral("start", "--json", f"--{kind}", "-w", str(tmp_path), "--net", f"allow=api.test:{port}",
+               "--resolve", f"api.test:{HOST_ADDR}", "--secret", f"api.test={HEADER}:X_TOKEN",
+               "--upstream-ca", str(pki / "ca.pem"))
+    assert p.returncode == 0, p.stderr
+    sid = json.loads(p.stdout)["id"]
+    printed = [p.stdout, p.stderr]
+    try:
+        for _ in range(2):  # the proxy and its CA serve the session's life
+            s = corral("exec", sid, "--json", "-c", PROBE.format(url=f"https://api.test:{port}/echo", ctx="None")
+                       .replace("sys.argv[1] if len(sys.argv) > 1 else None", "None") + "\nimport time\n"
+                       "time.sleep(0.3)\n")
+            printed += [s.stdout, s.stderr]
+            r = json.loads(s.stdout)
+            assert "status 200" in r["stdout"], r
+            assert upstream_saw(port)[HEADER] == token
+            assert f"echo-header {'*' * len(token)}\n" in r["stdout"]
+            assert any(c["brokered"] and c["allowed"] for c in r["network"]), r
+        c = corral("exec", sid, "--json", "-c",
+                   "import os\nb = open('/etc/ssl/certs/ca-certificates.crt').read()\n"
+                   "print(os.environ['SSL_CERT_FILE'], b.count('BEGIN CERTIFICATE') > 10, "
+                   "\"this jail's CA\" in b)")
+        printed += [c.stdout, c.stderr]
+        assert json.loads(c.stdout)["stdout"] == "/etc/ssl/certs/ca-certificates.crt True True\n", c.stdout
+        lst = corral("list", "--json")
+        printed += [lst.stdout, lst.stderr]
+    finally:
+        st = corral("stop", sid)
+        printed += [st.stdout, st.stderr]
+    for b in printed:
+        assert token.encode() not in b
+    check_clean(subprocess.CompletedProcess([], 0, b"", b""), token, tmp_path)
+
+
+def test_warm_session_without_credentials_has_no_bundle(session_rundir):
+    """The zygote's /etc/ssl/certs is empty: only a session with credentials gets a bundle there."""
+    env = dict(os.environ, XDG_RUNTIME_DIR=session_rundir)
+    p = subprocess.run([CORRAL, "session", "start", "--json", "--warm"], capture_output=True, text=True,
+                       timeout=90, env=env)
+    assert p.returncode == 0, p.stderr
+    sid = json.loads(p.stdout)["id"]
+    try:
+        s = subprocess.run([CORRAL, "session", "exec", sid, "--json", "-c",
+                            "import os\nprint(os.listdir('/etc/ssl/certs'), 'SSL_CERT_FILE' in os.environ)"],
+                           capture_output=True, text=True, timeout=90, env=env)
+        assert json.loads(s.stdout)["stdout"] == "[] False\n", s.stdout
+    finally:
+        subprocess.run([CORRAL, "session", "stop", sid], capture_output=True, timeout=90, env=env)
