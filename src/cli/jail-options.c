@@ -192,13 +192,15 @@ int jail_options_parse(int argc, char **argv, const char *shortopts, const struc
                                          "'corral serve' and 'corral mcp-jail', not 'corral %s' yet "
                                          "(docs/network.md)", cmd);
         /* Brokered credentials: a session's cross to the session host
-         * beside its profile (src/session/client.c). */
-        static const char *const takes_secret[] = { "exec", "mcp-jail", "session" };
+         * beside its profile (src/session/client.c); corral serve's are the
+         * operator's, for its sandboxes (src/server/sandbox.c). */
+        static const char *const takes_secret[] = { "exec", "mcp-jail", "session", "run", "serve" };
         bool secret_ok = false;
         for (size_t i = 0; i < ARRAY_SIZE(takes_secret); i++)
                 secret_ok = secret_ok || strcmp(cmd, takes_secret[i]) == 0;
         if (cfg->n_net_secrets > 0 && !secret_ok)
-                return corral_usage(err, "--secret works with 'corral exec', 'corral session' and 'corral mcp-jail', "
-                                         "not 'corral %s' yet (docs/network.md)", cmd);
+                return corral_usage(err, "--secret works with 'corral exec', 'corral session', 'corral run', "
+                                         "'corral serve' and 'corral mcp-jail', not 'corral %s' yet "
+                                         "(docs/network.md)", cmd);
         return 0;
 }

@@ -343,6 +343,12 @@ static void serve_start(struct conn *c, json_t *req)
         if (corral_jail_config_set_argv(&spec.cfg, placeholder, &err) < 0 ||
             corral_jail_config_load_profile_text(&spec.cfg, profile, strlen(profile), "start request", &err) < 0)
                 goto fail;
+        /* Credentials come only as "secrets" below: a profile's would be
+         * read from this host's environment. */
+        if (spec.cfg.n_net_secrets > 0) {
+                corral_usage(&err, "a start request's profile may not name credentials: send them as \"secrets\"");
+                goto fail;
+        }
         if (json_is_integer(v = json_object_get(req, "uid_base")))
                 spec.cfg.uid_base = (uint32_t)json_integer_value(v);
         if (json_is_integer(v = json_object_get(req, "uid_count")))

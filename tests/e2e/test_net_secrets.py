@@ -376,3 +376,98 @@ def test_warm_session_without_credentials_has_no_bundle(session_rundir):
         assert json.loads(s.stdout)["stdout"] == "[] False\n", s.stdout
     finally:
         subprocess.run([CORRAL, "session", "stop", sid], capture_output=True, timeout=90, env=env)
+
+
+# ---- corral run's own steps, corral serve's sandboxes, profiles ----
+
+def test_run_steps_broker_and_nothing_keeps_the_value(servers, pki, token, tmp_path, session_rundir):
+    """corral run --secret: run_python (the run's session) and run_shell (a jail per call) both get the
+    header added; the value is in no trace event, record, tool result or model request."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server"))
+    from modelserver import ScriptedServer, text, tool_call
+    port = servers[1]
+    url = f"https://api.test:{port}/echo"
+    stars = f"{HEADER}: {'*' * len(token)}"
+    turns = [tool_call("run_python", code=f"import urllib.request\nprint(urllib.request.urlopen({url!r}, "
+                                          "timeout=10).read().decode())"),
+             tool_call("run_shell", command=f"python3 -c 'import urllib.request; print(urllib.request.urlopen("
+                                            f"\"{url}\", timeout=10).read().decode())'")
+             | {"expect": {"contains": [stars]}},
+             text("done") | {"expect": {"contains": [stars]}}]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CORRAL_MODEL", "XDG_CONFIG"))}
+    env.update(NO_COLOR="1", X_TOKEN=token, XDG_RUNTIME_DIR=session_rundir, CORRAL_SESSION_LINGER="60")
+    trace = tmp_path / "trace.jsonl"
+    before = len(Echo.seen)
+    with ScriptedServer(turns) as srv:
+        r = subprocess.run([CORRAL, "run", "--base-url", srv.base_url, "--model", "gpt-test", "--json",
+                            "--review-policy", "off", "--trace", str(trace), "--net", f"allow=api.test:{port}",
+                            "--resolve", f"api.test:{HOST_ADDR}", "--secret", f"api.test={HEADER}:X_TOKEN",
+                            "--upstream-ca", str(pki / "ca.pem"), "fetch it"],
+                           capture_output=True, timeout=180, cwd=tmp_path, env=env)
+    srv.assert_ok()
+    assert r.returncode == 0, r.stderr
+    got = [h for _, h in Echo.seen[before:]]
+    assert len(got) == 2 and all(h[HEADER] == token for h in got), got
+    assert token.encode() not in r.stdout + r.stderr
+    assert token not in json.dumps(srv.requests)
+    for f in tmp_path.rglob("*"):
+        if f.is_file():
+            assert token.encode() not in f.read_bytes(), f
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert any(e["type"] == "net" and e.get("brokered") for e in events), [e for e in events if e["type"] == "net"]
+
+
+def test_serve_operator_credentials(servers, pki, token, tmp_path, monkeypatch):
+    """corral serve --secret: a sandbox that may reach the host gets the operator's credential; one that
+    asks for other hosts only does not, and a request cannot name credentials of its own."""
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_serve import Server
+    port = servers[1]
+    monkeypatch.setenv("X_TOKEN", token)
+    s = Server(tmp_path, "--net", f"allow=api.test:{port},other.test:{port}", "--resolve",
+               f"api.test:{HOST_ADDR}", "--resolve", f"other.test:{HOST_ADDR}", "--secret",
+               f"api.test={HEADER}:X_TOKEN", "--upstream-ca", str(pki / "ca.pem"))
+    answers = []
+    try:
+        fetch = ("import urllib.request\nprint(urllib.request.urlopen('https://{h}:%d/echo', timeout=10).read()"
+                 ".decode())" % port)
+        status, made = s.json("POST", "/v1/sandboxes", {})
+        answers.append(made)
+        assert status == 201, made
+        r = s.exec(made["id"], fetch.format(h="api.test"))
+        answers.append(r)
+        assert f"{HEADER}: {'*' * len(token)}" in r["stdout"], r
+        assert upstream_saw(port)[HEADER] == token
+        # a sandbox without api.test: no credential, not refused
+        sid = s.create({"limits": {"net": f"allow=other.test:{port}"}})
+        r = s.exec(sid, "import os\nprint(os.environ.get('SSL_CERT_FILE'))")
+        answers.append(r)
+        assert r["stdout"] == "None\n", r
+        status, j = s.json("POST", "/v1/sandboxes", {"limits": {"secrets": [f"api.test={HEADER}:HOME"]}})
+        answers.append(j)
+        assert status == 400 and "secrets" in j["error"]["message"], j
+        status, j = s.json("GET", "/v1/sandboxes")
+        answers.append(j)
+    finally:
+        s.stop()
+    assert token not in json.dumps(answers)
+
+
+def test_profile_names_credentials(servers, pki, token, tmp_path):
+    """A profile's "secrets" name environment variables, as --secret; "upstream_ca" is --upstream-ca."""
+    port = servers[0]
+    prof = tmp_path / "p.json"
+    prof.write_text(json.dumps({"net": f"allow=api.test:{port}", "resolve": [f"api.test:{HOST_ADDR}"],
+                                "secrets": [f"api.test={HEADER}:X_TOKEN"], "upstream_ca": str(pki / "ca.pem")}))
+    p = run(["exec", "--json", "--profile", str(prof), "--lang", "python", "-c",
+             f"import urllib.request\nprint(urllib.request.urlopen('http://api.test:{port}/e', timeout=10)"
+             ".read().decode())"], token)
+    assert p.returncode == 0, p.stderr
+    assert f"{HEADER}: {'*' * len(token)}" in json.loads(p.stdout)["stdout"]
+    assert upstream_saw(port)[HEADER] == token and token.encode() not in p.stdout + p.stderr
+    prof.write_text(json.dumps({"net": f"allow=api.test:{port}", "secrets": [f"api.test={HEADER}:X_UNSET_VAR"]}))
+    p = run(["exec", "--profile", str(prof), "--", "true"], token)
+    assert p.returncode == 125 and b"profile secrets[0]: the environment variable 'X_UNSET_VAR' is not set" \
+        in p.stderr, p.stderr

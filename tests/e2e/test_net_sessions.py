@@ -206,11 +206,6 @@ def test_no_allow_list_no_proxy(sessions):
 def test_refused_where_not_taken(tmp_path):
     r = subprocess.run([CORRAL, "mcp", "--net", "allow=a.test"], capture_output=True, text=True, timeout=20)
     assert r.returncode == 2 and "not 'corral mcp' yet" in r.stderr, r.stderr
-    # brokered credentials: not yet for corral run's own steps
-    r = subprocess.run([CORRAL, "run", "--net", "allow=a.test", "--secret", "a.test=X-Key:HOME", "task"],
-                       capture_output=True, text=True, timeout=20)
-    assert r.returncode == 2 and "--secret works with 'corral exec', 'corral session' and 'corral mcp-jail', " \
-        "not 'corral run' yet" in r.stderr, r.stderr
 
 
 def test_run_steps_pip_install_and_trace(tmp_path, index, rundir):
