@@ -471,3 +471,43 @@ def test_profile_names_credentials(servers, pki, token, tmp_path):
     p = run(["exec", "--profile", str(prof), "--", "true"], token)
     assert p.returncode == 125 and b"profile secrets[0]: the environment variable 'X_UNSET_VAR' is not set" \
         in p.stderr, p.stderr
+
+
+def test_mcp_session_with_allow_list_and_credential(servers, pki, token, tmp_path, session_rundir):
+    """corral mcp --net allow= --secret: the tools' descriptions and the instructions name the hosts, and
+    run_python reaches the brokered host with the header added; nothing the client reads holds the value."""
+    port = servers[1]
+    env = dict(os.environ, X_TOKEN=token, XDG_RUNTIME_DIR=session_rundir, CORRAL_SESSION_LINGER="60")
+    p = subprocess.Popen([CORRAL, "mcp", "-w", str(tmp_path), "--review-policy", "off", "--net",
+                          f"allow=api.test:{port}", "--resolve", f"api.test:{HOST_ADDR}", "--secret",
+                          f"api.test={HEADER}:X_TOKEN", "--upstream-ca", str(pki / "ca.pem")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    lines = []
+
+    def ask(i, method, params):
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}).encode() + b"\n")
+        p.stdin.flush()
+        while True:
+            line = p.stdout.readline()
+            assert line, p.stderr.read()
+            lines.append(line)
+            m = json.loads(line)
+            if m.get("id") == i:
+                return m["result"]
+    try:
+        init = ask(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                     "clientInfo": {"name": "t", "version": "1"}})
+        assert f"network only to api.test:{port}" in init["instructions"], init
+        tools = {t["name"]: t for t in ask(2, "tools/list", {})["tools"]}
+        assert f"network only to api.test:{port}" in tools["run_python"]["description"]
+        assert "no network" not in tools["run_shell"]["description"]
+        code = (f"import urllib.request\nprint(urllib.request.urlopen('https://api.test:{port}/echo', "
+                "timeout=10).read().decode())")
+        r = ask(3, "tools/call", {"name": "run_python", "arguments": {"code": code}})
+        assert f"{HEADER}: {'*' * len(token)}" in r["structuredContent"]["stdout"], r
+        assert upstream_saw(port)[HEADER] == token
+    finally:
+        p.stdin.close()  # the server ends when stdin closes
+        out, err = p.stdout.read(), p.stderr.read()
+        p.wait(timeout=60)
+    assert token.encode() not in b"".join(lines) + out + err
