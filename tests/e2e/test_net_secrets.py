@@ -511,3 +511,31 @@ def test_mcp_session_with_allow_list_and_credential(servers, pki, token, tmp_pat
         out, err = p.stdout.read(), p.stderr.read()
         p.wait(timeout=60)
     assert token.encode() not in b"".join(lines) + out + err
+
+
+@pytest.mark.parametrize("client", ["curl", "http.client"])
+def test_connection_reusing_clients_get_every_request_credentialed(servers, pki, token, tmp_path, client):
+    """Clients that keep a connection for the next request (curl with two URLs, http.client's one
+    connection) work: the proxy answers one request per connection (Connection: close), the client opens
+    the next, and each request is credentialed and recorded (docs/network.md, "Not yet": keep-alive)."""
+    port = servers[1]
+    url = f"https://api.test:{port}/echo"
+    if client == "curl":
+        cmd = ["--", "curl", "-sS", "--max-time", "10", url, url]
+    else:
+        cmd = ["--lang", "python", "-c",
+               "import http.client, os\n"
+               "c = http.client.HTTPSConnection('127.0.0.1', 3128, timeout=10)\n"
+               f"c.set_tunnel('api.test', {port})\n"
+               "for _ in range(2):\n"
+               "    c.request('GET', '/echo')\n"
+               "    print(c.getresponse().read().decode())\n"]
+    before = len(Echo.seen)
+    p = run(["exec", "--json", "--net", f"allow=api.test:{port}", "--resolve", f"api.test:{HOST_ADDR}",
+             "--secret", f"api.test={HEADER}:X_TOKEN", "--upstream-ca", str(pki / "ca.pem"), *cmd], token)
+    r = json.loads(p.stdout)
+    assert r["stdout"].count(f"{HEADER}: {'*' * len(token)}") == 2, r
+    got = [h for _, h in Echo.seen[before:]]
+    assert [h[HEADER] for h in got] == [token, token], got
+    assert [c["brokered"] for c in r["network"]] == [True, True], r["network"]
+    assert token.encode() not in p.stdout + p.stderr
