@@ -426,8 +426,12 @@ static int install_ca_bundle(int memfd)
 {
         struct stat st;
         int e = 0, fd = -1;
-        if (fstat(memfd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > ZYGOTE_MAX_CA) {
-                e = errno ? errno : EFBIG;
+        if (fstat(memfd, &st) < 0) {
+                e = errno;
+                goto out;
+        }
+        if (st.st_size <= 0 || (uint64_t)st.st_size > ZYGOTE_MAX_CA) {
+                e = EFBIG;
                 goto out;
         }
         char opts[96];
