@@ -186,6 +186,10 @@ int corral_jail_config_add_net_secret(corral_jail_config *cfg, const char *host,
  * variable ENV (read now; a usage error naming ENV when unset or empty), so
  * that the value is never on a command line or in a config file. */
 int corral_jail_config_add_net_secret_env(corral_jail_config *cfg, const char *spec, corral_error **ret_err);
+/* Drop (and wipe) the brokered credentials whose host cfg's network no
+ * longer reaches (a narrowed allow-list, or no allow-list): what a server
+ * does to its operator's credentials for a sandbox that asks for less. */
+void corral_jail_config_drop_unreachable_secrets(corral_jail_config *cfg);
 /* Check the whole config; fills ret_err with a usage error when it is wrong. */
 int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **ret_err);
 

@@ -179,23 +179,5 @@ int jail_options_parse(int argc, char **argv, const char *shortopts, const struc
                 if (r == 0 && apply(c, optarg, userdata, err) < 0)
                         return -1;
         }
-        /* The proxy serves jails and sessions (warm or cold) that a command
-         * starts, and `corral serve`'s sandboxes (the server's list is the
-         * most a request may ask for); `corral mcp` not yet (its run_python
-         * session would need the allow-list in its tools' descriptions). */
-        static const char *const takes_allow[] = { "exec", "mcp-jail", "session", "run", "serve" };
-        bool ok = false;
-        for (size_t i = 0; i < ARRAY_SIZE(takes_allow); i++)
-                ok = ok || strcmp(cmd, takes_allow[i]) == 0;
-        if (cfg->net == CORRAL_NET_ALLOW && !ok)
-                return corral_usage(err, "--net allow= works with 'corral exec', 'corral session', 'corral run', "
-                                         "'corral serve' and 'corral mcp-jail', not 'corral %s' yet "
-                                         "(docs/network.md)", cmd);
-        /* Brokered credentials: cold jails only for now; a session's
-         * options cross to the session host as a profile, which carries no
-         * credential (docs/network.md, "Not yet"). */
-        if (cfg->n_net_secrets > 0 && strcmp(cmd, "exec") != 0 && strcmp(cmd, "mcp-jail") != 0)
-                return corral_usage(err, "--secret works with 'corral exec' and 'corral mcp-jail', not 'corral %s' "
-                                         "yet (docs/network.md)", cmd);
         return 0;
 }

@@ -31,6 +31,8 @@ static const char help_text[] =
         "                          clients give up; a call may ask for less or more)\n"
         "  -m, --pids, --disk, --cpus, --cpu-time, --nofile, --output-limit, --net none|down,\n"
         "  -e, --profile, --require-cgroups, --uid-range: as for corral exec\n"
+        "  --net allow=HOST[:PORT][,...], --resolve, --net-bytes, --net-conns, --secret,\n"
+        "  --upstream-ca: as for corral exec; the tools' descriptions name the hosts\n"
         "  -h, --help              show this help\n"
         "\n"
         "It serves until the client closes stdin, or SIGTERM or Ctrl-C.\n"

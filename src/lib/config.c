@@ -351,6 +351,35 @@ int corral_jail_config_add_bind_fd(corral_jail_config *cfg, int src_fd, const ch
 
 static int resolve_valid(const char *spec, corral_error **ret_err);
 
+/* Does cfg's allow-list allow the credential's host (on some port)? */
+static bool secret_reachable(const corral_jail_config *cfg, const struct corral_net_secret *sec)
+{
+        struct net_allow_entry e;
+        bool allowed = false;
+        for (size_t k = 0; cfg->net == CORRAL_NET_ALLOW && cfg->net_allow && cfg->net_allow[k] && !allowed; k++)
+                if (net_allow_parse(cfg->net_allow[k], &e, NULL) == 0)
+                        allowed = net_allow_matches(&e, sec->host, e.port ? e.port : 443) ||
+                                  net_allow_matches(&e, sec->host, 80);
+        return allowed;
+}
+
+void corral_jail_config_drop_unreachable_secrets(corral_jail_config *cfg)
+{
+        size_t kept = 0;
+        for (size_t i = 0; i < cfg->n_net_secrets; i++) {
+                struct corral_net_secret *sec = &cfg->net_secrets[i];
+                if (secret_reachable(cfg, sec)) {
+                        cfg->net_secrets[kept++] = *sec;
+                        continue;
+                }
+                free(sec->host);
+                free(sec->header);
+                explicit_bzero(sec->value, strlen(sec->value));
+                free(sec->value);
+        }
+        cfg->n_net_secrets = kept;
+}
+
 int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **ret_err)
 {
         if (cfg->argv == NULL || cfg->argv[0] == NULL || cfg->argv[0][0] == '\0')
@@ -398,12 +427,7 @@ int corral_jail_config_validate(const corral_jail_config *cfg, corral_error **re
                         return corral_usage(ret_err, "a brokered credential for '%s' needs a network allow-list: "
                                                      "the proxy adds it",
                                             sec->host);
-                bool allowed = false;
-                for (size_t k = 0; cfg->net_allow && cfg->net_allow[k] && !allowed; k++)
-                        if (net_allow_parse(cfg->net_allow[k], &e, NULL) == 0)
-                                allowed = net_allow_matches(&e, sec->host, e.port ? e.port : 443) ||
-                                          net_allow_matches(&e, sec->host, 80);
-                if (!allowed)
+                if (!secret_reachable(cfg, sec))
                         return corral_usage(ret_err, "the brokered credential's host '%s' is not in the network "
                                                      "allow-list: add it there too",
                                             sec->host);

@@ -268,6 +268,8 @@ struct jail_plan {
         size_t n_cg_tasks_fds;
         bool keep_caps;          /* a zygote: keep the capabilities of its own user namespace */
         const char *ca_bundle;   /* brokered credentials: PEM text for JAIL_CA_BUNDLE (borrowed), or NULL */
+        bool ssl_certs_dir;      /* a zygote: an empty /etc/ssl/certs, where a warm session with brokered
+                                  * credentials mounts its own bundle (src/session/zygote.c) */
 };
 /* Where a jail with brokered credentials finds the system's roots and its
  * own CA (Debian's path: OpenSSL's default file points here). */
@@ -315,5 +317,14 @@ CORRAL_HIDDEN int jail_run_special(const corral_jail_config *cfg, const corral_j
 /* --net allow: the environment that points programs at the proxy
  * (HTTP_PROXY and the rest, docs/network.md), n strings in *ret_n. */
 CORRAL_HIDDEN const char *const *jail_net_allow_env(size_t *ret_n);
+/* Brokered credentials: the environment that names JAIL_CA_BUNDLE
+ * (SSL_CERT_FILE and the rest, docs/network.md), n strings in *ret_n. */
+CORRAL_HIDDEN const char *const *jail_net_ca_env(size_t *ret_n);
+/* Brokered credentials for a jail whose /etc corral does not build (a warm
+ * session): the jail's CA (proxy-tls.h, for net_proxy_start) in *ret_tls
+ * and its bundle (the system's roots and the CA) in a sealed memfd in
+ * *ret_fd.  0, or -1 with ret_err filled. */
+CORRAL_HIDDEN int jail_net_ca_new(const corral_jail_config *cfg, struct net_tls **ret_tls, int *ret_fd,
+                                  corral_error **ret_err);
 
 #endif

@@ -267,11 +267,12 @@ static int build_etc(struct jail_plan *p, const char *sysroot)
         r |= add_file(p, "etc/hostname", "corral\n");
         r |= add_file(p, "etc/nsswitch.conf",
                       "passwd: files\ngroup: files\nhosts: files\nservices: files\nprotocols: files\n");
-        if (p->ca_bundle) {
+        if (p->ca_bundle || p->ssl_certs_dir) {
                 r |= add(p, OP_DIR, NULL, "etc/ssl") == NULL;
                 r |= add(p, OP_DIR, NULL, "etc/ssl/certs") == NULL;
-                r |= add_file(p, JAIL_CA_BUNDLE + 1, p->ca_bundle);
         }
+        if (p->ca_bundle)
+                r |= add_file(p, JAIL_CA_BUNDLE + 1, p->ca_bundle);
         if (r)
                 return -1;
         /* Harmless host files the runtime reads: the loader cache, time zone,

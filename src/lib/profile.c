@@ -4,6 +4,7 @@
  *    "cpus": 1.5, "nofile": 256, "disk": "256M", "output_limit": "1M",
  *    "net": "none", "rootfs": "/srv/img", "workspace": "/srv/ws",
  *    "resolve": ["HOST:ADDR"], "net_bytes": "1G", "net_conns": 32,
+ *    "secrets": ["HOST=HEADER:ENV"], "upstream_ca": "/etc/corp-ca.pem",
  *    "require_cgroups": false, "env": {"NAME": "VALUE"},
  *    "binds": [{"src": "/data", "dst": "/data", "writable": false}]}
  *
@@ -151,6 +152,27 @@ static int apply_profile(corral_jail_config *cfg, json_t *root, const char *path
                                                                                  ret_err)) < 0)
                                         corral_error_prefix(ret_err, "profile resolve[%zu]", i);
                         }
+                } else if (strcmp(key, "secrets") == 0) {
+                        /* Brokered credentials, each "HOST=HEADER:ENV": the
+                         * value from the environment of whoever loads the
+                         * profile, never from the file. */
+                        size_t i;
+                        json_t *e;
+                        if (!json_is_array(v))
+                                r = corral_usage(ret_err, "profile key 'secrets': expected an array of "
+                                                          "\"HOST=HEADER:ENV\"");
+                        json_array_foreach(v, i, e) {
+                                if (r < 0)
+                                        break;
+                                if (!json_is_string(e))
+                                        r = corral_usage(ret_err, "profile secrets[%zu]: expected \"HOST=HEADER:ENV\"",
+                                                         i);
+                                else if ((r = corral_jail_config_add_net_secret_env(cfg, json_string_value(e),
+                                                                                    ret_err)) < 0)
+                                        corral_error_prefix(ret_err, "profile secrets[%zu]", i);
+                        }
+                } else if (strcmp(key, "upstream_ca") == 0) {
+                        r = get_string(v, key, &cfg->net_upstream_ca, ret_err);
                 } else if (strcmp(key, "net_bytes") == 0) {
                         r = get_size(v, key, &cfg->net_bytes, ret_err);
                 } else if (strcmp(key, "net_conns") == 0) {
@@ -226,7 +248,8 @@ static int apply_profile(corral_jail_config *cfg, json_t *root, const char *path
                         static const char *const keys[] = { "timeout", "cpu_time", "memory", "disk", "output_limit",
                                                             "pids", "nofile", "cpus", "net", "rootfs", "workspace",
                                                             "require_cgroups", "env", "binds", "resolve",
-                                                            "net_bytes", "net_conns", NULL };
+                                                            "net_bytes", "net_conns", "secrets", "upstream_ca",
+                                                            NULL };
                         const char *near = nearest_name(key, keys);
                         r = corral_usage(ret_err, "profile '%s': unknown key '%s'%s%s%s", path, key,
                                          near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");

@@ -166,6 +166,36 @@ const char *const *jail_net_allow_env(size_t *ret_n)
         return proxy_env;
 }
 
+const char *const *jail_net_ca_env(size_t *ret_n)
+{
+        static const char *const ca_env[] = {
+                "SSL_CERT_FILE=" JAIL_CA_BUNDLE,  "REQUESTS_CA_BUNDLE=" JAIL_CA_BUNDLE, "CURL_CA_BUNDLE=" JAIL_CA_BUNDLE,
+                "PIP_CERT=" JAIL_CA_BUNDLE,       "NODE_EXTRA_CA_CERTS=" JAIL_CA_BUNDLE, "GIT_SSL_CAINFO=" JAIL_CA_BUNDLE,
+        };
+        *ret_n = ARRAY_SIZE(ca_env);
+        return ca_env;
+}
+
+int jail_net_ca_new(const corral_jail_config *cfg, struct net_tls **ret_tls, int *ret_fd, corral_error **ret_err)
+{
+        struct net_tls *tls = NULL;
+        if (net_tls_new(cfg, &tls, ret_err) < 0)
+                return -1;
+        const char *pem = net_tls_bundle(tls);
+        int fd = memfd_create("corral-ca-bundle", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0 || write_all(fd, pem, strlen(pem)) < 0 ||
+            fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                net_tls_free(tls);
+                return corral_fail(ret_err, e, "cannot hand the jail its CA bundle");
+        }
+        *ret_tls = tls;
+        *ret_fd = fd;
+        return 0;
+}
+
 static int write_orders(const corral_jail_config *cfg, const struct jail_bpf *bpf, const struct init_rlimit *rl,
                         uint32_t n_rl, uint32_t flags, corral_error **ret_err)
 {
@@ -188,11 +218,9 @@ static int write_orders(const corral_jail_config *cfg, const struct jail_bpf *bp
                 if (!env_overridden(cfg, proxy_env[i]) && strings_add(&s, proxy_env[i]) < 0)
                         goto oom;
         /* Brokered credentials: the bundle with the jail's CA (plan.c). */
-        static const char *const ca_env[] = {
-                "SSL_CERT_FILE=" JAIL_CA_BUNDLE,  "REQUESTS_CA_BUNDLE=" JAIL_CA_BUNDLE, "CURL_CA_BUNDLE=" JAIL_CA_BUNDLE,
-                "PIP_CERT=" JAIL_CA_BUNDLE,       "NODE_EXTRA_CA_CERTS=" JAIL_CA_BUNDLE, "GIT_SSL_CAINFO=" JAIL_CA_BUNDLE,
-        };
-        for (size_t i = 0; cfg->net == CORRAL_NET_ALLOW && cfg->n_net_secrets > 0 && i < ARRAY_SIZE(ca_env); i++)
+        size_t n_ca_env;
+        const char *const *ca_env = jail_net_ca_env(&n_ca_env);
+        for (size_t i = 0; cfg->net == CORRAL_NET_ALLOW && cfg->n_net_secrets > 0 && i < n_ca_env; i++)
                 if (!env_overridden(cfg, ca_env[i]) && strings_add(&s, ca_env[i]) < 0)
                         goto oom;
         for (size_t i = 0; cfg->env && cfg->env[i]; i++)
@@ -746,6 +774,7 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
                         goto out;
                 j.plan.ca_bundle = net_tls_bundle(j.tls);
         }
+        j.plan.ssl_certs_dir = zygote;
         if (jail_plan_build(&j.plan, cfg, ret_err) < 0)
                 goto out;
         if (j.plan.notice && io && io->on_notice)

@@ -107,6 +107,7 @@ struct mcp_session {
         struct agent_config ac;
         struct toolbox *tb;
         json_t *tools;
+        char *instructions;      /* for initialize: what the sandbox is, its network included */
         pthread_t work, tick;
 };
 
@@ -171,15 +172,65 @@ static void call_free(struct call *c)
         free(c);
 }
 
-static json_t *tools_list(void)
+/* What the sandbox's network is, for the tools' descriptions and the
+ * instructions: "no network", or with an allow-list (--net allow=, the
+ * user's own names, never a client's) the hosts it reaches.  NULL on
+ * ENOMEM; the caller frees. */
+static char *network_phrase(const corral_jail_config *j)
+{
+        if (j == NULL || (j->net != CORRAL_NET_ALLOW && j->net != CORRAL_NET_HOST))
+                return strdup("no network");
+        if (j->net == CORRAL_NET_HOST)
+                return strdup("the host's network");
+        struct capbuf b = { .cap = 8192 };
+        static const char head[] = "network only to ";
+        capbuf_append(&b, head, sizeof(head) - 1);
+        for (size_t i = 0; j->net_allow && j->net_allow[i]; i++) {
+                if (i)
+                        capbuf_append(&b, ", ", 2);
+                capbuf_append(&b, j->net_allow[i], strlen(j->net_allow[i]));
+        }
+        static const char tail[] = " (HTTP and HTTPS through a proxy the environment names; other hosts get HTTP "
+                                   "403, DNS does not resolve)";
+        capbuf_append(&b, tail, sizeof(tail) - 1);
+        capbuf_append(&b, "", 1);
+        if (b.data == NULL || b.truncated) {
+                capbuf_release(&b);
+                return NULL;
+        }
+        return b.data;
+}
+
+/* s with "no network" replaced by net (once); NULL on ENOMEM. */
+static char *with_network(const char *s, const char *net)
+{
+        const char *at = strstr(s, "no network");
+        char *out = NULL;
+        if (at == NULL)
+                return strdup(s);
+        if (asprintf(&out, "%.*s%s%s", (int)(at - s), s, net, at + strlen("no network")) < 0)
+                return NULL;
+        return out;
+}
+
+static json_t *tools_list(const corral_jail_config *jail)
 {
         json_t *tools = json_loads(tools_json, 0, NULL);
         json_t *schema = json_loads(execution_schema, 0, NULL);
+        cleanup_free char *net = network_phrase(jail);
         size_t i;
         json_t *t;
-        json_array_foreach(tools, i, t)
+        json_array_foreach(tools, i, t) {
                 if (json_object_get(t, "outputSchema"))
                         json_object_set(t, "outputSchema", schema);
+                const char *d = json_string_value(json_object_get(t, "description"));
+                cleanup_free char *nd = d && net ? with_network(d, net) : NULL;
+                if (nd == NULL || json_object_set_new(t, "description", json_string(nd)) < 0) {
+                        json_decref(tools);
+                        tools = NULL;
+                        break;
+                }
+        }
         json_decref(schema);
         return tools;
 }
@@ -539,9 +590,7 @@ void mcp_session_receive(struct mcp_session *m, const char *text, size_t len)
                             json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s,s:s},s:s}", "protocolVersion", version,
                                       "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "corral",
                                       "title", "corral sandbox", "version", CORRAL_VERSION_STRING, "instructions",
-                                      "A sandbox: Python with numpy, pandas, matplotlib and scipy (state kept "
-                                      "between run_python calls) and bash, over files in /workspace; no network, "
-                                      "no host files."));
+                                      m->instructions));
         } else if (strcmp(method, "ping") == 0) {
                 send_result(m, id, json_object());
         } else if (strcmp(method, "tools/list") == 0) {
@@ -571,9 +620,15 @@ int mcp_session_new(const struct mcp_config *cfg, mcp_send_fn send, void *userda
         pthread_mutex_init(&m->lock, NULL);
         pthread_cond_init(&m->changed, NULL);
         m->step_cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        m->tools = tools_list();
+        m->tools = tools_list(cfg->jail);
+        cleanup_free char *net = network_phrase(cfg->jail);
+        m->instructions = net ? with_network("A sandbox: Python with numpy, pandas, matplotlib and scipy (state kept "
+                                             "between run_python calls) and bash, over files in /workspace; no "
+                                             "network, no host files.",
+                                             net)
+                              : NULL;
         errno = 0;
-        bool threads = m->step_cancel_fd >= 0 && m->tools && pthread_create(&m->work, NULL, worker, m) == 0;
+        bool threads = m->step_cancel_fd >= 0 && m->tools && m->instructions && pthread_create(&m->work, NULL, worker, m) == 0;
         if (threads && pthread_create(&m->tick, NULL, ticker, m) != 0) {
                 pthread_mutex_lock(&m->lock);
                 m->ending = true;
@@ -587,6 +642,7 @@ int mcp_session_new(const struct mcp_config *cfg, mcp_send_fn send, void *userda
                 if (m->step_cancel_fd >= 0)
                         close(m->step_cancel_fd);
                 json_decref(m->tools);
+                free(m->instructions);
                 pthread_cond_destroy(&m->changed);
                 pthread_mutex_destroy(&m->lock);
                 free(m);
@@ -634,6 +690,7 @@ void mcp_session_free(struct mcp_session *m)
         if (m->ws)
                 workspace_close(m->ws, m->ws->created);
         json_decref(m->tools);
+        free(m->instructions);
         close(m->step_cancel_fd);
         pthread_cond_destroy(&m->changed);
         pthread_mutex_destroy(&m->lock);

@@ -260,6 +260,10 @@ int sandbox_apply_limits(struct server *s, corral_jail_config *cfg, json_t *limi
         json_t *net = json_object_get(limits, "net");
         if (net && apply_net(&s->limits, cfg, net, ret_err) < 0)
                 return -1;
+        /* The operator's credentials (corral serve --secret) go with the
+         * operator's hosts: a sandbox gets those of the hosts it may reach,
+         * and a request can neither name nor add one (docs/api.md). */
+        corral_jail_config_drop_unreachable_secrets(cfg);
         return check_ceiling(&s->limits, cfg, ret_err);
 }
 

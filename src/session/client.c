@@ -258,6 +258,42 @@ static int absolute_paths(corral_jail_config *copy, bool resuming, bool *ret_exi
         return 0;
 }
 
+/* Brokered credentials, which a profile does not carry: "secrets" as
+ * [{"host","header","value"}] and "upstream_ca" as an absolute path.  The
+ * values cross to the session host, a process of our uid, over its socket
+ * (0600, SO_PEERCRED), once; wipe_credentials() clears them from req. */
+static int add_credentials(json_t *req, const corral_jail_config *cfg)
+{
+        if (cfg->n_net_secrets > 0) {
+                json_t *a = json_array();
+                if (a == NULL || json_object_set_new(req, "secrets", a) < 0)
+                        return -1;
+                for (size_t i = 0; i < cfg->n_net_secrets; i++) {
+                        const struct corral_net_secret *sec = &cfg->net_secrets[i];
+                        if (json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "host", sec->host, "header",
+                                                               sec->header, "value", sec->value)) < 0)
+                                return -1;
+                }
+        }
+        if (cfg->net_upstream_ca) {
+                cleanup_free char *abs = joined(cfg->net_upstream_ca);
+                if (abs == NULL || json_object_set_new(req, "upstream_ca", json_string(abs)) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+static void wipe_credentials(json_t *req)
+{
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(req, "secrets"), i, e) {
+                const char *v = json_string_value(json_object_get(e, "value"));
+                if (v)
+                        explicit_bzero((char *)v, strlen(v));
+        }
+}
+
 /* cfg as the start request's profile, its host paths absolute and its
  * descriptor binds taken out into fds and "fd_binds" (a profile names
  * paths, and these are bound by fd). */
@@ -313,6 +349,12 @@ static json_t *start_request(const char *id, const struct session_client_start *
                 corral_fail(ret_err, n > WIRE_MAX_FDS ? E2BIG : ENOMEM, "cannot start the session");
                 return NULL;
         }
+        if (add_credentials(req, s->cfg) < 0) {
+                wipe_credentials(req);
+                json_decref(req);
+                corral_fail(ret_err, ENOMEM, "cannot start the session");
+                return NULL;
+        }
         *ret_n = n;
         return req;
 }
@@ -334,6 +376,7 @@ json_t *session_client_start(const char *id, const struct session_client_start *
         for (int attempt = 0; attempt < 2 && reply == NULL; attempt++) {
                 int fd = session_client_connect_host(true, ret_err);
                 if (fd < 0) {
+                        wipe_credentials(req);
                         json_decref(req);
                         return NULL;
                 }
@@ -349,6 +392,7 @@ json_t *session_client_start(const char *id, const struct session_client_start *
                 else
                         close(fd);
         }
+        wipe_credentials(req);
         json_decref(req);
         const char *t = json_string_value(json_object_get(reply, "t"));
         if (t && strcmp(t, "started") == 0)

@@ -343,6 +343,12 @@ static void serve_start(struct conn *c, json_t *req)
         if (corral_jail_config_set_argv(&spec.cfg, placeholder, &err) < 0 ||
             corral_jail_config_load_profile_text(&spec.cfg, profile, strlen(profile), "start request", &err) < 0)
                 goto fail;
+        /* Credentials come only as "secrets" below: a profile's would be
+         * read from this host's environment. */
+        if (spec.cfg.n_net_secrets > 0) {
+                corral_usage(&err, "a start request's profile may not name credentials: send them as \"secrets\"");
+                goto fail;
+        }
         if (json_is_integer(v = json_object_get(req, "uid_base")))
                 spec.cfg.uid_base = (uint32_t)json_integer_value(v);
         if (json_is_integer(v = json_object_get(req, "uid_count")))
@@ -374,6 +380,25 @@ static void serve_start(struct conn *c, json_t *req)
                 if (corral_jail_config_add_bind_fd(&spec.cfg, c->fds[k], name, dst, &err) < 0)
                         goto fail;
         }
+        /* Brokered credentials (client.c's add_credentials): into the
+         * configuration, checked as `corral exec` checks them; the request's
+         * copies are wiped by the caller. */
+        json_array_foreach(json_object_get(req, "secrets"), i, b) {
+                const char *host = json_string_value(json_object_get(b, "host"));
+                const char *header = json_string_value(json_object_get(b, "header"));
+                const char *value = json_string_value(json_object_get(b, "value"));
+                if (host == NULL || header == NULL || value == NULL) {
+                        corral_usage(&err, "a start request's \"secrets\" must be {host, header, value} objects");
+                        goto fail;
+                }
+                if (corral_jail_config_add_net_secret(&spec.cfg, host, header, value, &err) < 0)
+                        goto fail;
+        }
+        if (json_is_string(v = json_object_get(req, "upstream_ca")) &&
+            (spec.cfg.net_upstream_ca = strdup(json_string_value(v))) == NULL) {
+                corral_fail(&err, ENOMEM, "cannot start the session");
+                goto fail;
+        }
         spec.fds = c->fds;
         spec.n_fds = c->nfds;
         if (session_host_start(d->h, id, &spec, &started, &refused, &err) < 0)
@@ -395,11 +420,25 @@ fail:
         corral_error_free(err);
 }
 
+/* A start request's credential values, cleared before the request is
+ * freed (the configuration holds its own copies, wiped at its release). */
+static void wipe_credentials(json_t *req)
+{
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(req, "secrets"), i, e) {
+                const char *v = json_string_value(json_object_get(e, "value"));
+                if (v)
+                        explicit_bzero((char *)v, strlen(v));
+        }
+}
+
 static void serve_host(struct conn *c, const char *op, json_t *req)
 {
         struct daemon *d = c->d;
         if (strcmp(op, "start") == 0) {
                 serve_start(c, req);
+                wipe_credentials(req);
         } else if (strcmp(op, "info") == 0) {
                 json_t *r = session_host_status(d->h);
                 if (r) {

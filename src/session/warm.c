@@ -338,6 +338,7 @@ static const char *zstep_name(int step)
                 [ZSTEP_SECCOMP] = "load the seccomp filter",       [ZSTEP_PYTHON] = "start the driver",
                 [ZSTEP_BIND] = "attach a bind beneath /workspace", [ZSTEP_DEVPTS] = "mount the session's /dev/pts",
                 [ZSTEP_PROXY] = "make the network proxy's listening socket",
+                [ZSTEP_CA] = "put the CA bundle in /etc/ssl/certs",
         };
         return step > 0 && (size_t)step < ARRAY_SIZE(names) && names[step] ? names[step] : "set up";
 }
@@ -794,10 +795,6 @@ int warm_supported(const corral_jail_config *cfg, corral_error **ret_err)
         }
         if (cfg->net == CORRAL_NET_HOST)
                 return corral_usage(ret_err, "warm sessions have no host network: start a cold session");
-        /* The jail's CA (proxy-tls.c) goes into a cold jail's trust store
-         * at its set-up; a warm session's filesystem is the zygote's. */
-        if (cfg->net == CORRAL_NET_ALLOW && cfg->n_net_secrets > 0)
-                return corral_usage(ret_err, "warm sessions have no brokered credentials yet: start a cold session");
         /* The zygote keeps corral's hard limits as its ceilings (spawn.c):
          * each session gets its caller's limits, up to them. */
         static const struct {
@@ -1342,7 +1339,7 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
                                          "no usable cgroup for memory and process limits (see 'corral doctor')");
         }
 
-        int trees[2 + ZYGOTE_MAX_BINDS];
+        int trees[3 + ZYGOTE_MAX_BINDS];
         int ntrees = 1 + (int)cfg->n_binds;
         if (session_trees(cfg, host_uid, w->slot > 0, trees, ret_err) < 0) {
                 warm_free(w);
@@ -1353,6 +1350,7 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
          * listening socket and sends it over the socket pair's other end,
          * passed after the mounts. */
         bool proxy = cfg->net == CORRAL_NET_ALLOW;
+        bool ca = proxy && cfg->n_net_secrets > 0;
         if (proxy) {
                 int sv[2];
                 if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -1363,7 +1361,22 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
                         return corral_fail(ret_err, e, "cannot start the network proxy");
                 }
                 trees[ntrees++] = sv[1];
-                if (net_proxy_start(cfg, /* tls= */ NULL, sv[0], &w->proxy, ret_err) < 0) {
+                /* Brokered credentials: the session's own CA, and its bundle
+                 * for init to put where a cold jail has it, /etc/ssl/certs (a
+                 * tmpfs of the session's over the zygote's empty directory),
+                 * so that programs find it as in a cold jail. */
+                struct net_tls *tls = NULL;
+                int ca_fd = -1;
+                if (ca && jail_net_ca_new(cfg, &tls, &ca_fd, ret_err) < 0) {
+                        close(sv[0]);
+                        for (int i = 0; i < ntrees; i++)
+                                close(trees[i]);
+                        warm_free(w);
+                        return -1;
+                }
+                if (ca_fd >= 0)
+                        trees[ntrees++] = ca_fd;
+                if (net_proxy_start(cfg, tls, sv[0], &w->proxy, ret_err) < 0) {
                         for (int i = 0; i < ntrees; i++)
                                 close(trees[i]);
                         warm_free(w);
@@ -1373,7 +1386,7 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
         /* The claim: limits, environment, then the binds' destinations;
          * the workspace and the binds as detached mounts. */
         struct zygote_claim c = { .type = ZYGOTE_MSG_CLAIM,
-                                  .loopback = cfg->net == CORRAL_NET_NONE || proxy, .proxy = proxy,
+                                  .loopback = cfg->net == CORRAL_NET_NONE || proxy, .proxy = proxy, .ca = ca,
                                   .uid = (uint32_t)w->slot, .nbinds = (uint32_t)cfg->n_binds,
                                   .disk_bytes = cfg->disk_bytes, .nofile = cfg->nofile,
                                   .cpu_time_s = cfg->cpu_time_s > 0 ? (uint64_t)ceil(cfg->cpu_time_s) : 0,
@@ -1390,6 +1403,12 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
         const char *const *proxy_env = proxy ? jail_net_allow_env(&n_proxy_env) : NULL;
         for (size_t i = 0; i < n_proxy_env; i++) {
                 capbuf_append(&msg, proxy_env[i], strlen(proxy_env[i]) + 1);
+                envc++;
+        }
+        size_t n_ca_env = 0;
+        const char *const *ca_env = ca ? jail_net_ca_env(&n_ca_env) : NULL;
+        for (size_t i = 0; i < n_ca_env; i++) {
+                capbuf_append(&msg, ca_env[i], strlen(ca_env[i]) + 1);
                 envc++;
         }
         for (size_t i = 0; cfg->env && cfg->env[i]; i++) {

@@ -33,11 +33,21 @@ static int send_all(int fd, const void *buf, size_t len)
         return 0;
 }
 
+/* A frame's text, wiped and freed (NUL-terminated). */
+static void wipe_body(char **p)
+{
+        if (*p) {
+                explicit_bzero(*p, strlen(*p));
+                free(*p);
+        }
+}
+
 int wire_write_fds(int fd, json_t *obj, const int *fds, size_t nfds)
 {
         if (nfds > WIRE_MAX_FDS)
                 return -1;
-        cleanup_free char *body = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(15));
+        /* Wiped when freed: a start request carries brokered credentials. */
+        __attribute__((cleanup(wipe_body))) char *body = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(15));
         if (body == NULL)
                 return -1;
         size_t n = strlen(body);
@@ -156,7 +166,7 @@ json_t *wire_read_fds(int fd, int timeout_ms, int *fds, size_t max, size_t *ret_
         if (read_head_fds(fd, head, timeout_ms, fds, max, &nfds) < 0)
                 return NULL;
         uint32_t n = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
-        cleanup_free char *body = n <= CLIENT_FRAME_MAX ? malloc((size_t)n + 1) : NULL;
+        __attribute__((cleanup(wipe_body))) char *body = n <= CLIENT_FRAME_MAX ? calloc((size_t)n + 1, 1) : NULL;
         json_t *j = body && read_full(fd, body, n, timeout_ms) == 0 ? json_loadb(body, n, 0, NULL) : NULL;
         if (!json_is_object(j)) {
                 json_decref(j);

@@ -419,6 +419,73 @@ static void answer(int ctl, int listener, const struct seccomp_notif *req, uint6
         report(ctl, MSG_SECCOMP_VIOLATION, nr, (int32_t)req->data.arch);
 }
 
+/* The CA bundle from corral (a memfd, closed here) as ZYGOTE_CA_DIR's one
+ * file, on a read-only tmpfs of the session's own: the zygote's directory
+ * is empty and shared by every session.  0, or -1 with errno. */
+static int install_ca_bundle(int memfd)
+{
+        struct stat st;
+        int e = 0, fd = -1;
+        if (fstat(memfd, &st) < 0) {
+                e = errno;
+                goto out;
+        }
+        if (st.st_size <= 0 || (uint64_t)st.st_size > ZYGOTE_MAX_CA) {
+                e = EFBIG;
+                goto out;
+        }
+        char opts[96];
+        snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=16,mode=0755",
+                 (unsigned long long)st.st_size + 65536);
+        if (mount("tmpfs", ZYGOTE_CA_DIR, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0) {
+                e = errno;
+                goto out;
+        }
+        fd = open(ZYGOTE_CA_DIR "/" ZYGOTE_CA_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0) {
+                e = errno;
+                goto out;
+        }
+        char buf[65536];
+        off_t at = 0;
+        while (at < st.st_size) {
+                ssize_t n = pread(memfd, buf, sizeof(buf), at);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        e = n < 0 ? errno : EIO;
+                        goto out;
+                }
+                for (ssize_t w = 0; w < n;) {
+                        ssize_t k = write(fd, buf + w, (size_t)(n - w));
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k < 0) {
+                                e = errno;
+                                goto out;
+                        }
+                        w += k;
+                }
+                at += n;
+        }
+        if (close(fd) < 0) {
+                fd = -1;
+                e = errno;
+                goto out;
+        }
+        fd = -1;
+        /* Read-only, as the rest of a jail's /etc. */
+        if (mount(NULL, ZYGOTE_CA_DIR, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  NULL) < 0)
+                e = errno;
+out:
+        if (fd >= 0)
+                close(fd);
+        close(memfd);
+        errno = e;
+        return e ? -1 : 0;
+}
+
 static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag)
 {
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -443,8 +510,8 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
 
         /* The warm pool: wait for a claim. */
         static char buf[sizeof(struct zygote_claim) + ZYGOTE_MAX_ENV + ZYGOTE_MAX_DESTS];
-        int fds[2 + ZYGOTE_MAX_BINDS], nfd = 0;
-        ssize_t n = recv_fds(ctl, buf, sizeof(buf), fds, 2 + ZYGOTE_MAX_BINDS, &nfd);
+        int fds[3 + ZYGOTE_MAX_BINDS], nfd = 0;
+        ssize_t n = recv_fds(ctl, buf, sizeof(buf), fds, 3 + ZYGOTE_MAX_BINDS, &nfd);
         if (n <= 0)
                 _exit(0); /* corral went away */
         struct zygote_claim c;
@@ -456,8 +523,9 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
         size_t off = sizeof(c);
         char **env = claim_strings(buf, (size_t)n, &off, c.envc);
         char **dests = env ? claim_strings(buf, (size_t)n, &off, c.nbinds) : NULL;
-        if (dests == NULL || c.nbinds > ZYGOTE_MAX_BINDS || nfd != 1 + (int)c.nbinds + (c.proxy ? 1 : 0) ||
-            (c.proxy && !c.loopback)) {
+        if (dests == NULL || c.nbinds > ZYGOTE_MAX_BINDS ||
+            nfd != 1 + (int)c.nbinds + (c.proxy ? 1 : 0) + (c.ca ? 1 : 0) || (c.proxy && !c.loopback) ||
+            (c.ca && !c.proxy)) {
                 errno = EPROTO;
                 setup_fail(ctl, ZSTEP_CLAIM);
         }
@@ -493,6 +561,10 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
          * nothing in the session holds it after this. */
         if (c.proxy && netdev_proxy_listener_send(fds[1 + c.nbinds]) < 0)
                 setup_fail(ctl, ZSTEP_PROXY);
+        /* Brokered credentials: the system's roots and the session's own CA
+         * where a cold jail has them (docs/network.md). */
+        if (c.ca && install_ca_bundle(fds[1 + c.nbinds + 1]) < 0)
+                setup_fail(ctl, ZSTEP_CA);
 
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)

@@ -34,9 +34,7 @@ from test_syscalls import *  # noqa: F401,F403,E402
 from test_terminals import *  # noqa: F401,F403,E402
 
 # Options of `corral exec` that a session does not take (-t is a step's).
-# --secret and --upstream-ca: sessions refuse brokered credentials for now
-# (docs/network.md; test_net_sessions.py checks the refusal)
-EXEC_ONLY = ("--stdin", "--lang", "-c", "--code", "--json", "--review", "--secret", "--upstream-ca")
+EXEC_ONLY = ("--stdin", "--lang", "-c", "--code", "--json", "--review")
 
 
 class SessionRunner:

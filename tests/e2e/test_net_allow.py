@@ -263,9 +263,7 @@ print(s.recv(300).split(b"\\r\\n")[0].decode())
                 ["--net", "allow=a.test", "--resolve", "a.test"], ["--net", "allow=a b"]):
         r = corral("exec", *bad, "true")
         assert r.rc == 125 and b"corral exec: " in r.err, (bad, r.err)
-    # corral run, session and serve take it (test_net_sessions.py); corral mcp not yet.
-    r = corral("mcp", "--net", "allow=a.test")
-    assert r.rc == 2 and b"not 'corral mcp' yet" in r.err, r.err
+    # corral run, session, serve (test_net_sessions.py) and mcp (test_net_secrets.py) take it.
 
 
 def test_proxy_port_is_the_proxys(jail, http_server):

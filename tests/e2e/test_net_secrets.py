@@ -304,3 +304,238 @@ def test_mcp_jail_brokers_too(servers, token):
     assert p.returncode == 0, p.stderr
     assert f"{HEADER}: {'*' * len(token)}".encode() in p.stdout
     assert upstream_saw(port)[HEADER] == token and token.encode() not in p.stdout + p.stderr
+
+
+# ---- sessions, warm and cold (docs/network.md, "Sessions") ----
+
+@pytest.fixture(scope="module")
+def session_rundir():
+    """One session host for the module's sessions (its zygote kept between tests)."""
+    d = tempfile.mkdtemp(prefix="corral-test-run-")
+    os.chmod(d, 0o700)
+    yield d
+    subprocess.run([CORRAL, "session", "shutdown"], capture_output=True, timeout=90,
+                   env=dict(os.environ, XDG_RUNTIME_DIR=d))
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kind", ["warm", "cold"])
+def test_session_brokers_over_https(servers, pki, token, tmp_path, session_rundir, kind):
+    """A session started with --secret: each step's HTTPS request to api.test gets the header, from the
+    session's own CA (for a warm one: mounted at the cold jail's path over the zygote's empty directory);
+    the value is nowhere in the session, its results or what corral printed."""
+    port = servers[1]
+    env = dict(os.environ, XDG_RUNTIME_DIR=session_rundir, X_TOKEN=token)
+
+    def corral(*args):
+        return subprocess.run([CORRAL, "session", *args], capture_output=True, timeout=90, env=env)
+    p = corral("start", "--json", f"--{kind}", "-w", str(tmp_path), "--net", f"allow=api.test:{port}",
+               "--resolve", f"api.test:{HOST_ADDR}", "--secret", f"api.test={HEADER}:X_TOKEN",
+               "--upstream-ca", str(pki / "ca.pem"))
+    assert p.returncode == 0, p.stderr
+    sid = json.loads(p.stdout)["id"]
+    printed = [p.stdout, p.stderr]
+    try:
+        for _ in range(2):  # the proxy and its CA serve the session's life
+            s = corral("exec", sid, "--json", "-c", PROBE.format(url=f"https://api.test:{port}/echo", ctx="None")
+                       .replace("sys.argv[1] if len(sys.argv) > 1 else None", "None") + "\nimport time\n"
+                       "time.sleep(0.3)\n")
+            printed += [s.stdout, s.stderr]
+            r = json.loads(s.stdout)
+            assert "status 200" in r["stdout"], r
+            assert upstream_saw(port)[HEADER] == token
+            assert f"echo-header {'*' * len(token)}\n" in r["stdout"]
+            assert any(c["brokered"] and c["allowed"] for c in r["network"]), r
+        c = corral("exec", sid, "--json", "-c",
+                   "import os\nb = open('/etc/ssl/certs/ca-certificates.crt').read()\n"
+                   "print(os.environ['SSL_CERT_FILE'], b.count('BEGIN CERTIFICATE') > 10, "
+                   "\"this jail's CA\" in b)")
+        printed += [c.stdout, c.stderr]
+        assert json.loads(c.stdout)["stdout"] == "/etc/ssl/certs/ca-certificates.crt True True\n", c.stdout
+        lst = corral("list", "--json")
+        printed += [lst.stdout, lst.stderr]
+    finally:
+        st = corral("stop", sid)
+        printed += [st.stdout, st.stderr]
+    for b in printed:
+        assert token.encode() not in b
+    check_clean(subprocess.CompletedProcess([], 0, b"", b""), token, tmp_path)
+
+
+def test_warm_session_without_credentials_has_no_bundle(session_rundir):
+    """The zygote's /etc/ssl/certs is empty: only a session with credentials gets a bundle there."""
+    env = dict(os.environ, XDG_RUNTIME_DIR=session_rundir)
+    p = subprocess.run([CORRAL, "session", "start", "--json", "--warm"], capture_output=True, text=True,
+                       timeout=90, env=env)
+    assert p.returncode == 0, p.stderr
+    sid = json.loads(p.stdout)["id"]
+    try:
+        s = subprocess.run([CORRAL, "session", "exec", sid, "--json", "-c",
+                            "import os\nprint(os.listdir('/etc/ssl/certs'), 'SSL_CERT_FILE' in os.environ)"],
+                           capture_output=True, text=True, timeout=90, env=env)
+        assert json.loads(s.stdout)["stdout"] == "[] False\n", s.stdout
+    finally:
+        subprocess.run([CORRAL, "session", "stop", sid], capture_output=True, timeout=90, env=env)
+
+
+# ---- corral run's own steps, corral serve's sandboxes, profiles ----
+
+def test_run_steps_broker_and_nothing_keeps_the_value(servers, pki, token, tmp_path, session_rundir):
+    """corral run --secret: run_python (the run's session) and run_shell (a jail per call) both get the
+    header added; the value is in no trace event, record, tool result or model request."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server"))
+    from modelserver import ScriptedServer, text, tool_call
+    port = servers[1]
+    url = f"https://api.test:{port}/echo"
+    stars = f"{HEADER}: {'*' * len(token)}"
+    turns = [tool_call("run_python", code=f"import urllib.request\nprint(urllib.request.urlopen({url!r}, "
+                                          "timeout=10).read().decode())"),
+             tool_call("run_shell", command=f"python3 -c 'import urllib.request; print(urllib.request.urlopen("
+                                            f"\"{url}\", timeout=10).read().decode())'")
+             | {"expect": {"contains": [stars]}},
+             text("done") | {"expect": {"contains": [stars]}}]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CORRAL_MODEL", "XDG_CONFIG"))}
+    env.update(NO_COLOR="1", X_TOKEN=token, XDG_RUNTIME_DIR=session_rundir, CORRAL_SESSION_LINGER="60")
+    trace = tmp_path / "trace.jsonl"
+    before = len(Echo.seen)
+    with ScriptedServer(turns) as srv:
+        r = subprocess.run([CORRAL, "run", "--base-url", srv.base_url, "--model", "gpt-test", "--json",
+                            "--review-policy", "off", "--trace", str(trace), "--net", f"allow=api.test:{port}",
+                            "--resolve", f"api.test:{HOST_ADDR}", "--secret", f"api.test={HEADER}:X_TOKEN",
+                            "--upstream-ca", str(pki / "ca.pem"), "fetch it"],
+                           capture_output=True, timeout=180, cwd=tmp_path, env=env)
+    srv.assert_ok()
+    assert r.returncode == 0, r.stderr
+    got = [h for _, h in Echo.seen[before:]]
+    assert len(got) == 2 and all(h[HEADER] == token for h in got), got
+    assert token.encode() not in r.stdout + r.stderr
+    assert token not in json.dumps(srv.requests)
+    for f in tmp_path.rglob("*"):
+        if f.is_file():
+            assert token.encode() not in f.read_bytes(), f
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert any(e["type"] == "net" and e.get("brokered") for e in events), [e for e in events if e["type"] == "net"]
+
+
+def test_serve_operator_credentials(servers, pki, token, tmp_path, monkeypatch):
+    """corral serve --secret: a sandbox that may reach the host gets the operator's credential; one that
+    asks for other hosts only does not, and a request cannot name credentials of its own."""
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_serve import Server
+    port = servers[1]
+    monkeypatch.setenv("X_TOKEN", token)
+    s = Server(tmp_path, "--net", f"allow=api.test:{port},other.test:{port}", "--resolve",
+               f"api.test:{HOST_ADDR}", "--resolve", f"other.test:{HOST_ADDR}", "--secret",
+               f"api.test={HEADER}:X_TOKEN", "--upstream-ca", str(pki / "ca.pem"))
+    answers = []
+    try:
+        fetch = ("import urllib.request\nprint(urllib.request.urlopen('https://{h}:%d/echo', timeout=10).read()"
+                 ".decode())" % port)
+        status, made = s.json("POST", "/v1/sandboxes", {})
+        answers.append(made)
+        assert status == 201, made
+        r = s.exec(made["id"], fetch.format(h="api.test"))
+        answers.append(r)
+        assert f"{HEADER}: {'*' * len(token)}" in r["stdout"], r
+        assert upstream_saw(port)[HEADER] == token
+        # a sandbox without api.test: no credential, not refused
+        sid = s.create({"limits": {"net": f"allow=other.test:{port}"}})
+        r = s.exec(sid, "import os\nprint(os.environ.get('SSL_CERT_FILE'))")
+        answers.append(r)
+        assert r["stdout"] == "None\n", r
+        status, j = s.json("POST", "/v1/sandboxes", {"limits": {"secrets": [f"api.test={HEADER}:HOME"]}})
+        answers.append(j)
+        assert status == 400 and "secrets" in j["error"]["message"], j
+        status, j = s.json("GET", "/v1/sandboxes")
+        answers.append(j)
+    finally:
+        s.stop()
+    assert token not in json.dumps(answers)
+
+
+def test_profile_names_credentials(servers, pki, token, tmp_path):
+    """A profile's "secrets" name environment variables, as --secret; "upstream_ca" is --upstream-ca."""
+    port = servers[0]
+    prof = tmp_path / "p.json"
+    prof.write_text(json.dumps({"net": f"allow=api.test:{port}", "resolve": [f"api.test:{HOST_ADDR}"],
+                                "secrets": [f"api.test={HEADER}:X_TOKEN"], "upstream_ca": str(pki / "ca.pem")}))
+    p = run(["exec", "--json", "--profile", str(prof), "--lang", "python", "-c",
+             f"import urllib.request\nprint(urllib.request.urlopen('http://api.test:{port}/e', timeout=10)"
+             ".read().decode())"], token)
+    assert p.returncode == 0, p.stderr
+    assert f"{HEADER}: {'*' * len(token)}" in json.loads(p.stdout)["stdout"]
+    assert upstream_saw(port)[HEADER] == token and token.encode() not in p.stdout + p.stderr
+    prof.write_text(json.dumps({"net": f"allow=api.test:{port}", "secrets": [f"api.test={HEADER}:X_UNSET_VAR"]}))
+    p = run(["exec", "--profile", str(prof), "--", "true"], token)
+    assert p.returncode == 125 and b"profile secrets[0]: the environment variable 'X_UNSET_VAR' is not set" \
+        in p.stderr, p.stderr
+
+
+def test_mcp_session_with_allow_list_and_credential(servers, pki, token, tmp_path, session_rundir):
+    """corral mcp --net allow= --secret: the tools' descriptions and the instructions name the hosts, and
+    run_python reaches the brokered host with the header added; nothing the client reads holds the value."""
+    port = servers[1]
+    env = dict(os.environ, X_TOKEN=token, XDG_RUNTIME_DIR=session_rundir, CORRAL_SESSION_LINGER="60")
+    p = subprocess.Popen([CORRAL, "mcp", "-w", str(tmp_path), "--review-policy", "off", "--net",
+                          f"allow=api.test:{port}", "--resolve", f"api.test:{HOST_ADDR}", "--secret",
+                          f"api.test={HEADER}:X_TOKEN", "--upstream-ca", str(pki / "ca.pem")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    lines = []
+
+    def ask(i, method, params):
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}).encode() + b"\n")
+        p.stdin.flush()
+        while True:
+            line = p.stdout.readline()
+            assert line, p.stderr.read()
+            lines.append(line)
+            m = json.loads(line)
+            if m.get("id") == i:
+                return m["result"]
+    try:
+        init = ask(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                     "clientInfo": {"name": "t", "version": "1"}})
+        assert f"network only to api.test:{port}" in init["instructions"], init
+        tools = {t["name"]: t for t in ask(2, "tools/list", {})["tools"]}
+        assert f"network only to api.test:{port}" in tools["run_python"]["description"]
+        assert "no network" not in tools["run_shell"]["description"]
+        code = (f"import urllib.request\nprint(urllib.request.urlopen('https://api.test:{port}/echo', "
+                "timeout=10).read().decode())")
+        r = ask(3, "tools/call", {"name": "run_python", "arguments": {"code": code}})
+        assert f"{HEADER}: {'*' * len(token)}" in r["structuredContent"]["stdout"], r
+        assert upstream_saw(port)[HEADER] == token
+    finally:
+        p.stdin.close()  # the server ends when stdin closes
+        out, err = p.stdout.read(), p.stderr.read()
+        p.wait(timeout=60)
+    assert token.encode() not in b"".join(lines) + out + err
+
+
+@pytest.mark.parametrize("client", ["curl", "http.client"])
+def test_connection_reusing_clients_get_every_request_credentialed(servers, pki, token, tmp_path, client):
+    """Clients that keep a connection for the next request (curl with two URLs, http.client's one
+    connection) work: the proxy answers one request per connection (Connection: close), the client opens
+    the next, and each request is credentialed and recorded (docs/network.md, "Not yet": keep-alive)."""
+    port = servers[1]
+    url = f"https://api.test:{port}/echo"
+    if client == "curl":
+        cmd = ["--", "curl", "-sS", "--max-time", "10", url, url]
+    else:
+        cmd = ["--lang", "python", "-c",
+               "import http.client, os\n"
+               "c = http.client.HTTPSConnection('127.0.0.1', 3128, timeout=10)\n"
+               f"c.set_tunnel('api.test', {port})\n"
+               "for _ in range(2):\n"
+               "    c.request('GET', '/echo')\n"
+               "    print(c.getresponse().read().decode())\n"]
+    before = len(Echo.seen)
+    p = run(["exec", "--json", "--net", f"allow=api.test:{port}", "--resolve", f"api.test:{HOST_ADDR}",
+             "--secret", f"api.test={HEADER}:X_TOKEN", "--upstream-ca", str(pki / "ca.pem"), *cmd], token)
+    r = json.loads(p.stdout)
+    assert r["stdout"].count(f"{HEADER}: {'*' * len(token)}") == 2, r
+    got = [h for _, h in Echo.seen[before:]]
+    assert [h[HEADER] for h in got] == [token, token], got
+    assert [c["brokered"] for c in r["network"]] == [True, True], r["network"]
+    assert token.encode() not in p.stdout + p.stderr

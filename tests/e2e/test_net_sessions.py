@@ -203,17 +203,6 @@ def test_no_allow_list_no_proxy(sessions):
     assert r["stdout"] == "None\nrefused\n", r
 
 
-def test_refused_where_not_taken(tmp_path):
-    r = subprocess.run([CORRAL, "mcp", "--net", "allow=a.test"], capture_output=True, text=True, timeout=20)
-    assert r.returncode == 2 and "not 'corral mcp' yet" in r.stderr, r.stderr
-    # brokered credentials: cold jails only; a session's options cross to its host without them
-    for cmd in (["session", "start"], ["run"]):
-        r = subprocess.run([CORRAL, *cmd, "--net", "allow=a.test", "--secret", "a.test=X-Key:HOME", "task"],
-                           capture_output=True, text=True, timeout=20)
-        assert r.returncode == 2 and f"--secret works with 'corral exec' and 'corral mcp-jail', not 'corral " \
-            f"{cmd[0]}' yet" in r.stderr, r.stderr
-
-
 def test_run_steps_pip_install_and_trace(tmp_path, index, rundir):
     """corral run: run_python's session takes the allow-list; pip in one step, the import in the next; the
     model reads which connection was refused and why; the trace has a net event per connection."""

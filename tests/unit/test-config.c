@@ -456,6 +456,31 @@ TEST(validate)
                                                       "util.c capbuf_append cap+1 wraps");
 }
 
+TEST(drop_unreachable_secrets)
+{
+        /* A narrowed allow-list keeps the credentials of the hosts it still
+         * reaches (a wildcard or a port entry included) and drops the rest;
+         * no allow-list drops them all (corral serve's sandboxes). */
+        corral_jail_config cfg;
+        corral_error *err = NULL;
+        corral_jail_config_init(&cfg);
+        cfg.net = CORRAL_NET_ALLOW;
+        CHECK_INT(corral_jail_config_add_net_allow(&cfg, "a.test,*.b.test,c.test:8443", &err), 0);
+        CHECK_INT(corral_jail_config_add_net_secret(&cfg, "a.test", "X-Key", "value-a", &err), 0);
+        CHECK_INT(corral_jail_config_add_net_secret(&cfg, "x.b.test", "X-Key", "value-b", &err), 0);
+        CHECK_INT(corral_jail_config_add_net_secret(&cfg, "c.test", "X-Key", "value-c", &err), 0);
+        CHECK_INT(corral_jail_config_add_net_secret(&cfg, "d.test", "X-Key", "value-d", &err), 0);
+        corral_jail_config_drop_unreachable_secrets(&cfg);
+        CHECK_INT((int)cfg.n_net_secrets, 3);
+        CHECK(strcmp(cfg.net_secrets[0].host, "a.test") == 0 && strcmp(cfg.net_secrets[1].host, "x.b.test") == 0 &&
+              strcmp(cfg.net_secrets[2].host, "c.test") == 0);
+        cfg.net = CORRAL_NET_NONE;
+        corral_jail_config_drop_unreachable_secrets(&cfg);
+        CHECK_INT((int)cfg.n_net_secrets, 0);
+        corral_jail_config_release(&cfg);
+        corral_error_free(err);
+}
+
 TEST(release)
 {
         /* Zeroed and default configs release cleanly, twice. */
@@ -547,6 +572,7 @@ int main(void)
         RUN(set_script);
         RUN(set_code);
         RUN(validate);
+        RUN(drop_unreachable_secrets);
         RUN(release);
         return DONE();
 }
