@@ -53,6 +53,17 @@ struct agent_tools {
  * in an input file the task names. */
 #define AGENT_TASK_MAX (64u << 10)
 
+/* How the loop works (docs/modes.md): plain, test-driven (tdd.c), or a
+ * writer/reviewer/executor team. */
+enum agent_mode {
+        AGENT_MODE_PLAIN = 0,
+        AGENT_MODE_TDD,
+        AGENT_MODE_TEAM,
+};
+CORRAL_HIDDEN const char *agent_mode_to_string(enum agent_mode m);
+/* "plain", "tdd" or "team": 0 and *ret, or -1. */
+CORRAL_HIDDEN int agent_mode_from_string(const char *s, enum agent_mode *ret);
+
 struct agent_config {
         const char *task;        /* at most AGENT_TASK_MAX bytes */
         model_client *model;
@@ -118,6 +129,10 @@ struct agent_config {
          * fallback. */
         bool compact;
         unsigned compact_max;
+        enum agent_mode mode;         /* default plain */
+        /* Test-driven mode (tdd.c): a write to the frozen tests/ is
+         * allowed when it says why (traced); default false: refused. */
+        bool tdd_test_changes;
         /* Keep every step (agent_result.steps) for a reproduction. */
         bool record_steps;
         /* More tools (MCP servers'); NULL: the toolbox's only.  Borrowed. */
@@ -154,6 +169,10 @@ struct agent_result {
         json_t *planning;
         /* With compact, when it happened: {"compactions", "events", "usage"}; else NULL. */
         json_t *compaction;
+        /* With mode tdd: {"phase", "frozen_at", "tests": [paths], "checks",
+         * "passed": bool, "last": the last check, "code_ok", "refused",
+         * "changes"} (docs/run-json.md); else NULL. */
+        json_t *tdd;
         /* With record_steps: [{"tool", "ok", "ran", "lang"?, "code"?, "path"?,
          * "content"?, "changed": [paths]}], in order. */
         json_t *steps;

@@ -576,6 +576,12 @@ static int verify_set_up(struct run *r, corral_error **err)
 {
         const struct run_config *c = &r->cfg;
         bool replay = model_client_is_replay(r->model);
+        if (r->agent.mode != AGENT_MODE_PLAIN && r->run_info)
+                json_object_set_new(r->run_info, "mode",
+                                    r->agent.mode == AGENT_MODE_TDD
+                                            ? json_pack("{s:s, s:b}", "name", "tdd", "test_changes",
+                                                        r->agent.tdd_test_changes)
+                                            : json_pack("{s:s}", "name", agent_mode_to_string(r->agent.mode)));
         r->agent.plan = c->plan > 0 || (c->plan < 0 && replay && model_client_replay_has(r->model, "plan"));
         if (r->agent.plan && r->run_info)
                 json_object_set_new(r->run_info, "plan", json_pack("{s:i}", "replan_every",
@@ -844,13 +850,13 @@ json_t *run_finish(struct run *r)
         /* The reason in words and the field behind it: a front end names
          * its own way of setting it (the CLI, a flag). */
         trace_emit(r->tr, "run_end",
-                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?, s:O?, s:O?, s:O?}", "status",
+                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?, s:O?, s:O?, s:O?, s:O?}", "status",
                              status,
                              "answer", res->answer, "reason", res->reason, "field", res->reason_field, "iterations",
                              res->iterations, "usage", usage_json(u), "artifacts", artifacts, "output_dir",
                              output_dir, "not_copied", skipped, "wall_ms", wall_ms, "verification",
                              res->verification, "planning", res->planning, "compaction", res->compaction,
-                             "reproduction", r->reproduction));
+                             "reproduction", r->reproduction, "tdd", res->tdd));
         json_t *j = json_pack("{s:i, s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:s, s:s, s:s, s:s?, s:o, s:f}",
                               "schema", 1, "status", status, "answer", res->answer, "reason", res->reason, "field",
                               res->reason_field, "iterations", res->iterations, "usage", usage_json(u), "artifacts",
@@ -871,6 +877,8 @@ json_t *run_finish(struct run *r)
                 json_object_set(j, "compaction", res->compaction);
         if (j && r->reproduction)
                 json_object_set(j, "reproduction", r->reproduction);
+        if (j && res->tdd)
+                json_object_set(j, "tdd", res->tdd);
         if (j)
                 redact_json(j, r->secrets);
         json_decref(artifacts);

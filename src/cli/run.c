@@ -129,6 +129,12 @@ static const char help_text[] =
         "      --compact, --no-compact  near the context's limit, summarise older turns with a\n"
         "                          model call before shortening output (default: on, except for a\n"
         "                          replay: transcript that recorded none)\n"
+        "      --mode M            plain (default), or tdd: tests first under tests/ (written with\n"
+        "                          write_file, read-only to the jail), frozen at the first code\n"
+        "                          step, run in the jail after every code step; the run ends when\n"
+        "                          they pass and the code ran (team: not built in this version)\n"
+        "      --tdd-test-changes allow|deny  whether a frozen test may change when the model\n"
+        "                          gives a reason (traced; default deny)\n"
         "\n"
         "output:\n"
         "      --json              print one JSON result object (docs/run-json.md), no live view\n"
@@ -188,6 +194,8 @@ enum {
         OPT_COMPACT,
         OPT_NO_COMPACT,
         OPT_REPRODUCE,
+        OPT_MODE,
+        OPT_TDD_TEST_CHANGES,
 };
 
 static const struct option run_options[] = {
@@ -236,6 +244,8 @@ static const struct option run_options[] = {
         { "compact", no_argument, NULL, OPT_COMPACT },
         { "no-compact", no_argument, NULL, OPT_NO_COMPACT },
         { "reproduce", no_argument, NULL, OPT_REPRODUCE },
+        { "mode", required_argument, NULL, OPT_MODE },
+        { "tdd-test-changes", required_argument, NULL, OPT_TDD_TEST_CHANGES },
         { "no-color", no_argument, NULL, OPT_NO_COLOR },
         { "no-colour", no_argument, NULL, OPT_NO_COLOR },
         { "help", no_argument, NULL, 'h' },
@@ -324,6 +334,17 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 return 0;
         case OPT_REPRODUCE:
                 o->c.reproduce = true;
+                return 0;
+        case OPT_MODE:
+                if (agent_mode_from_string(arg, &o->c.agent.mode) < 0)
+                        return corral_usage(err, "--mode: expected plain, tdd or team, not '%s'", arg);
+                if (o->c.agent.mode == AGENT_MODE_TEAM)
+                        return corral_usage(err, "--mode team: not built in this branch; use plain or tdd");
+                return 0;
+        case OPT_TDD_TEST_CHANGES:
+                if (strcmp(arg, "allow") != 0 && strcmp(arg, "deny") != 0)
+                        return corral_usage(err, "--tdd-test-changes: expected allow or deny, not '%s'", arg);
+                o->c.agent.tdd_test_changes = arg[0] == 'a';
                 return 0;
         case OPT_COMPACT:
         case OPT_NO_COMPACT:
