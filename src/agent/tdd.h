@@ -1,4 +1,4 @@
-/* tdd.h: the test-driven mode (docs/modes.md, "Test-driven work").
+/* tdd.h: the test-driven mode (docs/modes.md, "Test-driven work").  Internal to src/agent/.
  *
  * The run has two phases.  In the first the model writes tests under
  * tests/ in the workspace, only through corral's host-side write_file tool:

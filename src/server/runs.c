@@ -987,7 +987,7 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                                              "review",       "max_iterations", "token_budget", "wall_budget",
                                              "verify",       "verifier_model", "verify_rounds",
                                              "plan",         "replan_every",   "compact",
-                                             "reproduce" };
+                                             "reproduce",    "mode",           "tdd_test_changes" };
         if (!json_is_object(body))
                 return corral_usage(ret_err, "the body must be a JSON object");
         if (fields_known(body, known, ARRAY_SIZE(known), "", "a field of a run", "body", ret_err) < 0)
@@ -1089,6 +1089,16 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                 if (plan == NULL)
                         c->plan = 1;
         }
+        json_t *mode = json_object_get(body, "mode"), *tc = json_object_get(body, "tdd_test_changes");
+        if (mode && (!json_is_string(mode) || agent_mode_from_string(json_string_value(mode), &c->agent.mode) < 0))
+                return corral_usage_field(ret_err, "mode", "mode must be \"plain\", \"tdd\" or \"team\"");
+        if (c->agent.mode == AGENT_MODE_TEAM)
+                return corral_usage_field(ret_err, "mode", "the team mode is not built in this version of corral; "
+                                                           "use \"plain\" or \"tdd\"");
+        if (tc && !json_is_boolean(tc))
+                return corral_usage_field(ret_err, "tdd_test_changes", "tdd_test_changes must be true or false");
+        if (tc)
+                c->agent.tdd_test_changes = json_is_true(tc);
         if (wall)
                 c->agent.wall_budget_s = (double)wall;
         if (corral_jail_config_copy(&sr->jail, &s->limits, ret_err) < 0 ||

@@ -132,10 +132,12 @@ def test_frozen_tests_cannot_be_changed_or_shadowed(run):
     assert [h["action"] for h in held] == ["sent_back", "accepted"]
 
 
-def test_code_before_tests_is_refused_and_change_needs_reason(run):
+def test_code_before_tests_is_refused_and_change_needs_reason(run, tmp_path):
     """A code step before any test is refused (nothing runs); with
     --tdd-test-changes allow, a frozen test changes only with a reason, and
-    the change is traced."""
+    the change is traced.  The live view shows each as a tests line.  The
+    run recorded replays with --mode tdd to the same end (the tests run
+    again, for real)."""
     turns = [
         tool_call("run_python", code="print('hello')"),
         tool_call("write_file", path="tests/test_solution.py", content=TEST)
@@ -149,15 +151,25 @@ def test_code_before_tests_is_refused_and_change_needs_reason(run):
         tool_call("run_python", code=USE) | {"expect": {"contains": ["all 3 passed"]}},
         tool_call("final_answer", answer="5"),
     ]
+    rec = tmp_path / "t.jsonl"
     with ScriptedServer(turns) as srv:
-        r = run(srv, "--json", "--no-verify", "--mode", "tdd", "--tdd-test-changes", "allow", "add, test first")
+        r = run(srv, "--no-verify", "--mode", "tdd", "--tdd-test-changes", "allow", "--record", str(rec),
+                "add, test first")
     srv.assert_ok()
     assert r.rc == 0, r.err
-    t = r.json["tdd"]
+    view = r.out + r.err
+    for line in ("test first: tests/ is read-only to the jail", "refused run_python: nothing ran: write the tests",
+                 "frozen: 1 test file", "pass: 2 passed, 0 failed", "change of tests/test_solution.py asked "
+                 "(refused)", "(allowed): one more case", "pass: 3 passed"):
+        assert line in view, (line, view)
+    t = r.events()[-1]["tdd"]
     assert t["passed"] is True and t["refused"] == 2
     assert [(c["allowed"], c.get("reason")) for c in t["changes"]] == [
         (False, None), (True, "one more case the task names")]
-    assert r.json["answer"] == "5"
+    r = run("http://127.0.0.1:9/v1", "--json", "--no-verify", "--mode", "tdd", "--tdd-test-changes", "allow",
+            "add, test first", model=f"replay:{rec}")
+    assert r.rc == 0, r.err
+    assert r.json["answer"] == "5" and r.json["tdd"]["passed"] is True and r.json["tdd"]["checks"] == 3
 
 
 def test_mode_is_checked(run):
