@@ -715,7 +715,7 @@ static json_t *public_result(json_t *res)
         json_t *out = json_object();
         static const char *const keep[] = { "status",  "answer",     "reason",      "field",
                                             "iterations", "usage",   "artifacts", "wall_ms", "not_copied",
-                                            "verification", "planning", "compaction", "reproduction" };
+                                            "verification", "planning", "compaction", "reproduction", "tdd" };
         for (size_t i = 0; out && res && i < ARRAY_SIZE(keep); i++) {
                 json_t *v = json_object_get(res, keep[i]);
                 if (v)
