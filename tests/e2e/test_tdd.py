@@ -95,8 +95,9 @@ echo 'import evil' > zz.pth
 
 
 def test_frozen_tests_cannot_be_changed_or_shadowed(run):
-    """After the freeze, a step in the jail cannot edit, delete, rename,
-    chmod, add to or move tests/ (EROFS/EBUSY); write_file into tests/ is
+    """After the freeze, a step in the jail (a shell step's, the Python
+    session's) cannot edit, delete, rename, chmod, add to or move tests/
+    (EROFS/EBUSY); write_file into tests/ is
     refused, also through a symlink; a conftest.py, pytest.ini, tox.ini,
     pyproject.toml, sitecustomize.py, a plugin and a .pth beside the tests
     change nothing: the wrong code still fails them, and the answer is held."""
@@ -111,8 +112,10 @@ def test_frozen_tests_cannot_be_changed_or_shadowed(run):
                                    "refused: touch", "refused: mv tests gone", "refused: rmdir",
                                    "FAILED: 0 passed, 2 failed"],
                       "not_contains": [f"allowed!!: {c}" for c in ("echo", "rm", "mv", "chmod", "ln", "touch")]}},
-        tool_call("write_file", path="t/test_solution.py", content="def test_ok():\n    pass\n")
+        tool_call("run_python", code="open('tests/test_solution.py', 'a').write('# x')")
         | {"expect": {"contains": ["the tests are frozen", "cannot change in this run"]}},
+        tool_call("write_file", path="t/test_solution.py", content="def test_ok():\n    pass\n")
+        | {"expect": {"contains": ["OSError: [Errno 30] Read-only file system: 'tests/test_solution.py'"]}},
         tool_call("write_file", path="/workspace/./tests/test_more.py", content="x = 1\n")
         | {"expect": {"contains": ["leads into tests/, which is read-only"]}},
         tool_call("final_answer", answer="done")
@@ -120,7 +123,7 @@ def test_frozen_tests_cannot_be_changed_or_shadowed(run):
         text("giving up") | {"expect": {"contains": ["Not done yet: the tests do not pass yet"]}},
     ]
     with ScriptedServer(turns) as srv:
-        r = run(srv, "--json", "--no-verify", "--mode", "tdd", "--max-iterations", "8", "add, test first")
+        r = run(srv, "--json", "--no-verify", "--mode", "tdd", "--max-iterations", "9", "add, test first")
     srv.assert_ok()
     assert r.rc == 0, r.err
     res = r.json
