@@ -761,12 +761,12 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                                          "every model turn): put the text in a file, stage it as an input, and "
                                          "name it in the task",
                                     cfg->task ? strlen(cfg->task) : 0, AGENT_TASK_MAX >> 10);
-        struct agent_state st = { .cfg = cfg, .verdicts = json_array(), .plan_events = json_array(),
-                                  .compact_events = json_array() };
-        plan_state_init(&st.plan);
         if (cfg->mode == AGENT_MODE_TEAM)
                 return corral_usage_field(err, "mode", "the team mode is not built in this version of corral; "
                                                        "use the plain or tdd mode");
+        struct agent_state st = { .cfg = cfg, .verdicts = json_array(), .plan_events = json_array(),
+                                  .compact_events = json_array() };
+        plan_state_init(&st.plan);
         bool oom = st.verdicts == NULL || st.plan_events == NULL || st.compact_events == NULL;
         if (oom || toolbox_new(cfg, &st.tools, err) < 0 ||
             (cfg->mode == AGENT_MODE_TDD && (st.tdd = tdd_new(cfg, st.tools, err)) == NULL)) {
