@@ -34,6 +34,9 @@ cd "$out" # tools under test run from a directory we own
 $py "$bench/startup.py" --rounds "$rounds" --csv "$out/startup-samples.csv" \
 	--plot "$root/docs/benchmarks-startup.png" --md "$out/startup.md"
 echo
+# Entering a cgroup v1 controller: supervisor-attached against self-entered (bench/cgroup_attach.py).
+$py "$bench/cgroup_attach.py" --md "$out/cgroup-attach.md"
+echo
 $py "$bench/timeout.py" --runs "$timeout_runs" --md "$out/timeout.md"
 echo
 $py "$bench/flood_rss.py" --runs "$flood_runs" --md "$out/flood.md"
@@ -169,6 +172,8 @@ libnl-route-3-dev, bison, flex and pkg-config. The harness only looks for
 `$NSJAIL` or `nsjail` on PATH and skips it when neither is there.
 
 EOF
+	cat "$out/cgroup-attach.md"
+	echo
 	cat "$out/timeout.md"
 	echo
 	cat "$out/flood.md"

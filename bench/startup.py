@@ -10,7 +10,10 @@ or fails a first check run is skipped with the reason printed.
 Prints p50/p90/mean per contender, the ratio of its p50 to bare and the
 overhead (p50 - bare p50); writes raw samples to CSV and a box plot PNG.
 If corral's `--json` output has a "phases" object, an extra pass reports
-the median of each phase.
+the median of each phase.  A sustained pass then runs each contender back
+to back for --sustained seconds per workload: runs per second, and the CPU
+time one run costs (user + system of it and everything it waited for,
+from wait4(); the workload's own share is bare's figure).
 """
 
 import argparse
@@ -20,6 +23,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 
 import benchlib as bl
 
@@ -138,6 +142,24 @@ def phase_pass(corral, runs):
     return out
 
 
+def sustained(argv, seconds):
+    """Run argv back to back for `seconds`; return (runs/s, CPU ms per run, runs)."""
+    n, cpu = 0, 0.0
+    t0 = time.perf_counter()
+    while True:
+        _, _, ru, _ = bl.timed_run(argv)
+        n += 1
+        cpu += ru.ru_utime + ru.ru_stime
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            return n / elapsed, cpu * 1e3 / n, n
+
+
+def favordynmods():
+    """Whether a cgroup hierarchy is mounted with favordynmods (docs/limits.md)."""
+    return any("favordynmods" in line for line in open("/proc/self/mountinfo"))
+
+
 def minor_label(v, _pos):
     """Label the 2s and 5s between decades of a log axis, leave the rest blank."""
     return f"{v:g}" if f"{v:e}"[0] in "25" else ""
@@ -176,6 +198,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=3, help="untimed rounds first (default 3)")
     ap.add_argument("--phase-runs", type=int, default=50,
                     help="runs of `corral exec --json` per workload for phases (default 50)")
+    ap.add_argument("--sustained", type=float, default=3,
+                    help="seconds of back-to-back runs per contender and workload (default 3; 0 skips)")
     ap.add_argument("--csv", default=os.path.join(bl.HERE, "out", "startup-samples.csv"))
     ap.add_argument("--plot", default=os.path.join(bl.ROOT, "docs", "benchmarks-startup.png"))
     ap.add_argument("--md", help="also write a markdown section to this file")
@@ -250,6 +274,22 @@ def main():
             text.append(f"\n== corral phases, {wname} ==\n" + bl.table(hdr, tab))
             md.append(f"corral's own phase timings (`--json`), `{wname}`:\n\n"
                       + bl.md_table(hdr, tab) + "\n")
+
+    if args.sustained > 0:
+        hdr = ["contender", "runs/s", "CPU ms per run", "runs"]
+        for wname in WORKLOADS:
+            tab = []
+            for name, w, argv in active:
+                if w == wname:
+                    rate, cpu, n = sustained(argv, args.sustained)
+                    tab.append([name, f"{rate:.1f}", f"{cpu:.2f}", str(n)])
+            text.append(f"\n== sustained back-to-back runs, {wname} ({args.sustained:g} s each) ==\n"
+                        + bl.table(hdr, tab))
+            md.append(f"Sustained back-to-back runs, `{wname}` ({args.sustained:g} s each; CPU of the run and "
+                      "everything it waited for):\n\n" + bl.md_table(hdr, tab) + "\n")
+    fav = "set" if favordynmods() else "not set"
+    text.append(f"\ncgroup favordynmods: {fav}")
+    md.append(f"cgroup `favordynmods` on this host: {fav} (docs/limits.md, \"Performance note\").\n")
 
     print("\n".join(text))
     md.append("Command line per contender (`CMD...` is the workload):\n")

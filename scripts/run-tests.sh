@@ -6,7 +6,8 @@
 #     current user (root in CI: the cgroup path);
 #  3. when root, runs the e2e, attack, review and compat suites again as an ordinary user
 #     made for the purpose (the rlimit path on hosts where users cannot make
-#     cgroups), from a copy in a temp dir that user can read;
+#     cgroups), from a copy in a temp dir that user can read, at the same
+#     time as the root pass (its output is printed when both are done);
 #  4. prints one summary line counting test cases (TAP subtests and pytest
 #     cases): "tests: N passed, N failed, N skipped".
 set -uo pipefail
@@ -65,25 +66,6 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}:log_path=$s
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}:log_path=$sanlog/ubsan
 export TSAN_OPTIONS="halt_on_error=1 suppressions=$root/tests/tsan.supp log_path=$sanlog/tsan"
 
-for suite in unit fuzz stress model-server e2e attack review compat; do
-        note "suite $suite as $(id -un) (uid $(id -u))"
-        meson test -C "$build" --suite "$suite" --print-errorlogs --no-rebuild --verbose 2>&1 |
-                tee "$log" | grep -vE '^(ok|not ok) [0-9]+ ' 
-        rc=${PIPESTATUS[0]}
-        # meson prints each TAP line and pytest's summary in verbose mode
-        grep -qE '^not ok [0-9]+ ' "$log" && grep -E '^not ok [0-9]+ ' "$log"
-        count "$rc"
-done
-
-# The server is the most threaded front end: its end-to-end tests once more
-# over a ThreadSanitizer build (any report fails, as above).
-note "tests/e2e/test_serve.py, test_serve_runs.py, test_e2b_protocol.py and test_mcp_http.py over the ThreadSanitizer build"
-CORRAL="$root/$tsan/corral" CORRAL_INIT="$root/$tsan/corral-init" CORRAL_SOURCE_ROOT="$root" CORRAL_UNDER_TSAN=1 \
-        CORRAL_ZYGOTE="$root/$tsan/corral-zygote" XDG_STATE_HOME="$root/$build/tests/test-state" \
-        /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/e2e/test_serve.py" \
-        "$root/tests/e2e/test_serve_runs.py" "$root/tests/e2e/test_e2b_protocol.py" "$root/tests/e2e/test_mcp_http.py" 2>&1 | tee "$log"
-count "${PIPESTATUS[0]}"
-
 if [ "$(id -u)" -eq 0 ]; then
         user=corraltest
         id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/sh "$user"
@@ -123,8 +105,18 @@ if [ "$(id -u)" -eq 0 ]; then
                 test_webview.py test_docs_options.py test_messages.py; do
                 root_only+=(--ignore "$tmp/tests/e2e/$f")
         done
-        for suite in e2e attack review compat; do
-                note "suite $suite as $user (an ordinary user: no cgroups here, so rlimits)"
+        # The ordinary user's pass runs beside the root pass: both mostly
+        # wait (on jails, timeouts, servers), and they share no state a
+        # test looks at (the user has no cgroups; its session host, temp
+        # files and jails' uids are its own).  Each suite's output goes to
+        # a file, printed and counted after the root pass.
+        userlogs=$(mktemp -d /tmp/corral-userlogs.XXXXXX)
+        user_suites=(e2e attack review compat)
+        # its own process group (job control on for the fork), so that an
+        # interrupted make test stops it too
+        set -m
+        (
+        for suite in "${user_suites[@]}"; do
                 ignore=()
                 [ "$suite" = e2e ] && ignore=("${root_only[@]}")
                 runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="/home/$user" LANG=C.UTF-8 \
@@ -134,8 +126,44 @@ if [ "$(id -u)" -eq 0 ]; then
                         CORRAL_REVIEW_LEGIT_SAMPLE=20 \
                         CORRAL="$tmp/bin/corral" CORRAL_INIT="$tmp/bin/corral-init" CORRAL_SOURCE_ROOT="$tmp" \
                         CORRAL_SESSION_DRIVER="$tmp/bin/driver.py" CORRAL_ZYGOTE="$tmp/bin/corral-zygote" \
-                        python3 -m pytest -q -p no:cacheprovider "${ignore[@]}" "$tmp/tests/$suite" 2>&1 | tee "$log"
-                count "${PIPESTATUS[0]}"
+                        python3 -m pytest -q -p no:cacheprovider "${ignore[@]}" "$tmp/tests/$suite" \
+                        >"$userlogs/$suite.log" 2>&1
+                echo $? >"$userlogs/$suite.rc"
+        done
+        ) &
+        user_pass=$!
+        set +m
+        trap '[ -n "${user_pass:-}" ] && kill -TERM -- "-$user_pass" 2>/dev/null; rm -rf "$tmp" "$sanlog" "$userlogs"' EXIT
+        trap 'exit 130' INT TERM
+fi
+
+for suite in unit fuzz stress model-server e2e attack review compat; do
+        note "suite $suite as $(id -un) (uid $(id -u))"
+        meson test -C "$build" --suite "$suite" --print-errorlogs --no-rebuild --verbose 2>&1 |
+                tee "$log" | grep -vE '^(ok|not ok) [0-9]+ ' 
+        rc=${PIPESTATUS[0]}
+        # meson prints each TAP line and pytest's summary in verbose mode
+        grep -qE '^not ok [0-9]+ ' "$log" && grep -E '^not ok [0-9]+ ' "$log"
+        count "$rc"
+done
+
+# The server is the most threaded front end: its end-to-end tests once more
+# over a ThreadSanitizer build (any report fails, as above).
+note "tests/e2e/test_serve.py, test_serve_runs.py, test_e2b_protocol.py and test_mcp_http.py over the ThreadSanitizer build"
+CORRAL="$root/$tsan/corral" CORRAL_INIT="$root/$tsan/corral-init" CORRAL_SOURCE_ROOT="$root" CORRAL_UNDER_TSAN=1 \
+        CORRAL_ZYGOTE="$root/$tsan/corral-zygote" XDG_STATE_HOME="$root/$build/tests/test-state" \
+        /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/e2e/test_serve.py" \
+        "$root/tests/e2e/test_serve_runs.py" "$root/tests/e2e/test_e2b_protocol.py" "$root/tests/e2e/test_mcp_http.py" 2>&1 | tee "$log"
+count "${PIPESTATUS[0]}"
+
+if [ -n "${user_pass:-}" ]; then
+        wait "$user_pass"
+        user_pass=
+        for suite in "${user_suites[@]}"; do
+                note "suite $suite as $user (an ordinary user: no cgroups here, so rlimits)"
+                cp "$userlogs/$suite.log" "$log"
+                cat "$log"
+                count "$(cat "$userlogs/$suite.rc" 2>/dev/null || echo 1)"
         done
 fi
 

@@ -141,6 +141,13 @@ export interface RunCreateOptions {
   inputs?: Record<string, string | Uint8Array | ArrayBuffer | {sandbox: Sandbox | string; path?: string}>
   limits?: Limits; review?: string | Record<string, unknown>
   maxIterations?: number; tokenBudget?: number; wallBudget?: number; signal?: AbortSignal
+  /** human approval before code runs (docs/modes.md): the run waits for answerApproval() */
+  approve?: 'never' | 'risky' | 'always'; approveTimeout?: number; approveDefault?: 'deny' | 'approve'
+}
+export interface Approval {
+  n: number; iteration: number; lang: 'python' | 'bash'; code: string
+  review: {verdict?: string; findings?: Array<Record<string, unknown>>}
+  timeout_s: number; default: 'deny' | 'approve'; waited_ms: number
 }
 export class Run {
   id: string
@@ -151,6 +158,11 @@ export class Run {
   readonly usage?: Record<string, unknown>
   refresh(o?: {signal?: AbortSignal}): Promise<Run>
   cancel(): Promise<Run>
+  /** The question the run waits on, or null. */
+  pendingApproval(): Promise<Approval | null>
+  /** Conflict when it was answered already, timed out, or the run has ended. */
+  answerApproval(n: number, decision: 'approve' | 'deny' | 'edit', o?: {reason?: string; code?: string}):
+    Promise<{n: number; status: 'answered'}>
   /** websocket: true (the client's or the global WebSocket) or a constructor: over a WebSocket instead of SSE. */
   events(o?: {after?: number; signal?: AbortSignal; maxReconnects?: number; websocket?: boolean | any}): AsyncGenerator<RunEvent>
   wait(o?: {onEvent?: (ev: RunEvent) => void; onStdout?: (s: string) => void; timeoutMs?: number; signal?: AbortSignal;

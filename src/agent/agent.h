@@ -28,6 +28,7 @@
 #include "../workspace/workspace.h"
 
 struct review_policy;
+struct approval_gate;
 
 #define AGENT_MAX_STEP_IMAGES 8
 
@@ -135,6 +136,9 @@ struct agent_config {
         bool tdd_test_changes;
         /* Keep every step (agent_result.steps) for a reproduction. */
         bool record_steps;
+        /* Human approval before a run_python/run_shell step runs
+         * (approve.h, docs/modes.md); NULL: none.  Borrowed. */
+        struct approval_gate *approve;
         /* More tools (MCP servers'); NULL: the toolbox's only.  Borrowed. */
         const struct agent_tools *tools;
 

@@ -62,6 +62,7 @@ struct run {
                                   * "input_changes"} (docs/providers.md, "Replay") */
         char *stale_note;
         struct agent_result res;
+        struct approval_gate *gate; /* approve.mode not never, else NULL */
         int cancel_fd;           /* the caller's, or own_cancel */
         int own_cancel;
         double t_start;
@@ -78,6 +79,7 @@ void run_config_init(struct run_config *c)
         c->compact = -1;
         c->input_limit = 2ull << 30;
         c->cancel_fd = -1;
+        approve_settings_init(&c->approve);
 }
 
 char *run_records_dir(void)
@@ -611,6 +613,41 @@ static int verify_set_up(struct run *r, corral_error **err)
         return 0;
 }
 
+/* Human approval: a gate when the mode asks for one.  A replay has no
+ * human (docs/modes.md): its questions are asked and traced, and answered
+ * at once with approve, so that the recorded code runs as recorded. */
+static int approve_set_up(struct run *r, corral_error **err)
+{
+        struct approve_settings s = r->cfg.approve;
+        if (s.mode == APPROVE_NEVER)
+                return 0;
+        s.unattended = s.unattended || model_client_is_replay(r->model);
+        if (approval_gate_new(&s, r->tr, r->cancel_fd, &r->gate, err) < 0)
+                return -1;
+        if (r->run_info)
+                json_object_set_new(r->run_info, "approve", approval_gate_describe(r->gate));
+        return 0;
+}
+
+json_t *run_approval_pending(struct run *r)
+{
+        json_t *p = approval_gate_pending(r->gate);
+        if (p)
+                redact_json(p, r->secrets); /* as the trace's approval_request is */
+        return p;
+}
+
+bool run_approval_asks(const struct run *r)
+{
+        return r->gate && !r->cfg.approve.unattended && !model_client_is_replay(r->model);
+}
+
+int run_approval_answer(struct run *r, unsigned n, const char *decision, const char *reason, const char *code,
+                        const char *who, corral_error **ret_err)
+{
+        return approval_gate_answer(r->gate, n, decision, reason, code, who, ret_err);
+}
+
 /* A task any front end may pass: words, in UTF-8, small enough to go
  * with every model turn. */
 static int check_task(const char *task, corral_error **ret_err)
@@ -658,7 +695,12 @@ int run_open(const struct run_config *cfg, struct run **ret, corral_error **ret_
                 run_free(r);
                 return -1;
         }
+        if (approve_set_up(r, ret_err) < 0) {
+                run_free(r);
+                return -1;
+        }
         struct agent_config *a = &r->agent;
+        a->approve = r->gate;
         a->task = cfg->task;
         a->model = r->model;
         a->ws = r->ws;
@@ -879,6 +921,8 @@ json_t *run_finish(struct run *r)
                 json_object_set(j, "reproduction", r->reproduction);
         if (j && res->tdd)
                 json_object_set(j, "tdd", res->tdd);
+        if (j && r->gate)
+                json_object_set_new(j, "approval", approval_gate_summary(r->gate));
         if (j)
                 redact_json(j, r->secrets);
         json_decref(artifacts);
@@ -891,6 +935,7 @@ void run_free(struct run *r)
         if (r == NULL)
                 return;
         trace_close(r->tr);
+        approval_gate_free(r->gate);
         agent_result_release(&r->res);
         model_client_free(r->model);
         model_client_free(r->reviewer);

@@ -31,6 +31,7 @@
 #include "../review/review.h"
 #include "../trace/trace.h"
 #include "agent.h"
+#include "approve.h"
 
 struct run_config {
         const char *task;                /* at most AGENT_TASK_MAX bytes of UTF-8 */
@@ -80,6 +81,11 @@ struct run_config {
          * compared ("reproduction" in the result).  Not with from. */
         bool reproduce;
         int cancel_fd;                   /* readable: cancel (as run_cancel()); -1 none */
+        /* Human approval (approve.h, docs/modes.md): mode never (the
+         * default), risky or always; a front end answers the questions
+         * with run_approval_answer().  A replay has no human: its questions
+         * are answered at once (approve, by "replay"). */
+        struct approve_settings approve;
 };
 CORRAL_HIDDEN void run_config_init(struct run_config *c);
 
@@ -111,6 +117,16 @@ CORRAL_HIDDEN void run_cancel(struct run *r);
  * Notices are "notice" events ("severity": "error" for what the caller
  * should be told even without a view). */
 CORRAL_HIDDEN json_t *run_finish(struct run *r);
+/* Human approval (approve.h), any thread: the question the run waits on
+ * ({"n", "iteration", "lang", "code", "review": {"verdict", "findings"},
+ * "timeout_s", "default", "waited_ms"}; a new reference), or NULL; and
+ * its answer (approval_gate_answer(): not_found, busy when answered or
+ * timed out, usage).  who names the front end in the trace. */
+CORRAL_HIDDEN json_t *run_approval_pending(struct run *r);
+/* Whether the run asks someone (an approval mode, and not a replay). */
+CORRAL_HIDDEN bool run_approval_asks(const struct run *r);
+CORRAL_HIDDEN int run_approval_answer(struct run *r, unsigned n, const char *decision, const char *reason,
+                                      const char *code, const char *who, corral_error **ret_err);
 /* Remove a temporary workspace and release everything; accepts NULL. */
 CORRAL_HIDDEN void run_free(struct run *r);
 

@@ -25,6 +25,7 @@
 #include "../session/session.h"
 #include "../workspace/artifact.h"
 #include "agent-internal.h"
+#include "approve.h"
 #include "toolbox.h"
 
 static const char tool_schemas_json[] =
@@ -742,7 +743,8 @@ started:;
 /* The safety review of a step (cfg->review; docs/review.md), traced as a
  * "review" event.  Returns true when the step is rejected: the findings
  * are the observation and nothing runs. */
-static bool review_step(struct toolbox *tb, const char *lang, const char *code, struct tool_result *s)
+static bool review_step(struct toolbox *tb, const char *lang, const char *code, struct tool_result *s,
+                        json_t **ret_review)
 {
         const struct agent_config *cfg = tb->cfg;
         if (cfg->review == NULL || review_policy_level(cfg->review) == REVIEW_LEVEL_OFF)
@@ -776,7 +778,7 @@ static bool review_step(struct toolbox *tb, const char *lang, const char *code, 
                 }
         }
         bool rejected = res.rejected || lv.reject;
-        if (cfg->trace) {
+        if (cfg->trace || ret_review) {
                 json_t *ev = review_result_to_json(&res);
                 if (ev) {
                         if (lv.reject)
@@ -787,7 +789,12 @@ static bool review_step(struct toolbox *tb, const char *lang, const char *code, 
                         if (llm)
                                 json_object_set(ev, "llm", llm);
                 }
-                trace_emit(cfg->trace, "review", ev);
+                if (ret_review && ev)
+                        *ret_review = json_deep_copy(ev);
+                if (cfg->trace)
+                        trace_emit(cfg->trace, "review", ev);
+                else
+                        json_decref(ev);
         }
         json_decref(llm);
         if (!rejected && in_session)
@@ -803,6 +810,35 @@ static bool review_step(struct toolbox *tb, const char *lang, const char *code, 
         review_llm_verdict_release(&lv);
         review_result_release(&res);
         return rejected;
+}
+
+/* Human approval (approve.h) of a step the review let through: false to
+ * run it (*code replaced by the edit, reviewed again), true when it is not
+ * to run (s says why). */
+static bool approve_step(struct toolbox *tb, const char *lang, const char **code, json_t *review,
+                         struct tool_result *s, char **ret_edited)
+{
+        struct approval_gate *g = tb->cfg->approve;
+        if (!approval_gate_wants(g, json_string_value(json_object_get(review, "verdict"))))
+                return false;
+        cleanup_free char *note = NULL;
+        int a = approval_gate_step(g, tb->iteration, lang, *code, review, ret_edited, &note);
+        if (a == 0 && *ret_edited == NULL)
+                return false;
+        if (a != 0) {
+                s->cancelled = a == 2;
+                say(s, false, "%s", note ? note : "error: the step was not approved, so nothing ran");
+                redact_step(tb, s);
+                return true;
+        }
+        /* The edit is the user's: reviewed again, not asked about again. */
+        if (review_step(tb, lang, *ret_edited, s, NULL))
+                return true;
+        *code = *ret_edited;
+        if (json_is_object(s->args))
+                json_object_set_new(s->args, strcmp(lang, "python") == 0 ? "code" : "command",
+                                    json_string(*ret_edited));
+        return false;
 }
 
 /* The jail of a step: the run's configuration with argv, the program
@@ -867,7 +903,12 @@ static void clamp_to_deadline(const struct toolbox *tb, corral_jail_config *jc)
 
 void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code, struct tool_result *s)
 {
-        if (review_step(tb, lang, code, s))
+        json_t *review = NULL;
+        cleanup_free char *edited = NULL;
+        bool stop = review_step(tb, lang, code, s, tb->cfg->approve ? &review : NULL) ||
+                    approve_step(tb, lang, &code, review, s, &edited);
+        json_decref(review);
+        if (stop)
                 return;
         const struct agent_config *cfg = tb->cfg;
         corral_jail_config jc = { 0 };
@@ -932,6 +973,8 @@ void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code, s
         redact_step(tb, s);
         corral_jail_result_release(&res);
 out:
+        if (edited && s->content)
+                approval_note_edit(lang, edited, &s->content);
         if (s->fatal) {
                 s->err = TAKE_PTR(err);
                 if (s->err == NULL)

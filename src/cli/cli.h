@@ -97,6 +97,15 @@ void cli_cancel_leaves(const char *what);
 /* "SIGINT (Ctrl-C)", "SIGTERM", ...: for messages. */
 const char *cli_signal_name(int sig);
 
+/* corral run --approve on the terminal (approve.c): a sync subscriber of
+ * the run's events that asks about each approval_request on stdin. */
+struct run;
+struct cli_approver {
+        struct run *run;
+        bool color;
+};
+void cli_approve_event(void *userdata, const json_t *event);
+
 int cmd_exec(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

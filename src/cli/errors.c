@@ -17,6 +17,7 @@ static const struct {
         const char *field;
         const char *flag;
 } field_flags[] = {
+        { "approve_timeout", "--approve-timeout" },
         { "archive", "--archive" },
         { "base_url", "--base-url" },
         { "context_tokens", "--context-tokens" },

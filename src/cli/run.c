@@ -135,6 +135,12 @@ static const char help_text[] =
         "                          they pass and the code ran (team: not built in this version)\n"
         "      --tdd-test-changes allow|deny  whether a frozen test may change when the model\n"
         "                          gives a reason (traced; default deny)\n"
+        "      --approve WHEN      ask a human before code runs: never (default), risky (only\n"
+        "                          steps the safety review warned about) or always; the terminal\n"
+        "                          shows the code and findings and asks [a]pprove / [d]eny /\n"
+        "                          [e]dit ($VISUAL/$EDITOR); needs a terminal on standard input\n"
+        "      --approve-timeout SECONDS  how long a question waits (default 600)\n"
+        "      --approve-default deny|approve  the answer after the timeout (default deny)\n"
         "\n"
         "output:\n"
         "      --json              print one JSON result object (docs/run-json.md), no live view\n"
@@ -196,6 +202,9 @@ enum {
         OPT_REPRODUCE,
         OPT_MODE,
         OPT_TDD_TEST_CHANGES,
+        OPT_APPROVE,
+        OPT_APPROVE_TIMEOUT,
+        OPT_APPROVE_DEFAULT,
 };
 
 static const struct option run_options[] = {
@@ -246,6 +255,9 @@ static const struct option run_options[] = {
         { "reproduce", no_argument, NULL, OPT_REPRODUCE },
         { "mode", required_argument, NULL, OPT_MODE },
         { "tdd-test-changes", required_argument, NULL, OPT_TDD_TEST_CHANGES },
+        { "approve", required_argument, NULL, OPT_APPROVE },
+        { "approve-timeout", required_argument, NULL, OPT_APPROVE_TIMEOUT },
+        { "approve-default", required_argument, NULL, OPT_APPROVE_DEFAULT },
         { "no-color", no_argument, NULL, OPT_NO_COLOR },
         { "no-colour", no_argument, NULL, OPT_NO_COLOR },
         { "help", no_argument, NULL, 'h' },
@@ -345,6 +357,21 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
                 if (strcmp(arg, "allow") != 0 && strcmp(arg, "deny") != 0)
                         return corral_usage(err, "--tdd-test-changes: expected allow or deny, not '%s'", arg);
                 o->c.agent.tdd_test_changes = arg[0] == 'a';
+                return 0;
+        case OPT_APPROVE:
+                if (approve_mode_from_string(arg, &o->c.approve.mode) < 0)
+                        return corral_usage(err, "--approve: expected never, risky or always, not '%s'", arg);
+                return 0;
+        case OPT_APPROVE_TIMEOUT:
+                if (corral_parse_seconds(arg, &o->c.approve.timeout_s, err) < 0)
+                        return corral_error_prefix(err, "--approve-timeout");
+                if (!(o->c.approve.timeout_s > 0))
+                        return corral_usage(err, "--approve-timeout: give a time of more than 0 seconds");
+                return 0;
+        case OPT_APPROVE_DEFAULT:
+                if (strcmp(arg, "deny") != 0 && strcmp(arg, "approve") != 0)
+                        return corral_usage(err, "--approve-default: expected deny or approve, not '%s'", arg);
+                o->c.approve.default_approve = arg[0] == 'a';
                 return 0;
         case OPT_COMPACT:
         case OPT_NO_COMPACT:
@@ -666,6 +693,16 @@ int cmd_run(int argc, char **argv)
                 cli_error_obj("run", err);
                 goto out;
         }
+        /* A question needs someone to answer it: here, the terminal (a
+         * replay has no human and asks no one). */
+        if (run_approval_asks(r) && !isatty(STDIN_FILENO)) {
+                corral_usage(&err, "--approve %s asks on the terminal, and standard input is not one: run it in "
+                                   "a terminal, leave --approve out, or start the run on a server (corral serve) "
+                                   "and answer there", approve_mode_to_string(o.c.approve.mode));
+                status = EXIT_USAGE_SUBCOMMAND;
+                cli_error_obj("run", err);
+                goto out;
+        }
         /* The config file's MCP servers, once the run's settings are known
          * good: a mistake in them is the user's to fix (2). */
         if (!o.no_mcp && start_mcp_servers(&o, r, &servers, &err) < 0) {
@@ -693,6 +730,11 @@ int cmd_run(int argc, char **argv)
         }
         if (view == NULL && !o.quiet)
                 run_subscribe(r, print_error_notice, NULL, true);
+        /* After the view: the request's code and review are on screen first. */
+        struct cli_approver approver = { .run = r, .color = !o.no_color && isatty(STDERR_FILENO) &&
+                                                             getenv("NO_COLOR") == NULL };
+        if (run_approval_asks(r))
+                run_subscribe(r, cli_approve_event, &approver, true);
         if (run_execute(r, &err) < 0) {
                 cli_error_obj("run", err);
                 status = EXIT_CORRAL;

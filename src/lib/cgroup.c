@@ -8,7 +8,9 @@
  *    no controllers in it, because it still gives cgroup.kill, cpu.stat and
  *    clone3(CLONE_INTO_CGROUP), which puts the jail in it from birth;
  *  - in v1, the memory, pids and cpu controllers are used separately, each
- *    from its own mount; the jail's setup child is attached before it runs;
+ *    from its own mount; the jail's setup child enters them itself before
+ *    it does anything else (cgroup_open_v1_tasks()), or is attached by the
+ *    supervisor before it runs;
  *  - names carry the supervisor's pid, so cgroups left by a supervisor that
  *    was SIGKILLed are found and removed by the next one.
  * Paths come from /proc/self/mountinfo and /proc/self/cgroup, or from files
@@ -428,12 +430,44 @@ int cgroup_create(const struct cgroup_layout *l, const char *name, const struct 
         return 0;
 }
 
+/* Why the child moves itself: writing a pid to a v1 `cgroup.procs` takes
+ * the global threadgroup rwsem for writing, which waits for an RCU grace
+ * period unless the hierarchy is mounted with `favordynmods` (2-28 ms per
+ * controller measured on a loaded 2-CPU host without it, docs/benchmarks.md).
+ * A single thread moving itself by writing "0" to `tasks` skips that lock
+ * (0.4 ms).  The setup child is single-threaded and writes before it forks
+ * anything.  The files are opened here, by the supervisor: v1 checks the
+ * opener's credentials, and the child could not open them once it is in
+ * its own user namespace. */
+size_t cgroup_open_v1_tasks(struct jail_cgroup *cg, int ret_fds[CGROUP_V1_MAX])
+{
+        const char *dirs[CGROUP_V1_MAX] = { cg->v1_memory, cg->v1_pids, cg->v1_cpu, cg->v1_cpuacct };
+        size_t n = 0;
+        cg->v1_by_child = false;
+        if (cg->layout->test_tree)
+                return 0;
+        for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+                if (dirs[i] == NULL || (i == 3 && dirs[2] && strcmp(dirs[2], dirs[3]) == 0))
+                        continue;
+                cleanup_free char *p = path_join(dirs[i], "tasks");
+                int fd = p ? open(p, O_WRONLY | O_CLOEXEC) : -1;
+                if (fd < 0) {
+                        while (n > 0)
+                                close(ret_fds[--n]);
+                        return 0;
+                }
+                ret_fds[n++] = fd;
+        }
+        cg->v1_by_child = n > 0;
+        return n;
+}
+
 int cgroup_attach_v1(struct jail_cgroup *cg, pid_t pid, corral_error **ret_err)
 {
         char buf[32];
         snprintf(buf, sizeof(buf), "%d", (int)pid);
         const char *dirs[] = { cg->v1_memory, cg->v1_pids, cg->v1_cpu, cg->v1_cpuacct };
-        for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+        for (size_t i = 0; i < ARRAY_SIZE(dirs) && !cg->v1_by_child; i++) {
                 if (dirs[i] && cg_write(cg->layout, dirs[i], "cgroup.procs", buf) < 0)
                         return corral_fail(ret_err, errno, "cannot move the jail into '%s'", dirs[i]);
         }

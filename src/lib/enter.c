@@ -216,6 +216,15 @@ void jail_enter(const struct jail_plan *p)
          * read); corral-init sets the program's, 022, again. */
         umask(022);
 
+        /* Into the jail's v1 cgroups first, so that everything below is
+         * charged to it and limited by it (cgroup.c says why the child
+         * does this itself). */
+        for (size_t i = 0; i < p->n_cg_tasks_fds; i++) {
+                if (write(p->cg_tasks_fds[i], "0", 1) != 1)
+                        fail(STEP_CGROUP);
+                close(p->cg_tasks_fds[i]);
+        }
+
         /* Die with the supervisor.  The sync pipe's write end stays open in
          * the supervisor for the jail's whole life, so a hang-up on it means
          * the supervisor is gone: checked whenever the signal may have been

@@ -119,6 +119,7 @@ struct jail_cgroup {
         bool v2_cloned_into;
         char *v1_memory, *v1_pids, *v1_cpu, *v1_cpuacct;
         enum cg_version memory, pids, cpu;
+        bool v1_by_child;        /* the jail's setup child enters the v1 cgroups itself */
 };
 struct cgroup_stats {
         uint64_t memory_peak;
@@ -138,6 +139,13 @@ CORRAL_HIDDEN void cgroup_sweep_stale(void);
 CORRAL_HIDDEN int cgroup_create(const struct cgroup_layout *l, const char *name, const struct cgroup_limits *lim,
                                 struct jail_cgroup *cg, corral_error **ret_err);
 CORRAL_HIDDEN int cgroup_attach_v1(struct jail_cgroup *cg, pid_t pid, corral_error **ret_err);
+/* The v1 cgroups' `tasks` files, opened for a child to enter them itself by
+ * writing "0" (a single thread moving itself: no RCU grace period, see
+ * cgroup.c).  Returns how many fds were put in ret_fds (CLOEXEC, the
+ * caller's to close) and sets cg->v1_by_child; 0 when there is nothing to
+ * enter or a file cannot be opened (then cgroup_attach_v1() does it all). */
+#define CGROUP_V1_MAX 4
+CORRAL_HIDDEN size_t cgroup_open_v1_tasks(struct jail_cgroup *cg, int ret_fds[CGROUP_V1_MAX]);
 CORRAL_HIDDEN void cgroup_kill(struct jail_cgroup *cg);
 CORRAL_HIDDEN void cgroup_read_stats(struct jail_cgroup *cg, struct cgroup_stats *st);
 /* CPU time of the whole tree so far (v2 cpu.stat or v1 cpuacct). */
@@ -228,6 +236,7 @@ enum enter_step {
         STEP_PDEATHSIG = -15,
         STEP_NETNS = -16,
         STEP_PROXY = -17,
+        STEP_CGROUP = -18,
 };
 
 struct jail_plan {
@@ -255,6 +264,8 @@ struct jail_plan {
         int init_fd, sync_fd;
         int sync_wfd;            /* the caller's end, held until the jail is gone */
         int proxy_fd;            /* CORRAL_NET_ALLOW: a unix socket to the proxy, for its listening socket */
+        int cg_tasks_fds[CGROUP_V1_MAX]; /* v1 `tasks` files the child writes "0" to first (cgroup_open_v1_tasks) */
+        size_t n_cg_tasks_fds;
         bool keep_caps;          /* a zygote: keep the capabilities of its own user namespace */
         const char *ca_bundle;   /* brokered credentials: PEM text for JAIL_CA_BUNDLE (borrowed), or NULL */
 };

@@ -519,6 +519,7 @@ const char *jail_plan_step_name(const struct jail_plan *p, int step, char *buf, 
                 [-STEP_PDEATHSIG] = "set the parent-death signal",
                 [-STEP_NETNS] = "create the network namespace",
                 [-STEP_PROXY] = "make the network proxy's listening socket",
+                [-STEP_CGROUP] = "enter the jail's cgroups",
         };
         if (step < 0 && (size_t)-step < ARRAY_SIZE(fixed) && fixed[-step])
                 return fixed[-step];

@@ -104,14 +104,17 @@ static void check_cgroups(json_t *checks)
                   v1 ? buf : "no writable v1 controllers (fine on v2 hosts)", NULL);
 
         if (l->v1_memory || l->v1_pids) {
-                /* v1 controllers need a migration per jail, which costs an RCU
-                 * grace period unless the hierarchy favours dynamic changes. */
+                /* Moving another process into a v1 cgroup costs an RCU grace
+                 * period unless the hierarchy favours dynamic changes.  A
+                 * one-shot jail moves itself, which does not (cgroup.c); a
+                 * warm session's init is still moved by us at its claim. */
                 cleanup_free char *mi = read_file_at(AT_FDCWD, "/proc/self/mountinfo", 1 << 20);
                 bool fav = mi && strstr(mi, "favordynmods") != NULL;
                 probe_add(checks, "cgroup migration", fav, fav ? "fast" : "slow",
                           fav ? "favordynmods is set"
-                              : "each jail start waits for an RCU grace period (~5-10 ms); to avoid it: "
-                                "mount -o remount,favordynmods /sys/fs/cgroup/unified (Linux 6.0+)",
+                              : "one-shot jails enter their cgroups themselves (fast); each warm session claim "
+                                "waits for an RCU grace period (~5-10 ms); to avoid it: mount -o "
+                                "remount,favordynmods /sys/fs/cgroup/unified (Linux 6.0+)",
                           NULL);
         }
         const char *backend = l->v2_memory ? "cgroup-v2" : l->v1_memory ? "cgroup-v1" : "rlimit";

@@ -281,6 +281,13 @@ static void jail_close_fds(struct jail *j)
         }
 }
 
+static void jail_close_cg_tasks(struct jail *j)
+{
+        for (size_t i = 0; i < j->plan.n_cg_tasks_fds; i++)
+                close(j->plan.cg_tasks_fds[i]);
+        j->plan.n_cg_tasks_fds = 0;
+}
+
 static void read_status(struct jail *j)
 {
         struct init_msg m;
@@ -865,6 +872,8 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
         } else {
                 ca.flags = flags;
         }
+        if (j.have_cg)
+                j.plan.n_cg_tasks_fds = cgroup_open_v1_tasks(&j.cg, j.plan.cg_tasks_fds);
         j.t_clone = monotonic_ms();
         long pid = syscall(SYS_clone3, &ca, sizeof(ca));
         if (pid < 0 && j.cg.v2_cloned_into && (errno == EOPNOTSUPP || errno == EBUSY || errno == EINVAL)) {
@@ -884,6 +893,7 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
                 goto out;
         }
         j.pid = (pid_t)pid;
+        jail_close_cg_tasks(&j);
         if (j.proxy_child_fd >= 0)
                 close(j.proxy_child_fd);
         j.proxy_child_fd = -1;
@@ -965,6 +975,7 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
 pipe_fail:
         corral_fail(ret_err, errno, "cannot create pipes for the jail");
 out:
+        jail_close_cg_tasks(&j);
         for (int i = 0; i < 6; i++)
                 if (child_fds[i] >= 0)
                         close(child_fds[i]);

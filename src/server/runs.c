@@ -74,6 +74,7 @@ struct srv_run {
         json_t *info;            /* {task, model, created}: what GET shows while it goes */
         json_t *result;          /* result.json, once ended */
         struct run *r;           /* while its thread runs */
+        bool finishing;          /* its loop has ended: r is about to go (no approval is asked) */
         int cancel_fd;           /* eventfd, or -1 */
         struct run_log *log;     /* while it runs; followers hold their own reference */
         pthread_t thread;
@@ -715,7 +716,8 @@ static json_t *public_result(json_t *res)
         json_t *out = json_object();
         static const char *const keep[] = { "status",  "answer",     "reason",      "field",
                                             "iterations", "usage",   "artifacts", "wall_ms", "not_copied",
-                                            "verification", "planning", "compaction", "reproduction", "tdd" };
+                                            "verification", "planning", "compaction", "reproduction",
+                                            "approval", "tdd" };
         for (size_t i = 0; out && res && i < ARRAY_SIZE(keep); i++) {
                 json_t *v = json_object_get(res, keep[i]);
                 if (v)
@@ -731,7 +733,11 @@ static void *run_thread_main(void *arg)
         struct srv_run *sr = rt->sr;
         corral_error *err = NULL;
         json_t *res = NULL;
-        if (run_execute(sr->r, &err) == 0) {
+        int executed = run_execute(sr->r, &err);
+        pthread_mutex_lock(&s->lock);
+        sr->finishing = true;
+        pthread_mutex_unlock(&s->lock);
+        if (executed == 0) {
                 res = run_finish(sr->r);
         } else {
                 res = json_pack("{s:s,s:s}", "status", "jail_error", "reason", err ? err->msg : "the run did not start");
@@ -980,6 +986,28 @@ static bool model_url_allowed(struct server *s, const struct provider_request *r
         return same;
 }
 
+/* "approve": "never"|"risky"|"always", "approve_timeout": seconds,
+ * "approve_default": "deny"|"approve" (docs/modes.md, "Human approval"). */
+static int parse_approve(json_t *body, struct run_config *c, corral_error **ret_err)
+{
+        json_t *mode = json_object_get(body, "approve"), *to = json_object_get(body, "approve_timeout");
+        json_t *dflt = json_object_get(body, "approve_default");
+        if (mode && (!json_is_string(mode) || approve_mode_from_string(json_string_value(mode), &c->approve.mode) < 0))
+                return corral_usage_field(ret_err, "approve", "approve must be \"never\", \"risky\" or \"always\"");
+        if (to && (!json_is_number(to) || !(json_number_value(to) > 0) || json_number_value(to) > 86400))
+                return corral_usage_field(ret_err, "approve_timeout", "approve_timeout must be a number of seconds "
+                                                                      "from more than 0 to 86400");
+        if (to)
+                c->approve.timeout_s = json_number_value(to);
+        const char *d = json_string_value(dflt);
+        if (dflt && (d == NULL || (strcmp(d, "deny") != 0 && strcmp(d, "approve") != 0)))
+                return corral_usage_field(ret_err, "approve_default", "approve_default must be \"deny\" or "
+                                                                      "\"approve\"");
+        if (d)
+                c->approve.default_approve = strcmp(d, "approve") == 0;
+        return 0;
+}
+
 static int parse_run(struct server *s, struct request *rq, json_t *body, struct srv_run *sr, struct run_config *c,
                      corral_error **ret_err)
 {
@@ -987,7 +1015,9 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                                              "review",       "max_iterations", "token_budget", "wall_budget",
                                              "verify",       "verifier_model", "verify_rounds",
                                              "plan",         "replan_every",   "compact",
-                                             "reproduce",    "mode",           "tdd_test_changes" };
+                                             "reproduce",    "approve",        "approve_timeout",
+                                             "approve_default", "mode",
+                                             "tdd_test_changes" };
         if (!json_is_object(body))
                 return corral_usage(ret_err, "the body must be a JSON object");
         if (fields_known(body, known, ARRAY_SIZE(known), "", "a field of a run", "body", ret_err) < 0)
@@ -1067,6 +1097,8 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                                                                     "to 20");
         if (vr)
                 c->agent.verify_rounds = (unsigned)json_integer_value(vr);
+        if (parse_approve(body, c, ret_err) < 0)
+                return -1;
         json_t *reproduce = json_object_get(body, "reproduce");
         if (reproduce && !json_is_boolean(reproduce))
                 return corral_usage_field(ret_err, "reproduce", "reproduce must be true or false");
@@ -1732,6 +1764,58 @@ static enum MHD_Result run_list(struct request *rq)
         return reply(rq, MHD_HTTP_OK, r);
 }
 
+/* ---- human approval (docs/api.md, "Approvals") ---- */
+
+/* POST /v1/runs/{id}/approvals/{n}: {"decision": "approve"|"deny"|"edit",
+ * "reason"?, "code"?} answers the run's question n (s->lock held; unlocks).
+ * GET /v1/runs/{id}/approvals: {"mode", "pending": the question or null}. */
+static enum MHD_Result run_approvals(struct request *rq, struct srv_run *sr, const char *method, const char *rest)
+{
+        struct server *s = rq->s;
+        bool going = sr->r != NULL && !sr->finishing;
+        if (strcmp(rest, "/approvals") == 0 && strcmp(method, "GET") == 0) {
+                json_t *p = going ? run_approval_pending(sr->r) : NULL;
+                pthread_mutex_unlock(&s->lock);
+                return reply_json(rq, MHD_HTTP_OK, json_pack("{s:o}", "pending", p ? p : json_null()));
+        }
+        const char *num = rest + strlen("/approvals/");
+        char *end = NULL;
+        errno = 0;
+        unsigned long n = strtoul(num, &end, 10);
+        if (strcmp(method, "POST") != 0 || *num < '1' || *num > '9' || *end || errno || n > UINT32_MAX) {
+                pthread_mutex_unlock(&s->lock);
+                return reply_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "usage", "answer an approval with POST "
+                                   "/v1/runs/{id}/approvals/{n}, n its request's number (1, 2, ...)");
+        }
+        json_error_t je;
+        json_t *body = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &je);
+        corral_error *err = NULL;
+        static const char *const known[] = { "decision", "reason", "code" };
+        json_t *reason = json_object_get(body, "reason"), *code = json_object_get(body, "code");
+        if (body == NULL)
+                corral_usage(&err, "the body is not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
+        else if (!json_is_object(body))
+                corral_usage(&err, "the body must be a JSON object");
+        else if (fields_known(body, known, ARRAY_SIZE(known), "", "a field of an answer", "body", &err) < 0)
+                ;
+        else if (!json_is_string(json_object_get(body, "decision")))
+                corral_usage(&err, "decision must be a string: approve, deny or edit");
+        else if ((reason && !json_is_string(reason) && !json_is_null(reason)) ||
+                 (code && !json_is_string(code) && !json_is_null(code)))
+                corral_usage(&err, "reason and code must be strings");
+        else if (!going)
+                corral_make_error(&err, CORRAL_ERR_BUSY, 0, "run '%s' has ended: approval %lu can no longer be "
+                                  "answered", sr->id, n);
+        else
+                run_approval_answer(sr->r, (unsigned)n, json_string_value(json_object_get(body, "decision")),
+                                    json_string_value(reason), json_string_value(code), "api", &err);
+        json_decref(body);
+        pthread_mutex_unlock(&s->lock);
+        if (err)
+                return reply_err_free(rq, err);
+        return reply_json(rq, MHD_HTTP_OK, json_pack("{s:i, s:s}", "n", (int)n, "status", "answered"));
+}
+
 /* ---- the table ---- */
 
 enum MHD_Result runs_route(struct request *rq, const char *method, const char *path)
@@ -1790,6 +1874,8 @@ enum MHD_Result runs_route(struct request *rq, const char *method, const char *p
         }
         if (strcmp(rest, "/events") == 0 && get)
                 return run_events(rq, sr); /* unlocks */
+        if (strcmp(rest, "/approvals") == 0 || strncmp(rest, "/approvals/", 11) == 0)
+                return run_approvals(rq, sr, method, rest); /* unlocks */
         bool ended = sr->r == NULL;
         pthread_mutex_unlock(&s->lock);
         bool artifacts = strcmp(rest, "/artifacts") == 0 || strncmp(rest, "/artifacts/", 11) == 0;

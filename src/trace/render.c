@@ -867,6 +867,35 @@ static void render_verify(render *r, const json_t *ev)
                 out_kv(r, "", error, C_DIM);
 }
 
+/* Human approval (docs/modes.md): the answer, by whom, after how long; the
+ * question itself is the step's code and review, shown already (and asked
+ * on the terminal by the CLI). */
+static void render_approval(render *r, const json_t *ev)
+{
+        const char *decision = trace_jstr(ev, "decision"), *who = trace_jstr(ev, "who");
+        const char *reason = trace_jstr(ev, "reason"), *code = trace_jstr(ev, "code");
+        double n = 0, wait_ms = 0;
+        trace_jnum(ev, "n", &n);
+        trace_jnum(ev, "wait_ms", &wait_ms);
+        bool cancelled = json_is_true(json_object_get(ev, "cancelled"));
+        const char *what = cancelled ? "not answered: cancelled"
+                           : !decision ? "?"
+                           : strcmp(decision, "approve") == 0 ? "approved"
+                           : strcmp(decision, "deny") == 0 ? "denied: nothing ran"
+                                                           : "edited: the edit runs";
+        char ms[32];
+        trace_fmt_ms(ms, sizeof(ms), wait_ms);
+        cleanup_free char *head = NULL;
+        if (asprintf(&head, "%.0f: %s by %s after %s", n, what, who ? who : "?", ms) < 0)
+                head = NULL;
+        ensure_bol(r);
+        out_kv(r, "approval", head, decision && strcmp(decision, "approve") == 0 && !cancelled ? "32" : C_YELLOW);
+        if (reason)
+                out_kv(r, "", reason, NULL);
+        if (code)
+                out_kv(r, "", code, C_DIM);
+}
+
 /* A plan (docs/modes.md): why it was made, and its lines. */
 static void render_plan(render *r, const json_t *ev)
 {
@@ -1276,6 +1305,9 @@ void render_event(void *userdata, const json_t *event)
                         spinner_stop(r);
                         render_tdd(r, event);
                 }
+        } else if (strcmp(type, "approval") == 0) {
+                spinner_stop(r);
+                render_approval(r, event);
         } else if (strcmp(type, "notice") == 0) {
                 spinner_stop(r);
                 render_notice(r, event);

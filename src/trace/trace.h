@@ -25,6 +25,10 @@
  *   review        verdict ("allow"|"warn"|"reject"), findings[{line,column,
  *                 rule,severity,subject,message}], ms, iteration, lang,
  *                 policy{level,...} (docs/review.md)
+ *   approval_request  n, iteration, lang, code, review{verdict,findings},
+ *                 timeout_s, default, unattended? (agent/approve.h)
+ *   approval      n, iteration, decision, who, reason, code, cancelled,
+ *                 wait_ms
  *   notice        message
  *   subscriber_dropped  count (never in the file: a queued subscriber's
  *                 ring was full, and this many events before the next one

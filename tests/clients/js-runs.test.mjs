@@ -1,7 +1,7 @@
 // clients/js's runs half (corral-client, docs/clients.md) against a live
 // `corral serve --model-url any` that tests/e2e/test_js_client_runs.py
 // started (CORRAL_TEST_URL, CORRAL_TEST_TOKEN), with scripted model servers
-// of its own: CORRAL_TEST_MODEL_FOLLOW, _RESUME, _CANCEL, _EXAMPLE and _CUT, one per test
+// of its own: CORRAL_TEST_MODEL_FOLLOW, _RESUME, _CANCEL, _EXAMPLE, _CUT and _APPROVE, one per test
 // (each scripted for one run).  CORRAL_TEST_KEY is the API key given to the
 // client, CORRAL_JS_CLIENT the package's directory; CORRAL_TEST_CUT_URL a proxy
 // that cuts event streams, CORRAL_TEST_DROP_URL a stand-in that drops a follower.
@@ -117,6 +117,22 @@ test('cancel', async () => {
   const done = await run.wait({timeoutMs: 30000})
   assert.equal(done.status, 'cancelled')
   await assert.rejects(run.cancel(), Conflict)
+})
+
+test('an approval answered by the client', async () => {
+  const run = await client.runs.create('ask first', {model: 'gpt-test', baseUrl: env.CORRAL_TEST_MODEL_APPROVE,
+    approve: 'always'})
+  let q = null
+  for (let i = 0; i < 600 && !q; i++) {
+    q = await run.pendingApproval()
+    if (!q) await new Promise((r) => setTimeout(r, 50))
+  }
+  assert.ok(q && q.n === 1 && q.code === 'echo from-the-model', JSON.stringify(q))
+  assert.deepEqual(await run.answerApproval(1, 'edit', {code: 'echo from-the-client'}), {n: 1, status: 'answered'})
+  await assert.rejects(run.answerApproval(1, 'approve'), Conflict)
+  const done = await run.wait({timeoutMs: 60000})
+  assert.equal(done.status, 'answered')
+  assert.equal(done.info.approval.edited, 1)
 })
 
 test('a bad request', async () => {

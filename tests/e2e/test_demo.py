@@ -308,7 +308,15 @@ def test_choose_model(tmp_path):
     (tmp_path / "config" / "corral" / "config.json").write_text('{"model": "ollama/qwen"}')
     assert choose(tmp_path)[:2] == (0, "")
     (tmp_path / "config" / "corral" / "config.json").unlink()
-    if ollama_port_free():
+    # No Ollama: the port held (bound, not listening: a connect is refused)
+    # while choose looks, so that another test's server cannot start there
+    # meanwhile (make test runs an ordinary user's pass at the same time).
+    with socket.socket() as held:
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            held.bind(("127.0.0.1", 11434))
+        except OSError:
+            return
         assert choose(tmp_path)[:2] == (0, replay)
 
 

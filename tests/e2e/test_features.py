@@ -245,6 +245,25 @@ def test_limits_backend_matches_privileges(jail):
         assert r["limits_backend"] in ("cgroup-v1", "cgroup-v2")
 
 
+def test_v1_jail_is_in_its_cgroups_from_its_init(jail):
+    """On a cgroup v1 host the setup child enters the jail's v1 cgroups itself, before anything else
+    (docs/limits.md): its init (pid 1) and the program are both in the jail's own memory cgroup (pids too
+    where v1 has it), seen from the jail's cgroup namespace as /corral-PID-N."""
+    code = "print(open('/proc/1/cgroup').read() + '--' + open('/proc/self/cgroup').read())"
+    r = jail(code)
+    if r["limits_backend"] != "cgroup-v1":
+        pytest.skip(f"limits backend {r['limits_backend']}, not cgroup-v1")
+    assert r["status"] == "ok", r
+    views = []
+    for part in r["stdout"].split("--"):
+        views.append({f[1]: f[2] for f in (line.split(":", 2) for line in part.split()) if len(f) == 3})
+    init, prog = views
+    assert init["memory"].startswith("/corral-"), init
+    assert prog["memory"] == init["memory"], (init, prog)
+    if init.get("pids", "/") != "/" or prog.get("pids", "/") != "/":
+        assert init["pids"] == prog["pids"] and init["pids"].startswith("/corral-"), (init, prog)
+
+
 def test_require_cgroups(corral):
     r = corral("exec", "--require-cgroups", "--", "true")
     if os.geteuid() == 0:

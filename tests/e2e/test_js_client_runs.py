@@ -50,7 +50,9 @@ def test_the_js_client_runs(server, major):
         pytest.skip("no Node >= 20 (tests/mcp/setup.sh found none, nor PATH)")
     with ScriptedServer(scenario()) as follow, ScriptedServer(scenario(delay=0.7)) as resume, \
             ScriptedServer([text("too late") | {"delay": 30}]) as cancel, ScriptedServer(scenario()) as example, \
-            ScriptedServer(scenario(delay=0.3)) as cut:
+            ScriptedServer(scenario(delay=0.3)) as cut, \
+            ScriptedServer([tool_call("run_shell", command="echo from-the-model"),
+                            text("ok") | {"expect": {"contains": ["from-the-client"]}}]) as approve:
         proxy = CutProxy(server.port, cuts=2, after=900)
         fake = DroppingServer()
         env = {
@@ -66,6 +68,7 @@ def test_the_js_client_runs(server, major):
             "CORRAL_TEST_MODEL_CANCEL": cancel.base_url,
             "CORRAL_TEST_MODEL_EXAMPLE": example.base_url,
             "CORRAL_TEST_MODEL_CUT": cut.base_url,
+            "CORRAL_TEST_MODEL_APPROVE": approve.base_url,
             "CORRAL_TEST_CUT_URL": f"http://127.0.0.1:{proxy.port}",
             "CORRAL_TEST_DROP_URL": f"http://127.0.0.1:{fake.port}",
         }
@@ -82,6 +85,7 @@ def test_the_js_client_runs(server, major):
         resume.assert_ok()
         example.assert_ok()
         cut.assert_ok()
+        approve.assert_ok()
         assert proxy.cut == 2  # the stream was cut twice, and resumed
         assert fake.seen == [None, "2"]  # dropped, and back with Last-Event-ID
         # the key given to the client went to the model

@@ -192,3 +192,27 @@ def test_a_dropped_follower_comes_back_with_last_event_id():
         assert fake.seen == [None, "2"]
     finally:
         fake.close()
+
+
+def test_approval_answered_by_the_client(client):
+    """Human approval through the client (docs/modes.md): the pending
+    question, a denial with a reason the model reads, a second answer is
+    Conflict."""
+    import time
+    turns = [tool_call("run_shell", command="echo should-not-run"),
+             text("ok") | {"expect": {"contains": ["did not approve", "not now"]}}]
+    with ScriptedServer(turns) as srv:
+        run = client.runs.create("ask first", model="gpt-test", base_url=srv.base_url, approve="always")
+        q = None
+        for _ in range(600):
+            q = run.pending_approval()
+            if q:
+                break
+            time.sleep(0.05)
+        assert q and q["n"] == 1 and q["code"] == "echo should-not-run", q
+        assert run.answer_approval(1, "deny", reason="not now") == {"n": 1, "status": "answered"}
+        with pytest.raises(Conflict):
+            run.answer_approval(1, "approve")
+        done = run.wait(timeout=60)
+    srv.assert_ok()
+    assert done.status == "answered" and done.info["approval"]["denied"] == 1

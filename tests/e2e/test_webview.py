@@ -111,3 +111,47 @@ def test_webview_in_chromium(server, tmp_path):
     assert by_status == ["answered", "cancelled"], runs
     answered = next(x for x in runs["runs"] if x["status"] == "answered")
     assert answered["task"] == TASK and answered["model"] == "gpt-test"
+
+
+APPROVE_HOSTILE = '<img src=x onerror="window.__pwned=7">'
+
+
+def test_webview_approvals(server, tmp_path):
+    """Issue 18's Approvals: a run started with approve "always" waits on its
+    page; the page shows the code and the review's findings, a denial with
+    a reason reaches the model, an edit is what runs, and a late joiner
+    sees both questions answered (tests/webview/approve.test.mjs)."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"no chromium at {CHROMIUM} (scripts/install-deps.sh test installs Debian's)")
+    if not NODES:
+        pytest.skip("no Node >= 20 (tests/mcp/setup.sh found none, nor PATH)")
+    setup = subprocess.run([os.path.join(WEBVIEW, "setup.sh")], capture_output=True, text=True, timeout=600)
+    if setup.returncode == 77:
+        pytest.skip(setup.stderr.strip())
+    assert setup.returncode == 0, setup.stderr
+    node = NODES[max(NODES)]
+    turns = [tool_call("run_shell", command=f"curl -s http://127.0.0.1:9/ || echo '{APPROVE_HOSTILE}'"),
+             tool_call("run_shell", command="echo answer-41")
+             | {"expect": {"contains": ["did not approve", "no network here, use the input"]}},
+             text("done") | {"expect": {"contains": ["edited-in-the-browser", "The user edited your command"]}}]
+    with ScriptedServer(turns) as srv:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": os.environ.get("HOME", "/"),
+            "LANG": "C.UTF-8",
+            "CORRAL_WEBVIEW_MODULES": setup.stdout.strip().splitlines()[-1],
+            "CORRAL_CHROMIUM": CHROMIUM,
+            "CORRAL_TEST_URL": f"http://127.0.0.1:{server.port}",
+            "CORRAL_TEST_TOKEN": server.token,
+            "CORRAL_TEST_MODEL": srv.base_url,
+            "CORRAL_TEST_HOSTILE": APPROVE_HOSTILE,
+        }
+        r = subprocess.run([node, os.path.join(WEBVIEW, "approve.test.mjs")], env=env, capture_output=True,
+                           text=True, timeout=120)
+        print(r.stdout)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "not ok" not in r.stdout and r.stdout.count("ok - ") == 4, r.stdout
+    srv.assert_ok()
+    status, runs = server.json("GET", "/v1/runs")
+    (run,) = runs["runs"]
+    assert run["status"] == "answered" and run["approval"]["denied"] == 1 and run["approval"]["edited"] == 1, run

@@ -53,6 +53,22 @@ export class Run {
     return this
   }
 
+  /** GET .../approvals: the question the run waits on ({n, code, lang, review, ...}), or null. */
+  async pendingApproval() {
+    return ((await this.#t.json('GET', `/v1/runs/${this.id}/approvals`)) ?? {}).pending ?? null
+  }
+
+  /**
+   * POST .../approvals/{n}: decision 'approve', 'deny' (reason: told to the model) or 'edit'
+   * (code: runs instead, reviewed again).  Conflict when answered already, timed out or ended.
+   */
+  async answerApproval(n, decision, {reason, code} = {}) {
+    const body = {decision}
+    if (reason !== undefined) body.reason = reason
+    if (code !== undefined) body.code = code
+    return this.#t.json('POST', `/v1/runs/${this.id}/approvals/${Number(n)}`, {body})
+  }
+
   /** POST .../cancel: the run ends with status cancelled (Conflict when it has ended). */
   async cancel() {
     this.info = (await this.#t.json('POST', `/v1/runs/${this.id}/cancel`)) ?? this.info
@@ -271,13 +287,15 @@ export class Runs {
    * inputs: {path: string | Uint8Array | {sandbox, path}}.
    */
   async create(task, {model, baseUrl, provider, apiKey, inputs, limits, review, maxIterations, tokenBudget,
-    wallBudget, signal} = {}) {
+    wallBudget, approve, approveTimeout, approveDefault, signal} = {}) {
     const body = {task}
     const m = Object.fromEntries(Object.entries({model, base_url: baseUrl, provider}).filter(([, v]) => v !== undefined))
     if (Object.keys(m).length) body.model = m
     if (inputs) body.inputs = inputsOf(inputs)
     for (const [k, v] of Object.entries({limits, review, max_iterations: maxIterations, token_budget: tokenBudget,
-      wall_budget: wallBudget})) if (v !== undefined) body[k] = v
+      wall_budget: wallBudget, approve, approve_timeout: approveTimeout, approve_default: approveDefault})) {
+      if (v !== undefined) body[k] = v
+    }
     const headers = apiKey ? {'X-Model-Api-Key': apiKey} : {}
     try {
       return new Run(this.#t, await this.#t.json('POST', '/v1/runs', {body, headers, signal}), this.#client)

@@ -66,6 +66,23 @@ class Run:
         self.info = self._t.request("POST", f"/v1/runs/{self.id}/cancel") or self.info
         return self
 
+    def pending_approval(self):
+        """GET .../approvals: the question the run waits on (a run started
+        with approve="risky"|"always": {"n", "code", "lang", "review", ...}),
+        or None (docs/modes.md, "Human approval")."""
+        return (self._t.request("GET", f"/v1/runs/{self.id}/approvals") or {}).get("pending")
+
+    def answer_approval(self, n, decision, reason=None, code=None):
+        """POST .../approvals/{n}: decision "approve", "deny" (reason: told to
+        the model) or "edit" (code: runs instead, reviewed again).  Conflict
+        when it was answered already, timed out, or the run has ended."""
+        body = {"decision": decision}
+        if reason is not None:
+            body["reason"] = reason
+        if code is not None:
+            body["code"] = code
+        return self._t.request("POST", f"/v1/runs/{self.id}/approvals/{int(n)}", body)
+
     def events(self, after=None, max_reconnects=5, timeout=None):
         """Yield the run's events (dicts, each with its number as "id"), from
         the first (or after event `after`) to run_end, following the stream as
@@ -198,7 +215,8 @@ class Runs:
         self._t = transport
 
     def create(self, task, *, model=None, base_url=None, provider=None, api_key=None, inputs=None, limits=None,
-               review=None, max_iterations=None, token_budget=None, wall_budget=None):
+               review=None, max_iterations=None, token_budget=None, wall_budget=None, approve=None,
+               approve_timeout=None, approve_default=None):
         """POST /v1/runs: a Run, going.  api_key is sent as X-Model-Api-Key
         and not kept; inputs: {path: bytes | str | {"sandbox": sb, "path": p}}."""
         body = {"task": task}
@@ -208,7 +226,8 @@ class Runs:
         if inputs:
             body["inputs"] = _inputs(inputs)
         for k, v in (("limits", limits), ("review", review), ("max_iterations", max_iterations),
-                     ("token_budget", token_budget), ("wall_budget", wall_budget)):
+                     ("token_budget", token_budget), ("wall_budget", wall_budget), ("approve", approve),
+                     ("approve_timeout", approve_timeout), ("approve_default", approve_default)):
             if v is not None:
                 body[k] = v
         headers = {"X-Model-Api-Key": api_key} if api_key else None

@@ -406,10 +406,79 @@ function startForm() {
   return f;
 }
 
+// ---- human approval (docs/modes.md, "Human approval") ----
+
+// A run that waits for a human (approve: risky or always) shows the question
+// in the step it is about, under the step's code and review: the findings,
+// and approve / deny with a reason / edit (the code in a text box).  The
+// answer goes to POST /v1/runs/{id}/approvals/{n}; the approval event (from
+// this page, another browser, the API or the timeout) closes the question.
+// The handlers of the run page's approval_request and approval events, and
+// end() for run_end (a question still open is closed).
+function approvalHandlers(id, stepCard, tag, steps) {
+  const open = new Map(); // n -> the box's parts
+  const wait = (e) => `${e.timeout_s} s, then ${e.default || 'deny'}`;
+  function answer(q, body) {
+    for (const b of q.buttons) b.disabled = true;
+    q.note.textContent = 'sending…';
+    api('POST', `/v1/runs/${encodeURIComponent(id)}/approvals/${q.n}`, body).then(() => {
+      q.note.textContent = 'answered; the run goes on';
+    }).catch((err) => {
+      q.note.textContent = err.message;
+      if (err.status !== 409) for (const b of q.buttons) b.disabled = false;
+    });
+  }
+  function close(q, parts) {
+    open.delete(q.n);
+    clear(q.box);
+    q.box.classList.add('answered');
+    add(q.box, parts);
+  }
+  return {
+    approval_request(e) {
+      const n = e.n;
+      const s = stepCard();
+      const box = tag(el('section', { class: 'card approval', id: `approval-${n}`, role: 'region', 'aria-label': `approval ${n}` }));
+      const q = { n, box, lang: e.lang === 'bash' ? 'bash' : 'python', buttons: [], note: el('p', { class: 'note', role: 'status' }) };
+      const findings = (e.review && e.review.findings) || [];
+      const reason = el('input', { type: 'text', class: 'reason', name: 'reason', maxlength: 4096, 'aria-label': 'why not (told to the model)', placeholder: 'why not (told to the model)' });
+      const code = el('textarea', { class: 'code-edit', name: 'code', rows: 8, spellcheck: 'false', 'aria-label': 'the code to run instead' });
+      code.value = e.code || '';
+      const editor = el('div', { class: 'edit hidden' }, code,
+        el('button', { type: 'button', class: 'run-edit', onclick: () => answer(q, { decision: 'edit', code: code.value }) }, 'Run the edited code'));
+      const approve = el('button', { type: 'button', class: 'primary approve', onclick: () => answer(q, { decision: 'approve' }) }, 'Approve');
+      const deny = el('button', { type: 'button', class: 'danger deny', onclick: () => answer(q, reason.value ? { decision: 'deny', reason: reason.value } : { decision: 'deny' }) }, 'Deny');
+      const edit = el('button', { type: 'button', class: 'edit-open', onclick: () => { editor.classList.toggle('hidden'); code.focus(); } }, 'Edit…');
+      q.buttons = [approve, deny, edit, editor.querySelector('button')];
+      add(box, el('div', { class: 'step-head' }, el('h3', {}, e.unattended ? `Approval ${n} (a replay: approved by itself)` : `Approval ${n}: the run waits for you`),
+        el('span', { class: 'muted' }, `${e.lang || ''} · review ${(e.review && e.review.verdict) || 'none'} · ${wait(e)}`)),
+        findings.length ? el('ul', { class: 'findings' }, findings.map((f) =>
+          el('li', {}, el('strong', {}, `line ${f.line}`), ` ${f.rule} `, badge(f.severity), ' ', f.message))) : el('p', { class: 'muted' }, 'the review found nothing'),
+        el('div', { class: 'approval-actions' }, approve, reason, deny, edit), editor, q.note);
+      open.set(n, q);
+      if (s) s.result.before(box); else steps.append(box);
+      if (!e.unattended) setConn(`approval ${n} waits for an answer`);
+    },
+    approval(e) {
+      const q = open.get(e.n);
+      if (!q) return;
+      const by = `by ${e.who}${e.wait_ms !== undefined ? ` after ${fmtMs(e.wait_ms)}` : ''}`;
+      const what = e.cancelled ? 'not answered: the run was cancelled' : e.decision === 'approve' ? 'approved' : e.decision === 'deny' ? 'denied' : 'edited';
+      close(q, [el('div', { class: 'facts' }, `approval ${e.n}: `, badge(e.cancelled ? 'cancelled' : e.decision), ` ${what} ${by}`),
+        e.reason ? el('p', {}, 'reason: ', el('q', {}, e.reason)) : null,
+        e.code ? [el('div', { class: 'label' }, 'the code that ran instead (reviewed again)'), codeBlock(e.code, q.lang)] : null]);
+      setConn('');
+    },
+    end() {
+      for (const q of [...open.values()]) close(q, el('p', { class: 'muted' }, `approval ${q.n}: not answered before the run ended`));
+    },
+  };
+}
+
 // ---- a run ----
 
 const EVENT_TYPES = ['run_start', 'model_request', 'model_retry', 'model_reply', 'tool_call', 'review', 'tool_result',
-  'images', 'notice', 'run_end', 'dropped'];
+  'images', 'notice', 'run_end', 'dropped', 'approval_request', 'approval'];
 
 function runPage(id) {
   const m = main();
@@ -445,6 +514,7 @@ function runPage(id) {
   // Everything shown is tagged with the step it came with, for the scrubber.
   const tag = (node) => { node.dataset.step = String(run.nStep); return node; };
   const stepCard = (callId) => run.steps.get(callId) || [...run.steps.values()].pop();
+  const approvals = approvalHandlers(id, stepCard, tag, steps);
 
   const on = {
     run_start(e) {
@@ -535,7 +605,10 @@ function runPage(id) {
     notice(e) {
       steps.append(tag(el('p', { class: e.severity === 'error' ? 'error' : 'muted', role: 'note' }, `notice: ${e.message}`)));
     },
+    approval_request: approvals.approval_request,
+    approval: approvals.approval,
     run_end(e) {
+      approvals.end();
       run.ended = true;
       setStatus(e.status);
       clear(end);
