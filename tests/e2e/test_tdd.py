@@ -135,6 +135,22 @@ def test_frozen_tests_cannot_be_changed_or_shadowed(run):
     assert [h["action"] for h in held] == ["sent_back", "accepted"]
 
 
+def test_warm_session_sees_the_tests_read_only(run):
+    """The default Python session, forked warm from a zygote, gets the
+    read-only tests/ as the cold one and the shell's one-shot jails do."""
+    turns = [
+        tool_call("write_file", path="tests/test_solution.py", content=TEST),
+        tool_call("run_python", code="open('tests/test_solution.py', 'a').write('# x')"),
+        text("stuck") | {"expect": {"contains": ["Read-only file system: 'tests/test_solution.py'"]}},
+        text("stuck"),
+    ]
+    with ScriptedServer(turns) as srv:
+        r = run(srv, "--json", "--no-verify", "--mode", "tdd", "--max-iterations", "4", "add", warm=True)
+    srv.assert_ok()
+    assert r.rc == 0, r.err
+    assert r.json["tdd"]["passed"] is False and r.json["tdd"]["code_ok"] is False
+
+
 def test_code_before_tests_is_refused_and_change_needs_reason(run, tmp_path):
     """A code step before any test is refused (nothing runs); with
     --tdd-test-changes allow, a frozen test changes only with a reason, and
