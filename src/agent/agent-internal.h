@@ -117,6 +117,8 @@ CORRAL_HIDDEN json_t *agent_reproduce(const struct agent_config *cfg, struct wor
 struct text_block {
         char *lang;              /* "python" or "bash" */
         char *code;
+        char *path;              /* "file=PATH" in the info string (the test-driven mode writes
+                                  * the block there), or NULL */
 };
 /* The first fenced code block of a reply: 1 found, 0 none (final answer), -1 ENOMEM. */
 CORRAL_HIDDEN int textproto_find_block(const char *reply, struct text_block *ret);

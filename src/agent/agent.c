@@ -20,6 +20,7 @@
 #include "../session/session.h"
 #include "agent-internal.h"
 #include "team.h"
+#include "tdd.h"
 #include "toolbox.h"
 
 #define TRIM_KEEP_LAST 4     /* the newest messages are never shortened */
@@ -80,9 +81,9 @@ const char *agent_mode_to_string(enum agent_mode m)
 
 int agent_mode_from_string(const char *s, enum agent_mode *ret)
 {
-        for (int m = AGENT_MODE_PLAIN; m <= AGENT_MODE_TEAM; m++)
-                if (s && strcmp(s, agent_mode_to_string((enum agent_mode)m)) == 0) {
-                        *ret = (enum agent_mode)m;
+        for (enum agent_mode m = AGENT_MODE_PLAIN; m <= AGENT_MODE_TEAM; m++)
+                if (s && strcmp(s, agent_mode_to_string(m)) == 0) {
+                        *ret = m;
                         return 0;
                 }
         return -1;
@@ -96,6 +97,7 @@ void agent_result_release(struct agent_result *r)
         json_decref(r->planning);
         json_decref(r->compaction);
         json_decref(r->team);
+        json_decref(r->tdd);
         json_decref(r->steps);
         memset(r, 0, sizeof(*r));
 }
@@ -352,6 +354,8 @@ struct agent_state {
         struct model_usage compact_usage;
         /* Team mode (team.c) */
         struct team *team;
+        /* The test-driven mode (tdd.c), or NULL */
+        struct tdd_state *tdd;
 };
 
 /* A path as the workspace knows it: "output/a.csv" of "/workspace/output/a.csv" or "./output/a.csv". */
@@ -485,9 +489,11 @@ static int run_tool_calls(struct agent_state *st, json_t *messages, const struct
                 toolbox_set_turn(st->tools, st->iteration, st->deadline_ms);
                 if (cfg->tools && cfg->tools->owns(cfg->tools->userdata, name))
                         call_extra(st, name, args, &s);
-                else
+                else if (!(st->tdd && tdd_before_call(st->tdd, st->iteration, name, args, &s)))
                         toolbox_call(st->tools, name, args, &s);
                 emit(cfg, "tool_result", result_event(st->iteration, id, &s, monotonic_ms() - t0));
+                if (st->tdd)
+                        tdd_after_call(st->tdd, st->iteration, &s);
                 json_array_append_new(messages, json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id",
                                                           id ? id : "", "content",
                                                           s.content ? s.content : "error: no result"));
@@ -515,18 +521,38 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
                 return found < 0
                                ? (set_outcome(ret, AGENT_MODEL_ERROR, CORRAL_ERR_INTERNAL, NULL, "out of memory"), 1)
                                : 2;
-        const char *name = strcmp(b.lang, "python") == 0 ? "run_python" : "run_shell";
+        /* The test-driven mode writes files from the text protocol too: a
+         * block whose info string names one (file=PATH) is a write_file. */
+        bool write = st->tdd && b.path;
+        const char *name = write ? "write_file" : strcmp(b.lang, "python") == 0 ? "run_python" : "run_shell";
         char id[32];
         snprintf(id, sizeof(id), "text-%u", st->iteration);
-        json_t *ev = json_pack("{s:i, s:s, s:s, s:s, s:{s:s}}", "iteration", st->iteration, "id", id, "name", name,
+        cleanup_free char *write_args = NULL;
+        json_t *ev;
+        if (write) {
+                json_t *a = json_pack("{s:s, s:s}", "path", b.path, "content", b.code);
+                write_args = a ? json_dumps(a, JSON_COMPACT) : NULL;
+                ev = json_pack("{s:i, s:s, s:s, s:O*}", "iteration", st->iteration, "id", id, "name", name,
+                               "arguments", a);
+                json_decref(a);
+        } else {
+                ev = json_pack("{s:i, s:s, s:s, s:s, s:{s:s}}", "iteration", st->iteration, "id", id, "name", name,
                                strcmp(name, "run_python") == 0 ? "code" : "command", b.code, "arguments",
                                strcmp(name, "run_python") == 0 ? "code" : "command", b.code);
+        }
         emit(st->cfg, "tool_call", ev);
         struct tool_result s = { .name = name };
         double t0 = monotonic_ms();
         toolbox_set_turn(st->tools, st->iteration, st->deadline_ms);
-        toolbox_exec_code(st->tools, b.lang, b.code, &s);
+        if (st->tdd && tdd_before_call(st->tdd, st->iteration, name, write_args, &s))
+                ;
+        else if (write)
+                toolbox_call(st->tools, name, write_args ? write_args : "", &s);
+        else
+                toolbox_exec_code(st->tools, b.lang, b.code, &s);
         emit(st->cfg, "tool_result", result_event(st->iteration, id, &s, monotonic_ms() - t0));
+        if (st->tdd)
+                tdd_after_call(st->tdd, st->iteration, &s);
         observe_step(st, &s);
         record_step(st, ret, b.lang, b.code, &s);
         cleanup_free char *msg = NULL;
@@ -552,6 +578,16 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
 static int offer_answer(struct agent_state *st, json_t *messages, char **answer, struct agent_result *ret)
 {
         const struct agent_config *cfg = st->cfg;
+        if (st->tdd) {
+                char *held = tdd_hold_answer(st->tdd, st->iteration, st->iteration < cfg->max_iterations);
+                if (held) {
+                        add_user_note(messages, held);
+                        free(held);
+                        free(*answer);
+                        *answer = NULL;
+                        return 0;
+                }
+        }
         if (!cfg->verify)
                 return 1;
         json_t *v = agent_verify(cfg, messages, *answer, (unsigned)json_array_size(st->verdicts) + 1,
@@ -754,11 +790,13 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 st.team = team_new(cfg);
         bool oom = st.verdicts == NULL || st.plan_events == NULL || st.compact_events == NULL ||
                    (cfg->mode == AGENT_MODE_TEAM && st.team == NULL);
-        if (oom || toolbox_new(cfg, &st.tools, err) < 0) {
+        if (oom || toolbox_new(cfg, &st.tools, err) < 0 ||
+            (cfg->mode == AGENT_MODE_TDD && (st.tdd = tdd_new(cfg, st.tools, err)) == NULL)) {
                 team_free(st.team);
                 json_decref(st.verdicts);
                 json_decref(st.plan_events);
                 json_decref(st.compact_events);
+                toolbox_free(st.tools);
                 return oom ? corral_fail(err, ENOMEM, "cannot start the run") : -1;
         }
         bool text = cfg->text_protocol;
@@ -778,8 +816,9 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 json_decref(st.verdicts);
                 json_decref(st.plan_events);
                 json_decref(st.compact_events);
-                toolbox_free(st.tools);
                 team_free(st.team);
+                tdd_free(st.tdd);
+                toolbox_free(st.tools);
                 return corral_fail(err, ENOMEM, "cannot start the run");
         }
         if (st.team)
@@ -981,14 +1020,18 @@ int agent_run(const struct agent_config *cfg, struct agent_result *ret, corral_e
                 ret->compaction = compaction_json(&st);
         if (st.team)
                 ret->team = team_result_json(st.team);
+        if (st.tdd)
+                ret->tdd = tdd_finish(st.tdd);
         json_decref(st.compact_events);
         free(st.summary);
         json_decref(st.verdicts);
         json_decref(st.plan_events);
         plan_state_release(&st.plan);
-        /* The session ends before the zygote's hold is dropped. */
+        /* The session ends before the zygote's hold is dropped, and before
+         * the tests' directory it binds is closed. */
         toolbox_free(st.tools);
         team_free(st.team);
+        tdd_free(st.tdd);
         if (prewarm)
                 session_prewarm_end();
         free(answer);

@@ -50,7 +50,7 @@ struct agent_tools {
         void *userdata;
 };
 
-/* How the loop works (docs/modes.md): plain, test-driven, or a team of a
+/* How the loop works (docs/modes.md): plain, test-driven (tdd.c), or a team of a
  * writer (the run's model), a reviewer that approves or rejects each code
  * step before it runs, and an executor that runs it and summarises long
  * output for the writer (team.h). */
@@ -143,6 +143,9 @@ struct agent_config {
          * fallback. */
         bool compact;
         unsigned compact_max;
+        /* Test-driven mode (tdd.c): a write to the frozen tests/ is
+         * allowed when it says why (traced); default false: refused. */
+        bool tdd_test_changes;
         /* Keep every step (agent_result.steps) for a reproduction. */
         bool record_steps;
         /* Human approval before a run_python/run_shell step runs
@@ -185,6 +188,10 @@ struct agent_result {
         /* With mode team: {"roles": {"writer", "reviewer", "executor"}, each
          * with its model, usage and counts} (docs/run-json.md); else NULL. */
         json_t *team;
+        /* With mode tdd: {"phase", "frozen_at", "tests": [paths], "checks",
+         * "passed": bool, "last": the last check, "code_ok", "refused",
+         * "changes"} (docs/run-json.md); else NULL. */
+        json_t *tdd;
         /* With record_steps: [{"tool", "ok", "ran", "lang"?, "code"?, "path"?,
          * "content"?, "changed": [paths]}], in order. */
         json_t *steps;

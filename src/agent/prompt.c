@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent-internal.h"
+#include "tdd.h"
 
 /* The version of package `name` from a "<name>-<version>.{dist,egg}-info"
  * entry in one of Debian's dist-packages directories. */
@@ -160,6 +161,8 @@ char *agent_system_prompt(const struct agent_config *cfg, bool text_protocol)
                 if (cfg->tools && cfg->tools->prompt)
                         fprintf(f, "\n# More tools\n%s", cfg->tools->prompt);
         }
+        if (cfg->mode == AGENT_MODE_TDD)
+                tdd_put_prompt(f, text_protocol);
         fclose(f);
         return out;
 }

@@ -638,6 +638,12 @@ static int verify_set_up(struct run *r, corral_error **err)
 {
         const struct run_config *c = &r->cfg;
         bool replay = model_client_is_replay(r->model);
+        if (r->agent.mode != AGENT_MODE_PLAIN && r->run_info)
+                json_object_set_new(r->run_info, "mode",
+                                    r->agent.mode == AGENT_MODE_TDD
+                                            ? json_pack("{s:s, s:b}", "name", "tdd", "test_changes",
+                                                        r->agent.tdd_test_changes)
+                                            : json_pack("{s:s}", "name", agent_mode_to_string(r->agent.mode)));
         r->agent.plan = c->plan > 0 || (c->plan < 0 && replay && model_client_replay_has(r->model, "plan"));
         if (r->agent.plan && r->run_info)
                 json_object_set_new(r->run_info, "plan", json_pack("{s:i}", "replan_every",
@@ -729,9 +735,6 @@ int run_open(const struct run_config *cfg, struct run **ret, corral_error **ret_
         if (cfg->executor_model && cfg->agent.mode != AGENT_MODE_TEAM)
                 return corral_usage_field(ret_err, "executor_model", "an executor model is a role of the team: "
                                                                      "set the mode to team, or leave it out");
-        if (cfg->agent.mode == AGENT_MODE_TDD)
-                return corral_usage_field(ret_err, "mode", "the test-driven mode is not built in this version: "
-                                                           "use plain or team");
         if (cfg->reproduce && cfg->from)
                 return corral_usage_field(ret_err, "reproduce", "a reproduction starts from the inputs alone: it "
                                                                 "cannot follow a run continued from an archive");
@@ -957,13 +960,13 @@ json_t *run_finish(struct run *r)
         /* The reason in words and the field behind it: a front end names
          * its own way of setting it (the CLI, a flag). */
         trace_emit(r->tr, "run_end",
-                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?, s:O?, s:O?, s:O?, s:O?}", "status",
+                   json_pack("{s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:O?, s:f, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "status",
                              status,
                              "answer", res->answer, "reason", res->reason, "field", res->reason_field, "iterations",
                              res->iterations, "usage", usage_json(u, &r->agent), "artifacts", artifacts, "output_dir",
                              output_dir, "not_copied", skipped, "wall_ms", wall_ms, "verification",
                              res->verification, "planning", res->planning, "compaction", res->compaction,
-                             "reproduction", r->reproduction, "team", res->team));
+                             "reproduction", r->reproduction, "team", res->team, "tdd", res->tdd));
         json_t *j = json_pack("{s:i, s:s, s:s?, s:s?, s:s?, s:i, s:o, s:O, s:s?, s:s, s:s, s:s, s:s?, s:o, s:f}",
                               "schema", 1, "status", status, "answer", res->answer, "reason", res->reason, "field",
                               res->reason_field, "iterations", res->iterations, "usage", usage_json(u, &r->agent), "artifacts",
@@ -988,6 +991,8 @@ json_t *run_finish(struct run *r)
                 json_object_set_new(j, "mode", json_string(agent_mode_to_string(r->agent.mode)));
         if (j && r->reproduction)
                 json_object_set(j, "reproduction", r->reproduction);
+        if (j && res->tdd)
+                json_object_set(j, "tdd", res->tdd);
         if (j && r->gate)
                 json_object_set_new(j, "approval", approval_gate_summary(r->gate));
         if (j)

@@ -101,6 +101,19 @@ int textproto_find_block(const char *reply, struct text_block *ret)
                 for (const char *q = body; q && q < body_end && blank; q++)
                         blank = isspace((unsigned char)*q);
                 if (lang && valid && !blank) {
+                        /* "file=PATH" after the language: a file to write. */
+                        for (const char *q = info + word; q < info_end; q++) {
+                                if ((q == info + word || isspace((unsigned char)q[-1])) &&
+                                    strncmp(q, "file=", 5) == 0 && q + 5 < info_end) {
+                                        size_t plen = strcspn(q + 5, " \t\r\n");
+                                        if (q + 5 + plen > info_end)
+                                                plen = (size_t)(info_end - q - 5);
+                                        ret->path = strndup(q + 5, plen);
+                                        if (ret->path == NULL)
+                                                return -1;
+                                        break;
+                                }
+                        }
                         ret->lang = strdup(lang);
                         ret->code = body ? strndup(body, (size_t)(body_end - body)) : strdup("");
                         if (ret->lang == NULL || ret->code == NULL) {
@@ -118,5 +131,6 @@ void text_block_release(struct text_block *b)
 {
         free(b->lang);
         free(b->code);
-        b->lang = b->code = NULL;
+        free(b->path);
+        b->lang = b->code = b->path = NULL;
 }

@@ -65,6 +65,20 @@ CORRAL_HIDDEN void toolbox_reset(struct toolbox *tb);
 /* Run code as run_python ("python") or run_shell ("bash") would. */
 CORRAL_HIDDEN void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code,
                                      struct tool_result *ret);
+/* Bind the directory open as fd (borrowed: keep it open while the toolbox
+ * runs code) read-only at `at` in every jail the toolbox starts from now on,
+ * the session's included: the test-driven mode's tests/ (tdd.c).  name
+ * names it in messages.  At most 4. */
+CORRAL_HIDDEN int toolbox_bind_read_only(struct toolbox *tb, int fd, const char *name, const char *at,
+                                         corral_error **ret_err);
+/* Run a program of corral's own (name, code: the script, argv naming it as
+ * /run/corral/NAME) in a one-shot jail set up as a step's (workspace,
+ * read-only inputs and binds, limits, the run's deadline), env added
+ * ("NAME=VALUE", NULL-terminated, may be NULL): no review, no session, not
+ * counted as a step.  0 with *ret to release (corral_jail_result_release),
+ * or -1 (nothing could run). */
+CORRAL_HIDDEN int toolbox_run_program(struct toolbox *tb, const char *name, const char *code, char *const argv[],
+                                      const char *const *env, corral_jail_result *ret, corral_error **ret_err);
 /* The caller's turn (in the trace's review events) and its wall-clock
  * deadline (CLOCK_MONOTONIC ms, 0 none), which caps each step's time. */
 CORRAL_HIDDEN void toolbox_set_turn(struct toolbox *tb, unsigned iteration, double deadline_ms);

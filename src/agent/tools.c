@@ -94,6 +94,12 @@ struct toolbox {
         int host_hold;
         char *pending_note;      /* the message's text: every figure named, sent or not; NULL none */
         struct step_output out;  /* the running step's output, as it comes, to the trace */
+        /* Directories bound read-only into every jail (toolbox_bind_read_only()). */
+        struct {
+                int fd;          /* borrowed */
+                char *name, *at;
+        } read_only[4];
+        size_t n_read_only;
 };
 
 int toolbox_new(const struct agent_config *cfg, struct toolbox **ret, corral_error **ret_err)
@@ -104,6 +110,20 @@ int toolbox_new(const struct agent_config *cfg, struct toolbox **ret, corral_err
         tb->cfg = cfg;
         tb->host_hold = -1;
         *ret = tb;
+        return 0;
+}
+
+int toolbox_bind_read_only(struct toolbox *tb, int fd, const char *name, const char *at, corral_error **ret_err)
+{
+        if (tb->n_read_only == ARRAY_SIZE(tb->read_only))
+                return corral_fail(ret_err, ENOSPC, "cannot bind '%s': too many read-only directories", name);
+        char *n = strdup(name), *a = strdup(at);
+        if (n == NULL || a == NULL) {
+                free(n);
+                free(a);
+                return corral_fail(ret_err, ENOMEM, "cannot bind '%s'", name);
+        }
+        tb->read_only[tb->n_read_only++] = (typeof(tb->read_only[0])){ .fd = fd, .name = n, .at = a };
         return 0;
 }
 
@@ -857,6 +877,66 @@ void toolbox_set_team(struct toolbox *tb, struct team *team)
         tb->team = team;
 }
 
+/* The jail of a step: the run's configuration with argv, the program
+ * (name, code), the workspace, input/ and the staged entries read-only, and
+ * the toolbox's read-only directories (toolbox_bind_read_only()).  0; -1
+ * with *ret_fatal set when nothing can run, else the program was refused
+ * (err says why).  *jc is released by the caller either way. */
+static int step_jail_config(struct toolbox *tb, const char *name, const char *code, char *const argv[],
+                            corral_jail_config *jc, bool *ret_fatal, corral_error **err)
+{
+        const struct agent_config *cfg = tb->cfg;
+        *ret_fatal = true;
+        if (corral_jail_config_copy(jc, cfg->jail, err) < 0)
+                return -1;
+        cleanup_free char *input = NULL;
+        if (asprintf(&input, "%s/input", cfg->ws->root) < 0)
+                input = NULL;
+        free(jc->workspace);
+        jc->workspace = strdup(cfg->ws->root);
+        if (corral_jail_config_set_script(jc, name, code, strlen(code), err) < 0) {
+                *ret_fatal = false;
+                return -1;
+        }
+        if (input == NULL || jc->workspace == NULL || corral_jail_config_set_argv(jc, argv, err) < 0 ||
+            corral_jail_config_add_bind_at(jc, input, "/workspace/input", false, err) < 0)
+                return -1;
+        /* Read-only staged entries: their sources themselves, bound by the
+         * fd opened at staging, onto mount points put back in place first
+         * (the last jail may have moved them). */
+        if (workspace_prepare_mounts(cfg->ws, err) < 0)
+                return -1;
+        for (size_t i = 0; i < cfg->ws->n_staged; i++) {
+                const struct ws_staged *b = &cfg->ws->staged[i];
+                cleanup_free char *at = NULL;
+                if (!b->bound)
+                        continue;
+                if (asprintf(&at, "/workspace/%s", b->dest) < 0)
+                        at = NULL;
+                if (at == NULL ||
+                    corral_jail_config_add_bind_fd(jc, b->source_fd, b->source ? b->source : b->dest, at, err) < 0)
+                        return -1;
+        }
+        for (size_t i = 0; i < tb->n_read_only; i++)
+                if (corral_jail_config_add_bind_fd(jc, tb->read_only[i].fd, tb->read_only[i].name,
+                                                   tb->read_only[i].at, err) < 0)
+                        return -1;
+        *ret_fatal = false;
+        return 0;
+}
+
+/* A step's time limit never reaches past the run's deadline. */
+static void clamp_to_deadline(const struct toolbox *tb, corral_jail_config *jc)
+{
+        if (tb->deadline_ms <= 0)
+                return;
+        double left = (tb->deadline_ms - monotonic_ms()) / 1000;
+        if (left < 1)
+                left = 1;
+        if (left < jc->timeout_s)
+                jc->timeout_s = left;
+}
+
 void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code, struct tool_result *s)
 {
         json_t *review = NULL;
@@ -867,7 +947,7 @@ void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code, s
         if (stop)
                 return;
         const struct agent_config *cfg = tb->cfg;
-        corral_jail_config jc;
+        corral_jail_config jc = { 0 };
         corral_error *err = NULL;
         bool python = strcmp(lang, "python") == 0;
         char name[64], path[96];
@@ -876,53 +956,13 @@ void toolbox_exec_code(struct toolbox *tb, const char *lang, const char *code, s
         step_output_begin(&tb->out, cfg->trace, tb->iteration);
         snprintf(name, sizeof(name), "step%u.%s", tb->step, python ? "py" : "sh");
         snprintf(path, sizeof(path), "/run/corral/%s", name);
-        if (corral_jail_config_copy(&jc, cfg->jail, &err) < 0) {
-                s->fatal = true;
-                s->err = err;
-                return;
-        }
         char *argv[] = { python ? "python3" : "bash", path, NULL };
-        cleanup_free char *input = NULL;
-        if (asprintf(&input, "%s/input", cfg->ws->root) < 0)
-                input = NULL;
-        free(jc.workspace);
-        jc.workspace = strdup(cfg->ws->root);
-        if (corral_jail_config_set_script(&jc, name, code, strlen(code), &err) < 0) {
-                say(s, false, "error: %s", err->msg);
+        if (step_jail_config(tb, name, code, argv, &jc, &s->fatal, &err) < 0) {
+                if (!s->fatal)
+                        say(s, false, "error: %s", err->msg);
                 goto out;
         }
-        if (input == NULL || jc.workspace == NULL || corral_jail_config_set_argv(&jc, argv, &err) < 0 ||
-            corral_jail_config_add_bind_at(&jc, input, "/workspace/input", false, &err) < 0) {
-                s->fatal = true;
-                goto out;
-        }
-        /* Read-only staged entries: their sources themselves, bound by the
-         * fd opened at staging, onto mount points put back in place first
-         * (the last jail may have moved them). */
-        if (workspace_prepare_mounts(cfg->ws, &err) < 0) {
-                s->fatal = true;
-                goto out;
-        }
-        for (size_t i = 0; i < cfg->ws->n_staged; i++) {
-                const struct ws_staged *b = &cfg->ws->staged[i];
-                cleanup_free char *at = NULL;
-                if (!b->bound)
-                        continue;
-                if (asprintf(&at, "/workspace/%s", b->dest) < 0)
-                        at = NULL;
-                if (at == NULL ||
-                    corral_jail_config_add_bind_fd(&jc, b->source_fd, b->source ? b->source : b->dest, at, &err) < 0) {
-                        s->fatal = true;
-                        goto out;
-                }
-        }
-        if (tb->deadline_ms > 0) {
-                double left = (tb->deadline_ms - monotonic_ms()) / 1000;
-                if (left < 1)
-                        left = 1;
-                if (left < jc.timeout_s)
-                        jc.timeout_s = left;
-        }
+        clamp_to_deadline(tb, &jc);
         snapshot_before(tb);
         if (python && !cfg->stateless) {
                 exec_in_session(tb, &jc, code, s);
@@ -1126,5 +1166,27 @@ void toolbox_free(struct toolbox *tb)
         toolbox_session_close(tb);
         toolbox_images_clear(tb);
         ws_snapshot_free(tb->last_snapshot);
+        for (size_t i = 0; i < tb->n_read_only; i++) {
+                free(tb->read_only[i].name);
+                free(tb->read_only[i].at);
+        }
         free(tb);
+}
+
+int toolbox_run_program(struct toolbox *tb, const char *name, const char *code, char *const argv[],
+                        const char *const *env, corral_jail_result *ret, corral_error **ret_err)
+{
+        corral_jail_config jc = { 0 };
+        bool fatal;
+        int rc = step_jail_config(tb, name, code, argv, &jc, &fatal, ret_err);
+        for (size_t i = 0; rc == 0 && env && env[i]; i++)
+                rc = corral_jail_config_add_env(&jc, env[i], ret_err);
+        if (rc == 0)
+                clamp_to_deadline(tb, &jc);
+        corral_jail_io io = { .capture = true, .cancel_fd = tb->cfg->cancel_fd, .stdin_fd = -1,
+                              .on_notice = on_jail_notice, .userdata = tb };
+        if (rc == 0)
+                rc = corral_jail_run(&jc, &io, ret, ret_err);
+        corral_jail_config_release(&jc);
+        return rc;
 }

@@ -114,10 +114,14 @@ static const char help_text[] =
         "                          or of the team's reviewer with --mode team\n"
         "\n"
         "modes (docs/modes.md):\n"
-        "      --mode MODE         plain (default), or team: a writer (the run's model), a\n"
+        "      --mode MODE         plain (default); team: a writer (the run's model), a\n"
         "                          reviewer that approves or rejects every code step before it\n"
         "                          runs (--reviewer-model), an executor that runs it and\n"
-        "                          summarises long output for the writer (--executor-model)\n"
+        "                          summarises long output for the writer (--executor-model);\n"
+        "                          or tdd: tests first under tests/ (written with write_file,\n"
+        "                          read-only to the jail), frozen at the first code step, run in\n"
+        "                          the jail after every code step; the run ends when they pass\n"
+        "                          and the code ran\n"
         "      --executor-model M  the team's executor's model (same endpoint; default: the run's)\n"
         "      --verify, --no-verify  check a final answer against the task with a separate model\n"
         "                          call and send what is missing back (default: on, except for a\n"
@@ -136,6 +140,8 @@ static const char help_text[] =
         "      --compact, --no-compact  near the context's limit, summarise older turns with a\n"
         "                          model call before shortening output (default: on, except for a\n"
         "                          replay: transcript that recorded none)\n"
+        "      --tdd-test-changes allow|deny  whether a frozen test may change when the model\n"
+        "                          gives a reason (traced; default deny)\n"
         "      --approve WHEN      ask a human before code runs: never (default), risky (only\n"
         "                          steps the safety review warned about) or always; the terminal\n"
         "                          shows the code and findings and asks [a]pprove / [d]eny /\n"
@@ -201,10 +207,11 @@ enum {
         OPT_COMPACT,
         OPT_NO_COMPACT,
         OPT_REPRODUCE,
+        OPT_MODE,
+        OPT_TDD_TEST_CHANGES,
         OPT_APPROVE,
         OPT_APPROVE_TIMEOUT,
         OPT_APPROVE_DEFAULT,
-        OPT_MODE,
         OPT_EXECUTOR_MODEL,
 };
 
@@ -256,6 +263,7 @@ static const struct option run_options[] = {
         { "compact", no_argument, NULL, OPT_COMPACT },
         { "no-compact", no_argument, NULL, OPT_NO_COMPACT },
         { "reproduce", no_argument, NULL, OPT_REPRODUCE },
+        { "tdd-test-changes", required_argument, NULL, OPT_TDD_TEST_CHANGES },
         { "approve", required_argument, NULL, OPT_APPROVE },
         { "approve-timeout", required_argument, NULL, OPT_APPROVE_TIMEOUT },
         { "approve-default", required_argument, NULL, OPT_APPROVE_DEFAULT },
@@ -348,6 +356,15 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
         case OPT_REPRODUCE:
                 o->c.reproduce = true;
                 return 0;
+        case OPT_MODE:
+                if (agent_mode_from_string(arg, &o->c.agent.mode) < 0)
+                        return corral_usage(err, "--mode: expected plain, tdd or team, not '%s'", arg);
+                return 0;
+        case OPT_TDD_TEST_CHANGES:
+                if (strcmp(arg, "allow") != 0 && strcmp(arg, "deny") != 0)
+                        return corral_usage(err, "--tdd-test-changes: expected allow or deny, not '%s'", arg);
+                o->c.agent.tdd_test_changes = arg[0] == 'a';
+                return 0;
         case OPT_APPROVE:
                 if (approve_mode_from_string(arg, &o->c.approve.mode) < 0)
                         return corral_usage(err, "--approve: expected never, risky or always, not '%s'", arg);
@@ -400,13 +417,6 @@ static int apply_option(int c, const char *arg, void *userdata, corral_error **e
         case OPT_REVIEWER_MODEL:
                 o->c.llm_review = true;
                 o->c.reviewer_model = arg;
-                return 0;
-        case OPT_MODE:
-                if (agent_mode_from_string(arg, &o->c.agent.mode) < 0)
-                        return corral_usage(err, "--mode: unknown mode '%s': plain, tdd or team", arg);
-                if (o->c.agent.mode == AGENT_MODE_TDD)
-                        return corral_usage(err, "--mode tdd: the test-driven mode is not built in this branch; "
-                                                 "use plain or team");
                 return 0;
         case OPT_EXECUTOR_MODEL:
                 o->c.executor_model = arg;

@@ -720,7 +720,7 @@ static json_t *public_result(json_t *res)
         static const char *const keep[] = { "status",  "answer",     "reason",      "field",
                                             "iterations", "usage",   "artifacts", "wall_ms", "not_copied",
                                             "verification", "planning", "compaction", "reproduction",
-                                            "approval",     "team",     "mode" };
+                                            "approval",     "team",     "mode", "tdd" };
         for (size_t i = 0; out && res && i < ARRAY_SIZE(keep); i++) {
                 json_t *v = json_object_get(res, keep[i]);
                 if (v)
@@ -1022,7 +1022,8 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                                              "verify",       "verifier_model", "verify_rounds",
                                              "plan",         "replan_every",   "compact",
                                              "reproduce",    "approve",        "approve_timeout",
-                                             "approve_default", "mode" };
+                                             "approve_default", "mode",
+                                             "tdd_test_changes" };
         if (!json_is_object(body))
                 return corral_usage(ret_err, "the body must be a JSON object");
         if (fields_known(body, known, ARRAY_SIZE(known), "", "a field of a run", "body", ret_err) < 0)
@@ -1104,9 +1105,6 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                 c->agent.verify_rounds = (unsigned)json_integer_value(vr);
         if (parse_approve(body, c, ret_err) < 0)
                 return -1;
-        json_t *mode = json_object_get(body, "mode");
-        if (mode && (!json_is_string(mode) || agent_mode_from_string(json_string_value(mode), &c->agent.mode) < 0))
-                return corral_usage_field(ret_err, "mode", "mode must be \"plain\", \"tdd\" or \"team\"");
         json_t *reproduce = json_object_get(body, "reproduce");
         if (reproduce && !json_is_boolean(reproduce))
                 return corral_usage_field(ret_err, "reproduce", "reproduce must be true or false");
@@ -1129,6 +1127,13 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                 if (plan == NULL)
                         c->plan = 1;
         }
+        json_t *mode = json_object_get(body, "mode"), *tc = json_object_get(body, "tdd_test_changes");
+        if (mode && (!json_is_string(mode) || agent_mode_from_string(json_string_value(mode), &c->agent.mode) < 0))
+                return corral_usage_field(ret_err, "mode", "mode must be \"plain\", \"tdd\" or \"team\"");
+        if (tc && !json_is_boolean(tc))
+                return corral_usage_field(ret_err, "tdd_test_changes", "tdd_test_changes must be true or false");
+        if (tc)
+                c->agent.tdd_test_changes = json_is_true(tc);
         if (wall)
                 c->agent.wall_budget_s = (double)wall;
         if (corral_jail_config_copy(&sr->jail, &s->limits, ret_err) < 0 ||

@@ -989,6 +989,58 @@ static void render_compact(render *r, const json_t *ev)
         out_kv(r, "context", line, error ? C_YELLOW : C_DIM);
 }
 
+/* The test-driven mode (docs/modes.md): a phase, a run of the tests, a
+ * refusal, a change asked for, an answer held back: one "tests" line. */
+static void render_tdd(render *r, const json_t *ev)
+{
+        const char *what = trace_jstr(ev, "event");
+        cleanup_free char *line = NULL;
+        const char *colour = C_DIM;
+        double passed = 0, failed = 0, errors = 0, n = (double)json_array_size(json_object_get(ev, "tests"));
+        trace_jnum(ev, "passed", &passed);
+        trace_jnum(ev, "failed", &failed);
+        trace_jnum(ev, "errors", &errors);
+        const char *status = trace_jstr(ev, "status"), *reason = trace_jstr(ev, "reason");
+        const char *path = trace_jstr(ev, "path"), *tool = trace_jstr(ev, "tool"), *phase = trace_jstr(ev, "phase");
+        if (what == NULL)
+                return;
+        if (strcmp(what, "phase") == 0 && phase && strcmp(phase, "code") == 0) {
+                if (asprintf(&line, "frozen: %.0f test file%s, read-only from now on", n, n == 1 ? "" : "s") < 0)
+                        line = NULL;
+        } else if (strcmp(what, "phase") == 0) {
+                if (asprintf(&line, "test first: tests/ is read-only to the jail (%.0f test file%s there)", n,
+                             n == 1 ? "" : "s") < 0)
+                        line = NULL;
+        } else if (strcmp(what, "check") == 0) {
+                bool ok = status && strcmp(status, "passed") == 0;
+                colour = ok ? "32" : C_YELLOW;
+                if (asprintf(&line, "%s: %.0f passed, %.0f failed, %.0f errors", ok ? "pass" : status ? status : "?",
+                             passed, failed, errors) < 0)
+                        line = NULL;
+        } else if (strcmp(what, "refused") == 0) {
+                colour = C_YELLOW;
+                if (asprintf(&line, "refused %s%s%s: %s", tool ? tool : "?", path ? " " : "", path ? path : "",
+                             reason ? reason : "") < 0)
+                        line = NULL;
+        } else if (strcmp(what, "test_change") == 0) {
+                colour = C_YELLOW;
+                if (asprintf(&line, "change of %s asked (%s)%s%s", path ? path : "?",
+                             json_is_true(json_object_get(ev, "allowed")) ? "allowed" : "refused",
+                             reason ? ": " : "", reason ? reason : "") < 0)
+                        line = NULL;
+        } else if (strcmp(what, "answer_held") == 0) {
+                colour = C_YELLOW;
+                if (asprintf(&line, "answer %s: %s", strcmp(trace_jstr(ev, "action") ? trace_jstr(ev, "action") : "",
+                                                            "sent_back") == 0 ? "sent back" : "stands, but",
+                             reason ? reason : "") < 0)
+                        line = NULL;
+        } else {
+                return;
+        }
+        ensure_bol(r);
+        out_kv(r, "tests", line, colour);
+}
+
 /* A reproduction's report (docs/modes.md): the result, then what differed. */
 static void render_reproduce(render *r, const json_t *ev)
 {
@@ -1307,6 +1359,11 @@ void render_event(void *userdata, const json_t *event)
                 if (!q) {
                         spinner_stop(r);
                         render_plan(r, event);
+                }
+        } else if (strcmp(type, "tdd") == 0) {
+                if (!q) {
+                        spinner_stop(r);
+                        render_tdd(r, event);
                 }
         } else if (strcmp(type, "approval") == 0) {
                 spinner_stop(r);

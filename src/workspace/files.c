@@ -105,14 +105,17 @@ int workspace_read_file(struct workspace *ws, const char *path, size_t max_bytes
         return 0;
 }
 
-/* Is st the directory input/ or the mount point of a bound directory?
- * Which one (NULL: neither). */
+/* Is st the directory input/, the frozen directory (workspace_freeze_dir())
+ * or the mount point of a bound directory?  Which one (NULL: none). */
 static const char *read_only_dir(struct workspace *ws, const struct stat *st)
 {
         struct stat ro;
-        if (fstatat(ws->root_fd, "input", &ro, AT_SYMLINK_NOFOLLOW) == 0 && st->st_dev == ro.st_dev &&
+        if (!ws->open_inputs && fstatat(ws->root_fd, "input", &ro, AT_SYMLINK_NOFOLLOW) == 0 && st->st_dev == ro.st_dev &&
             st->st_ino == ro.st_ino)
                 return "input";
+        if (ws->frozen && fstatat(ws->root_fd, ws->frozen, &ro, AT_SYMLINK_NOFOLLOW) == 0 &&
+            st->st_dev == ro.st_dev && st->st_ino == ro.st_ino)
+                return ws->frozen;
         for (size_t i = 0; i < ws->n_staged; i++) {
                 if (!ws->staged[i].bound || !ws->staged[i].dir)
                         continue;
@@ -197,6 +200,10 @@ static int writable_parent(struct workspace *ws, const char *path, const char *v
                                     "cannot %s '%s': input/ is read-only (write under output/ or elsewhere in "
                                     "the workspace)",
                                     verb, path);
+        size_t fl = ws->frozen ? strlen(ws->frozen) : 0;
+        if (fl && strncmp(rel, ws->frozen, fl) == 0 && (rel[fl] == '/' || rel[fl] == '\0'))
+                return corral_usage(ret_err, "cannot %s '%s': %s/ is read-only now (frozen)", verb, path,
+                                    ws->frozen);
         const struct ws_staged *ro = workspace_staged_at(ws, rel, true);
         if (ro)
                 return corral_usage(ret_err,
@@ -210,7 +217,7 @@ static int writable_parent(struct workspace *ws, const char *path, const char *v
         int dirfd = open_parent(ws, slash ? rel : "", path, ret_err);
         if (dirfd < 0)
                 return -1;
-        const char *into = ws->open_inputs ? NULL : under_input(ws, dirfd);
+        const char *into = ws->open_inputs && !ws->frozen ? NULL : under_input(ws, dirfd);
         if (into) {
                 close(dirfd);
                 return corral_usage(ret_err, "cannot %s '%s': it leads into %s/, which is read-only", verb, path,
@@ -329,6 +336,16 @@ int workspace_remove_file(struct workspace *ws, const char *path, corral_error *
         }
         if (unlinkat(dirfd, base, 0) < 0)
                 return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "cannot remove '%s'", path);
+        return 0;
+}
+
+int workspace_freeze_dir(struct workspace *ws, const char *rel, corral_error **ret_err)
+{
+        char *copy = NULL;
+        if (rel && (copy = strdup(rel)) == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot freeze '%s'", rel);
+        free(ws->frozen);
+        ws->frozen = copy;
         return 0;
 }
 

@@ -169,5 +169,6 @@ void workspace_close(struct workspace *ws, bool remove)
         if (ws->root_fd >= 0)
                 close(ws->root_fd);
         free(ws->root);
+        free(ws->frozen);
         free(ws);
 }

@@ -54,6 +54,8 @@ struct workspace {
         char *store;     /* private directory for read-only copies (outside the
                           * workspace, never in a jail), or NULL */
         bool open_inputs; /* workspace_attach(): input/ is a directory like any other */
+        char *frozen;    /* a directory read-only to the file operations below, as input/
+                          * is (workspace_freeze_dir()), or NULL */
 };
 
 /* dir NULL: create a fresh private directory (0700) with
@@ -279,6 +281,11 @@ CORRAL_HIDDEN int workspace_remove_file(struct workspace *ws, const char *path, 
 /* Make the directory at path (and its parents) under write's rules: 0
  * made, 1 it was there, -1 with err. */
 CORRAL_HIDDEN int workspace_make_dir(struct workspace *ws, const char *path, corral_error **ret_err);
+/* Make the directory rel (a top-level name such as "tests") read-only to
+ * the host-side operations above (write, upload, remove, make_dir, rename),
+ * as input/ is: by its name and wherever a symlink leads into it.  Used by
+ * the agent's test-driven mode to freeze the tests.  NULL: none. */
+CORRAL_HIDDEN int workspace_freeze_dir(struct workspace *ws, const char *rel, corral_error **ret_err);
 /* Rename from to to (replacing a file there), both under write's rules;
  * a symlink is moved, not followed. */
 CORRAL_HIDDEN int workspace_rename(struct workspace *ws, const char *from, const char *to, corral_error **ret_err);

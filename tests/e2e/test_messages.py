@@ -27,7 +27,8 @@ ALLOWED = {
     # The review parses shell commands and quotes them back: "install -m
     # MODE" is install(1)'s flag, spelt like corral's -m (--model).
     ("src/review/shell.c", "-m"),
-    # ... and "install --mode MODE", spelt like corral run's --mode.
+    # ... and its long form "install --mode MODE", spelt like corral run's
+    # --mode (plain, tdd, team).
     ("src/review/shell.c", "--mode"),
     # The advice for a slow cgroup v1 migration quotes mount(8): "mount -o
     # remount,favordynmods", spelt like corral run's -o (--out).

@@ -589,6 +589,28 @@ def test_runs_at_the_servers_stop(serve):
     assert runs[b]["status"] == "cancelled" and runs[b]["reason"] == "cancelled: server stopping", runs[b]
 
 
+def test_run_tdd_mode_in_the_body(serve):
+    """"mode": "tdd" in a run's body: the tests run in the jail after the
+    code step and the result carries tdd; a bad mode is 400 with its field."""
+    s = serve()
+    test = "from solution import add\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    turns = [tool_call("write_file", path="tests/test_solution.py", content=test),
+             tool_call("write_file", path="solution.py", content="def add(a, b):\n    return a + b\n"),
+             tool_call("run_python", code="from solution import add\nprint(add(2, 3))")
+             | {"expect": {"contains": ["all 1 passed"]}},
+             tool_call("final_answer", answer="5") | {"expect": {"contains": ["give your final answer"]}}]
+    with ScriptedServer(turns) as srv:
+        rid = start_run(s, srv, {"task": "add, test first", "mode": "tdd", "verify": False})
+        j = wait_end(s, rid)
+    srv.assert_ok()
+    assert j["status"] == "answered" and j["tdd"]["passed"] is True and j["tdd"]["checks"] == 2, j
+    for body, field in [({"mode": "pair"}, "mode"), ({"mode": 3}, "mode"),
+                        ({"tdd_test_changes": "yes"}, "tdd_test_changes")]:
+        b = {"task": "x", "model": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}, **body}
+        status, e = s.json("POST", "/v1/runs", b)
+        assert status == 400 and e["error"].get("field") == field, (body, e)
+
+
 def test_run_modes_in_the_body(serve):
     """The modes of docs/modes.md as fields of a run: the check sends the
     first answer back, the plan rides with the task, and the result carries

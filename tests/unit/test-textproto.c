@@ -34,6 +34,26 @@ TEST(languages)
         }
 }
 
+/* "file=PATH" in the info string: the test-driven mode writes the block there. */
+TEST(file_named)
+{
+        struct text_block b;
+        CHECK_INT(find("```python file=tests/test_a.py\nx = 1\n```", &b), 1);
+        CHECK_STR(b.lang, "python");
+        CHECK_STR(b.path, "tests/test_a.py");
+        CHECK_STR(b.code, "x = 1\n");
+        text_block_release(&b);
+        CHECK_INT(find("```python  {.x} file=a.py\nx\n```", &b), 1);
+        CHECK_STR(b.path, "a.py");
+        text_block_release(&b);
+        CHECK_INT(find("```python profile=a.py\nx\n```", &b), 1);
+        CHECK(b.path == NULL);
+        text_block_release(&b);
+        CHECK_INT(find("```python\nx\n```", &b), 1);
+        CHECK(b.path == NULL);
+        text_block_release(&b);
+}
+
 TEST(no_block_is_final)
 {
         struct text_block b;
@@ -86,6 +106,7 @@ int main(void)
 {
         RUN(python_block);
         RUN(languages);
+        RUN(file_named);
         RUN(no_block_is_final);
         RUN(other_languages_skipped);
         RUN(closing_fence_rules);

@@ -622,6 +622,25 @@ static void write_cases(void)
         CHECK_STR(get(W("output/hard")), "mine");
         CHECK_STR(get(P("%s/secret", outside)), "host secret\n");
         CHECK(!has_temp(W("output")));
+        /* A frozen directory (the test-driven mode's tests/): read-only by
+         * name and through a symlink, to every writing call; open again
+         * when thawed. */
+        CHECK_INT(workspace_make_dir(ws, "tests", &err), 0);
+        CHECK_INT(workspace_write_file(ws, "tests/test_a.py", "a", 1, &err), 0);
+        CHECK_INT(workspace_freeze_dir(ws, "tests", &err), 0);
+        CHECK_FAILS(workspace_write_file(ws, "tests/test_a.py", "b", 1, &err),
+                    "cannot write 'tests/test_a.py': tests/ is read-only now (frozen)");
+        CHECK_FAILS(workspace_write_file(ws, "/workspace/./tests/new.py", "b", 1, &err), "tests/ is read-only");
+        CHECK_FAILS(workspace_remove_file(ws, "tests/test_a.py", &err), "cannot remove 'tests/test_a.py'");
+        CHECK_FAILS(workspace_rename(ws, "tests", "gone", &err), "cannot move 'tests'");
+        CHECK_FAILS(workspace_make_dir(ws, "tests/sub", &err), "tests/ is read-only");
+        symlink("../tests", W("output/t"));
+        CHECK_FAILS(workspace_write_file(ws, "output/t/test_a.py", "b", 1, &err),
+                    "it leads into tests/, which is read-only");
+        CHECK_STR(get(W("tests/test_a.py")), "a");
+        CHECK_INT(workspace_freeze_dir(ws, NULL, &err), 0);
+        CHECK_INT(workspace_write_file(ws, "output/t/test_a.py", "c", 1, &err), 0);
+        CHECK_STR(get(W("tests/test_a.py")), "c");
         workspace_close(ws, true);
 }
 
