@@ -638,12 +638,8 @@ static int verify_set_up(struct run *r, corral_error **err)
 {
         const struct run_config *c = &r->cfg;
         bool replay = model_client_is_replay(r->model);
-        if (r->agent.mode != AGENT_MODE_PLAIN && r->run_info)
-                json_object_set_new(r->run_info, "mode",
-                                    r->agent.mode == AGENT_MODE_TDD
-                                            ? json_pack("{s:s, s:b}", "name", "tdd", "test_changes",
-                                                        r->agent.tdd_test_changes)
-                                            : json_pack("{s:s}", "name", agent_mode_to_string(r->agent.mode)));
+        if (r->agent.mode == AGENT_MODE_TDD && r->run_info)
+                json_object_set_new(r->run_info, "tdd_test_changes", json_boolean(r->agent.tdd_test_changes));
         r->agent.plan = c->plan > 0 || (c->plan < 0 && replay && model_client_replay_has(r->model, "plan"));
         if (r->agent.plan && r->run_info)
                 json_object_set_new(r->run_info, "plan", json_pack("{s:i}", "replan_every",
