@@ -1638,22 +1638,16 @@ static enum MHD_Result run_artifacts(struct request *rq, const char *id, const c
 {
         corral_error *err = NULL;
         struct workspace *ws = NULL;
-        cleanup_free char *dir = NULL;
+        cleanup_free char *kept = NULL;
         struct stat st;
-        if (live_ws) {
-                if (asprintf(&dir, "%s/output", live_ws) < 0)
-                        return MHD_NO;
-                if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-                        return reply_error(rq, 404, "not_found", "run %s has no output yet", id);
-        } else {
-                if (asprintf(&dir, "%s/%s/output", rq->s->runs->dir, id) < 0)
-                        return MHD_NO;
-                cleanup_close int rfd = open_run_dir(rq->s->runs, id);
-                if (rfd < 0 || fstatat(rfd, "output", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-                        return reply_error(rq, 404, "not_found", "run %s kept no output", id);
-        }
-        if (workspace_attach(dir, &ws, &err) < 0)
-                return reply_err_free(rq, err);
+        /* A going run's output/ may be swapped for a link by its jail while
+         * we look: opened beneath the workspace (or the run's records),
+         * never through a link. */
+        if (live_ws == NULL && asprintf(&kept, "%s/%s", rq->s->runs->dir, id) < 0)
+                return MHD_NO;
+        if (workspace_attach_beneath(live_ws ? live_ws : kept, "output", &ws, NULL) < 0)
+                return reply_error(rq, 404, "not_found", live_ws ? "run %s has no output yet" : "run %s kept no output",
+                                   id);
         enum MHD_Result ret;
         if (rel[0] == '\0') {
                 json_t *list = NULL;

@@ -156,6 +156,27 @@ int workspace_attach(const char *dir, struct workspace **ret, corral_error **ret
         return 0;
 }
 
+int workspace_attach_beneath(const char *parent, const char *name, struct workspace **ret, corral_error **ret_err)
+{
+        cleanup_close int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (pfd < 0)
+                return corral_fail(ret_err, errno, "cannot open the workspace '%s'", parent);
+        struct workspace *ws = calloc(1, sizeof(*ws));
+        if (ws == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot allocate a workspace");
+        ws->open_inputs = true;
+        ws->root = ws_path_join(parent, name);
+        ws->root_fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ws->root == NULL || ws->root_fd < 0) {
+                int e = ws->root ? errno : ENOMEM;
+                workspace_close(ws, false);
+                return corral_fail(ret_err, e, "cannot open '%s' in the workspace '%s' (not a directory, or a link)",
+                                   name, parent);
+        }
+        *ret = ws;
+        return 0;
+}
+
 void workspace_close(struct workspace *ws, bool remove)
 {
         if (ws == NULL)

@@ -67,6 +67,11 @@ CORRAL_HIDDEN int workspace_open(const char *dir, struct workspace **ret, corral
  * caller reads and writes): nothing is made in it, and input/ is not
  * read-only.  Close without remove. */
 CORRAL_HIDDEN int workspace_attach(const char *dir, struct workspace **ret, corral_error **ret_err);
+/* The same for the directory name in parent, opened without following a
+ * link: for a directory a jail may still be changing (a going run's
+ * output/), which it could swap for a link to anywhere on the host. */
+CORRAL_HIDDEN int workspace_attach_beneath(const char *parent, const char *name, struct workspace **ret,
+                                           corral_error **ret_err);
 
 /* Temporary workspaces: "corral-ws-XXXXXX" (mode 0700) under tmpdir (NULL:
  * $TMPDIR, else /tmp), held with an flock on *ret_lock (an O_DIRECTORY fd

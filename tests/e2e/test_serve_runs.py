@@ -322,6 +322,28 @@ def test_a_going_runs_files(serve):
     assert status == 200 and body == b"so far"
 
 
+def test_a_going_runs_output_swapped_for_a_link(serve):
+    """The jail swaps output/ itself for a link to the host's /etc while the
+    run goes: the server never lists or serves through it (output/ is opened
+    beneath the workspace without following a link, so there is no moment
+    between a check and an open for a swap to slip into either)."""
+    s = serve()
+    code = "import os\nos.rename('output', 'was-output')\nos.symlink('/etc', 'output')\nprint('swapped')\n"
+    turns = [tool_call("run_python", code=code), text("never") | {"delay": 30}]
+    with ScriptedServer(turns) as srv:
+        rid = start_run(s, srv)
+        srv.wait_for_requests(2, 30)
+        for path in ("", "/passwd", "/hostname"):
+            status, _, body = s.request("GET", f"/v1/runs/{rid}/artifacts{path}")
+            assert status == 404, (path, status, body)
+            assert b"root:" not in body
+        assert s.json("POST", f"/v1/runs/{rid}/cancel")[0] == 202
+        assert wait_end(s, rid, timeout=20)["status"] == "cancelled"
+        srv.stop()
+    status, _, body = s.request("GET", f"/v1/runs/{rid}/artifacts/passwd")
+    assert status in (404, 410) and b"root:" not in body, (status, body)
+
+
 def test_bad_requests(serve):
     s = serve()
     cases = [
