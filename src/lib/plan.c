@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/openat2.h>
 
 #include "devpts.h"
 #include "jail-internal.h"
@@ -252,6 +255,59 @@ static char *resolve_host(const char *path, const char *what, corral_error **ret
         return real;
 }
 
+int jail_trust_store_open(const char *sysroot)
+{
+        /* Inside the root: a rootfs's symlink (absolute or "..") cannot
+         * lead to a host file, however privileged corral is.  Kernels
+         * without openat2 (before 5.6) get the host's own file only. */
+        int dirfd = open(sysroot && sysroot[0] ? sysroot : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0)
+                return -1;
+        struct open_how how = { .flags = O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
+                                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+        int fd = (int)syscall(SYS_openat2, dirfd, JAIL_CA_BUNDLE + 1, &how, sizeof(how));
+        if (fd < 0 && errno == ENOSYS && !(sysroot && sysroot[0]))
+                fd = openat(dirfd, JAIL_CA_BUNDLE + 1, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        close(dirfd);
+        struct stat st;
+        if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+                        (uint64_t)st.st_size > JAIL_MAX_TRUST_STORE)) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+/* --net allow without a credential: the system's bundle (the rootfs's
+ * under --rootfs) bound read-only at JAIL_CA_BUNDLE, so that OpenSSL's
+ * default paths, curl, requests and Debian's pip verify public hosts
+ * reached through the proxy's tunnels.  A bind, not a copy: no bytes in
+ * the jail's tmpfs, one mount (docs/network.md).  None on the host:
+ * nothing is added (the jail has no trust store, as before). */
+static int add_trust_store(struct jail_plan *p, const char *sysroot)
+{
+        int fd = jail_trust_store_open(sysroot);
+        if (fd < 0)
+                return 0;
+        char link[64], real[PATH_MAX];
+        struct stat st;
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, real, sizeof(real) - 1);
+        int r = fstat(fd, &st);
+        close(fd);
+        if (n <= 0 || r < 0 || real[0] != '/')
+                return 0;
+        real[n] = '\0';
+        struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s", real), JAIL_CA_BUNDLE + 1);
+        if (op == NULL)
+                return -1;
+        /* What is mounted must be the file checked here. */
+        op->check_id = true;
+        op->expect_dev = st.st_dev;
+        op->expect_ino = st.st_ino;
+        return 0;
+}
+
 static int build_etc(struct jail_plan *p, const char *sysroot)
 {
         char host[PATH_MAX];
@@ -267,12 +323,14 @@ static int build_etc(struct jail_plan *p, const char *sysroot)
         r |= add_file(p, "etc/hostname", "corral\n");
         r |= add_file(p, "etc/nsswitch.conf",
                       "passwd: files\ngroup: files\nhosts: files\nservices: files\nprotocols: files\n");
-        if (p->ca_bundle || p->ssl_certs_dir) {
+        if (p->ca_bundle || p->ssl_certs_dir || p->trust_store) {
                 r |= add(p, OP_DIR, NULL, "etc/ssl") == NULL;
                 r |= add(p, OP_DIR, NULL, "etc/ssl/certs") == NULL;
         }
         if (p->ca_bundle)
                 r |= add_file(p, JAIL_CA_BUNDLE + 1, p->ca_bundle);
+        else if (p->trust_store)
+                r |= add_trust_store(p, sysroot);
         if (r)
                 return -1;
         /* Harmless host files the runtime reads: the loader cache, time zone,

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+import trustcheck
+
 HOST_ADDR = "127.0.0.2"
 BIG = 200_000
 
@@ -294,3 +296,20 @@ print("left")
     [c] = r["network"]
     assert c["allowed"] and 0 < c["bytes_down"] < 64 << 20, c
     assert time.monotonic() - t0 < 10
+
+
+def test_system_trust_store_without_a_credential(jail, tmp_path):
+    """The host's bundle at Debian's path, byte for byte, and real verification: the test CA is refused
+    until the program adds it (docs/network.md, "Trust")."""
+    server, port, cert = trustcheck.tls_server(str(tmp_path))
+    try:
+        r = jail(trustcheck.script(port, cert), *trustcheck.opts(port))
+    finally:
+        server.shutdown()
+    assert r["status"] == "ok", r
+    assert r["stdout"] == trustcheck.expected(), r
+
+
+def test_no_network_no_trust_store(jail):
+    r = jail("import os\nprint(os.path.exists('/etc/ssl'))")
+    assert r["status"] == "ok" and r["stdout"] == "False\n", r

@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server")
 from modelserver import ScriptedServer, text, tool_call  # noqa: E402
 
 from conftest import CORRAL  # noqa: E402
+import trustcheck  # noqa: E402
 
 HOST_ADDR = "127.0.0.2"
 PKG = "corraltinypkg"
@@ -313,3 +314,16 @@ def test_the_proxy_ends_with_its_session(index):
         assert s.step(keep, "1 + 1")["value"]["text"] == "2"
     finally:
         s.close()
+
+
+def test_system_trust_store_without_a_credential(sessions, tmp_path):
+    """A warm session's bundle (copied by its init) and a cold one's (the plan's bind) are the host's,
+    and verification is real (docs/network.md, "Trust")."""
+    server, port, cert = trustcheck.tls_server(str(tmp_path))
+    try:
+        sid = sessions.start(*trustcheck.opts(port))
+        r = sessions.step(sid, trustcheck.script(port, cert))
+    finally:
+        server.shutdown()
+    assert r["status"] == "ok", r
+    assert r["stdout"] == trustcheck.expected(), r
