@@ -226,6 +226,23 @@ oom:
         return corral_fail(ret_err, ENOMEM, "cannot plan the jail's file system");
 }
 
+/* --net allow without a credential: the system's bundle (the rootfs's
+ * under --rootfs) bound read-only at JAIL_CA_BUNDLE, so that OpenSSL's
+ * default paths, curl, requests and Debian's pip verify public hosts
+ * reached through the proxy's tunnels.  A bind, not a copy: no bytes in
+ * the jail's tmpfs, one mount (docs/network.md), of the very file opened
+ * here (add_fd_bind).  None on the host: the jail has no trust store. */
+static int add_trust_store(struct jail_plan *p, const char *sysroot, corral_error **ret_err)
+{
+        int fd = jail_trust_store_open(sysroot);
+        if (fd < 0)
+                return 0;
+        struct corral_bind b = { .src = (char *)JAIL_CA_BUNDLE, .dst = (char *)JAIL_CA_BUNDLE, .src_fd = fd };
+        int r = add_fd_bind(p, &b, ret_err);
+        close(fd);
+        return r;
+}
+
 static int add_file(struct jail_plan *p, const char *dst, const char *content)
 {
         const char *c = fmt(p, "%s", content);
@@ -278,36 +295,6 @@ int jail_trust_store_open(const char *sysroot)
         return fd;
 }
 
-/* --net allow without a credential: the system's bundle (the rootfs's
- * under --rootfs) bound read-only at JAIL_CA_BUNDLE, so that OpenSSL's
- * default paths, curl, requests and Debian's pip verify public hosts
- * reached through the proxy's tunnels.  A bind, not a copy: no bytes in
- * the jail's tmpfs, one mount (docs/network.md).  None on the host:
- * nothing is added (the jail has no trust store, as before). */
-static int add_trust_store(struct jail_plan *p, const char *sysroot)
-{
-        int fd = jail_trust_store_open(sysroot);
-        if (fd < 0)
-                return 0;
-        char link[64], real[PATH_MAX];
-        struct stat st;
-        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, real, sizeof(real) - 1);
-        int r = fstat(fd, &st);
-        close(fd);
-        if (n <= 0 || r < 0 || real[0] != '/')
-                return 0;
-        real[n] = '\0';
-        struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s", real), JAIL_CA_BUNDLE + 1);
-        if (op == NULL)
-                return -1;
-        /* What is mounted must be the file checked here. */
-        op->check_id = true;
-        op->expect_dev = st.st_dev;
-        op->expect_ino = st.st_ino;
-        return 0;
-}
-
 static int build_etc(struct jail_plan *p, const char *sysroot)
 {
         char host[PATH_MAX];
@@ -329,8 +316,6 @@ static int build_etc(struct jail_plan *p, const char *sysroot)
         }
         if (p->ca_bundle)
                 r |= add_file(p, JAIL_CA_BUNDLE + 1, p->ca_bundle);
-        else if (p->trust_store)
-                r |= add_trust_store(p, sysroot);
         if (r)
                 return -1;
         /* Harmless host files the runtime reads: the loader cache, time zone,
@@ -458,6 +443,8 @@ int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_e
         }
         if (build_etc(p, base) < 0 || build_dev(p) < 0)
                 goto oom;
+        if (p->trust_store && !p->ca_bundle && add_trust_store(p, sysroot, ret_err) < 0)
+                return -1;
         if (add(p, OP_PROC, NULL, "proc") == NULL)
                 goto oom;
         /* /proc/sys read-only: bind it onto itself, then flip the flag. */
