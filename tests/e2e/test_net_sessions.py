@@ -261,11 +261,17 @@ def test_serve_sandboxes(tmp_path, index):
         # some of the server's hosts: index.test is not among them
         sid = s.create({"limits": {"net": "allow=OTHER.test", "net_bytes": "64K"}})
         r = s.exec(sid, f"import urllib.request, urllib.error\ntry:\n    {fetch.splitlines()[1]}\n"
-                        "except urllib.error.HTTPError as e:\n    print(e.code, e.headers['X-Corral-Reason'])")
-        assert r["stdout"] == "403 the host is not in the jail's allow-list\n", r
+                        "except urllib.error.HTTPError as e:\n    print(e.code, e.headers['X-Corral-Reason'])\n"
+                        # the system trust store, as in every allow-list jail (trustcheck.py)
+                        "import hashlib\nprint(hashlib.sha256(open('/etc/ssl/certs/ca-certificates.crt', 'rb')"
+                        ".read()).hexdigest())")
+        with open(trustcheck.HOST_BUNDLE, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        assert r["stdout"] == f"403 the host is not in the jail's allow-list\n{digest}\n", r
         sid = s.create({"limits": {"net": "none"}})
-        r = s.exec(sid, "import os\nprint(os.environ.get('HTTP_PROXY'))")
-        assert r["stdout"] == "None\n" and "network" not in r, r
+        r = s.exec(sid, "import os\nprint(os.environ.get('HTTP_PROXY'), "
+                        "os.path.exists('/etc/ssl/certs/ca-certificates.crt'))")
+        assert r["stdout"] == "None False\n" and "network" not in r, r
         for limits, says in (({"net": "allow=evil.test"}, "'evil.test' is not on this server's allow-list"),
                              ({"net": "host"}, "limits.net may be none or down, \"allow\" or"),
                              ({"net_bytes": "2M"}, "limits.net_bytes may be at most"),
