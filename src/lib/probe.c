@@ -237,8 +237,8 @@ void probe_net_proxy(json_t *checks)
         }
         bool trust = certs > 0;
         if (trust)
-                snprintf(buf, sizeof(buf), "%zu certificates in " JAIL_CA_BUNDLE ", given read-only to allow-list jails",
-                         certs);
+                snprintf(buf, sizeof(buf),
+                         "%zu certificates in " JAIL_CA_BUNDLE ", given read-only to allow-list jails", certs);
         else
                 snprintf(buf, sizeof(buf), "no certificate bundle at " JAIL_CA_BUNDLE);
         probe_add(checks, "net trust store", trust, trust ? "ok" : "missing", buf,
