@@ -21,6 +21,8 @@ test="$test wrk"
 test="$test libpython3.11-testsuite"
 # --net allow= (tests/e2e/test_net_allow.py): a test certificate, and a proxy client.
 test="$test openssl curl"
+# The system trust store allow-list jails get (tests/e2e/trustcheck.py, corral doctor's `net trust store`).
+test="$test ca-certificates"
 # The web view in a headless browser (tests/e2e/test_webview.py; playwright-core, its driver, comes
 # from npm: tests/webview/setup.sh).
 test="$test chromium"

@@ -270,10 +270,18 @@ struct jail_plan {
         const char *ca_bundle;   /* brokered credentials: PEM text for JAIL_CA_BUNDLE (borrowed), or NULL */
         bool ssl_certs_dir;      /* a zygote: an empty /etc/ssl/certs, where a warm session with brokered
                                   * credentials mounts its own bundle (src/session/zygote.c) */
+        bool trust_store;        /* --net allow without ca_bundle: the system's bundle (the rootfs's) bound
+                                  * read-only at JAIL_CA_BUNDLE, when there is one */
 };
 /* Where a jail with brokered credentials finds the system's roots and its
  * own CA (Debian's path: OpenSSL's default file points here). */
 #define JAIL_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define JAIL_MAX_TRUST_STORE (4u << 20) /* bytes: a larger "bundle" is not one */
+/* The system's trust store for a --net allow jail without a credential:
+ * SYSROOT/etc/ssl/certs/ca-certificates.crt (sysroot NULL or "": the
+ * host's), resolved inside SYSROOT, a regular file of at most
+ * JAIL_MAX_TRUST_STORE bytes.  A read-only fd, or -1: there is none. */
+CORRAL_HIDDEN int jail_trust_store_open(const char *sysroot);
 CORRAL_HIDDEN int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_error **ret_err);
 /* A host directory no jail may write to (the system's, or beneath them):
  * writable binds and workspaces of these are refused. real: a realpath. */

@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/openat2.h>
 
 #include "devpts.h"
 #include "jail-internal.h"
@@ -223,6 +226,52 @@ oom:
         return corral_fail(ret_err, ENOMEM, "cannot plan the jail's file system");
 }
 
+/* --net allow without a credential: the system's bundle (the rootfs's
+ * under --rootfs) bound read-only at JAIL_CA_BUNDLE, so that OpenSSL's
+ * default paths, curl, requests and Debian's pip verify public hosts
+ * reached through the proxy's tunnels.  A bind, not a copy: no bytes in
+ * the jail's tmpfs, one mount (docs/network.md), of the very file opened
+ * here.  None: the jail has no trust store.
+ *
+ * The host's file is bound by its path, checked by device and inode when
+ * mounted, as the other /etc files are: any uid may walk to it.  A
+ * rootfs's may lie where the jail's uid cannot walk (a 0700 directory of
+ * root's), so it goes as a bind of the opened fd does (add_fd_bind: as
+ * root a clone of the file's mount, idmapped); that clone costs ~4 ms,
+ * the path bind ~0.3 ms. */
+static int add_trust_store(struct jail_plan *p, const char *sysroot, corral_error **ret_err)
+{
+        int fd = jail_trust_store_open(sysroot);
+        if (fd < 0)
+                return 0;
+        int r = 0;
+        if (sysroot) {
+                struct corral_bind b = { .src = (char *)"the rootfs's " JAIL_CA_BUNDLE, .dst = (char *)JAIL_CA_BUNDLE,
+                                         .src_fd = fd };
+                r = add_fd_bind(p, &b, ret_err);
+                close(fd);
+                return r;
+        }
+        char link[64], real[PATH_MAX];
+        struct stat st;
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, real, sizeof(real) - 1);
+        if (n <= 0 || real[0] != '/' || fstat(fd, &st) < 0) {
+                r = corral_fail(ret_err, n < 0 ? errno : ENOENT, "cannot bind '%s' into the jail", JAIL_CA_BUNDLE);
+                close(fd);
+                return r;
+        }
+        close(fd);
+        real[n] = '\0';
+        struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s", real), JAIL_CA_BUNDLE + 1);
+        if (op == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot plan the jail's file system");
+        op->check_id = true;
+        op->expect_dev = st.st_dev;
+        op->expect_ino = st.st_ino;
+        return 0;
+}
+
 static int add_file(struct jail_plan *p, const char *dst, const char *content)
 {
         const char *c = fmt(p, "%s", content);
@@ -252,6 +301,29 @@ static char *resolve_host(const char *path, const char *what, corral_error **ret
         return real;
 }
 
+int jail_trust_store_open(const char *sysroot)
+{
+        /* Inside the root: a rootfs's symlink (absolute or "..") cannot
+         * lead to a host file, however privileged corral is.  Kernels
+         * without openat2 (before 5.6) get the host's own file only. */
+        int dirfd = open(sysroot && sysroot[0] ? sysroot : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0)
+                return -1;
+        struct open_how how = { .flags = O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
+                                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+        int fd = (int)syscall(SYS_openat2, dirfd, JAIL_CA_BUNDLE + 1, &how, sizeof(how));
+        if (fd < 0 && errno == ENOSYS && !(sysroot && sysroot[0]))
+                fd = openat(dirfd, JAIL_CA_BUNDLE + 1, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        close(dirfd);
+        struct stat st;
+        if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+                        (uint64_t)st.st_size > JAIL_MAX_TRUST_STORE)) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
 static int build_etc(struct jail_plan *p, const char *sysroot)
 {
         char host[PATH_MAX];
@@ -267,7 +339,7 @@ static int build_etc(struct jail_plan *p, const char *sysroot)
         r |= add_file(p, "etc/hostname", "corral\n");
         r |= add_file(p, "etc/nsswitch.conf",
                       "passwd: files\ngroup: files\nhosts: files\nservices: files\nprotocols: files\n");
-        if (p->ca_bundle || p->ssl_certs_dir) {
+        if (p->ca_bundle || p->ssl_certs_dir || p->trust_store) {
                 r |= add(p, OP_DIR, NULL, "etc/ssl") == NULL;
                 r |= add(p, OP_DIR, NULL, "etc/ssl/certs") == NULL;
         }
@@ -400,6 +472,8 @@ int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_e
         }
         if (build_etc(p, base) < 0 || build_dev(p) < 0)
                 goto oom;
+        if (p->trust_store && !p->ca_bundle && add_trust_store(p, sysroot, ret_err) < 0)
+                return -1;
         if (add(p, OP_PROC, NULL, "proc") == NULL)
                 goto oom;
         /* /proc/sys read-only: bind it onto itself, then flip the flag. */

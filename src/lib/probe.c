@@ -213,6 +213,36 @@ void probe_net_proxy(json_t *checks)
                   "brokered credentials for HTTPS hosts will not work here; plain allow-lists do not need them");
         corral_error_free(err);
         corral_jail_config_release(&cfg);
+
+        /* The system's bundle that every allow-list jail without a
+         * credential gets (plan.c; tests/e2e/test_net_allow.py checks it
+         * inside jails): here, whether the host has one to give. */
+        int fd = jail_trust_store_open(NULL);
+        size_t certs = 0;
+        if (fd >= 0) {
+                static const char begin[] = "-----BEGIN CERTIFICATE-----";
+                char chunk[65536 + sizeof(begin)];
+                size_t keep = 0;
+                ssize_t n;
+                while ((n = read(fd, chunk + keep, sizeof(chunk) - keep - 1)) > 0) {
+                        size_t len = keep + (size_t)n;
+                        chunk[len] = '\0';
+                        for (char *at = chunk; (at = strstr(at, begin)) != NULL; at += sizeof(begin) - 1)
+                                certs++;
+                        /* a marker split between reads is counted in the next */
+                        keep = len < sizeof(begin) - 1 ? len : sizeof(begin) - 2;
+                        memmove(chunk, chunk + len - keep, keep);
+                }
+                close(fd);
+        }
+        bool trust = certs > 0;
+        if (trust)
+                snprintf(buf, sizeof(buf),
+                         "%zu certificates in " JAIL_CA_BUNDLE ", given read-only to allow-list jails", certs);
+        else
+                snprintf(buf, sizeof(buf), "no certificate bundle at " JAIL_CA_BUNDLE);
+        probe_add(checks, "net trust store", trust, trust ? "ok" : "missing", buf,
+                  "programs in allow-list jails cannot verify HTTPS hosts; install the ca-certificates package");
 }
 
 void probe_python(json_t *checks)

@@ -774,6 +774,8 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
                         goto out;
                 j.plan.ca_bundle = net_tls_bundle(j.tls);
         }
+        /* No credential: the system's roots alone (no CA of corral's). */
+        j.plan.trust_store = cfg->net == CORRAL_NET_ALLOW;
         j.plan.ssl_certs_dir = zygote;
         if (jail_plan_build(&j.plan, cfg, ret_err) < 0)
                 goto out;

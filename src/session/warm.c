@@ -1351,6 +1351,7 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
          * passed after the mounts. */
         bool proxy = cfg->net == CORRAL_NET_ALLOW;
         bool ca = proxy && cfg->n_net_secrets > 0;
+        bool bundle = false; /* a bundle for /etc/ssl/certs follows the proxy's socket */
         if (proxy) {
                 int sv[2];
                 if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -1374,8 +1375,14 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
                         warm_free(w);
                         return -1;
                 }
+                /* No credential: the host's bundle itself (read-only, no CA
+                 * of ours), copied by init the same way; none on the host,
+                 * no trust store (docs/network.md). */
+                if (!ca)
+                        ca_fd = jail_trust_store_open(NULL);
                 if (ca_fd >= 0)
                         trees[ntrees++] = ca_fd;
+                bundle = ca_fd >= 0;
                 if (net_proxy_start(cfg, tls, sv[0], &w->proxy, ret_err) < 0) {
                         for (int i = 0; i < ntrees; i++)
                                 close(trees[i]);
@@ -1386,7 +1393,7 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
         /* The claim: limits, environment, then the binds' destinations;
          * the workspace and the binds as detached mounts. */
         struct zygote_claim c = { .type = ZYGOTE_MSG_CLAIM,
-                                  .loopback = cfg->net == CORRAL_NET_NONE || proxy, .proxy = proxy, .ca = ca,
+                                  .loopback = cfg->net == CORRAL_NET_NONE || proxy, .proxy = proxy, .ca = bundle,
                                   .uid = (uint32_t)w->slot, .nbinds = (uint32_t)cfg->n_binds,
                                   .disk_bytes = cfg->disk_bytes, .nofile = cfg->nofile,
                                   .cpu_time_s = cfg->cpu_time_s > 0 ? (uint64_t)ceil(cfg->cpu_time_s) : 0,

@@ -27,9 +27,10 @@
  *                        bind as a detached mount (fds, in that order),
  *                        then, for --net allow, the socket on which
  *                        init sends the proxy's listening socket, and
- *                        last, with brokered credentials, a sealed memfd
- *                        with the CA bundle init puts at
- *                        /etc/ssl/certs/ca-certificates.crt
+ *                        last, when there is one, the bundle init puts at
+ *                        /etc/ssl/certs/ca-certificates.crt (with brokered
+ *                        credentials a sealed memfd with the CA, else the
+ *                        host's bundle file)
  *
  * Threads: definitions only.
  *
@@ -70,7 +71,9 @@ struct zygote_claim {
         uint8_t loopback;          /* bring up lo in the session's network namespace */
         uint8_t proxy;             /* --net allow: the last fd is a unix socket for the proxy's listener
                                     * (netdev_proxy_listener_send()) */
-        uint8_t ca;                /* brokered credentials: the last fd is the CA bundle (PEM, a memfd) */
+        uint8_t ca;                /* --net allow: the last fd is the bundle for ZYGOTE_CA_DIR: with brokered
+                                    * credentials the system's roots and the CA (PEM, a memfd), else the
+                                    * host's bundle file itself (read-only) */
         uint32_t envc;             /* NUL-terminated NAME=VALUE strings follow */
         uint32_t uid;              /* the session's uid and gid in the zygote's namespace (0: the zygote's own) */
         uint32_t nbinds;           /* mounts after the workspace's, at the destinations after the environment */
@@ -102,7 +105,7 @@ enum zygote_step {
 };
 
 /* Where the bundle goes: the zygote's /etc has this directory, empty, and a
- * session with brokered credentials mounts a tmpfs of its own on it. */
+ * session with --net allow mounts a tmpfs of its own on it. */
 #define ZYGOTE_CA_DIR "/etc/ssl/certs"
 #define ZYGOTE_CA_FILE "ca-certificates.crt"
 #define ZYGOTE_MAX_CA (4u << 20) /* bytes of the bundle */

@@ -419,7 +419,7 @@ static void answer(int ctl, int listener, const struct seccomp_notif *req, uint6
         report(ctl, MSG_SECCOMP_VIOLATION, nr, (int32_t)req->data.arch);
 }
 
-/* The CA bundle from corral (a memfd, closed here) as ZYGOTE_CA_DIR's one
+/* The CA bundle from corral (a memfd or the host's bundle, closed here) as ZYGOTE_CA_DIR's one
  * file, on a read-only tmpfs of the session's own: the zygote's directory
  * is empty and shared by every session.  0, or -1 with errno. */
 static int install_ca_bundle(int memfd)
@@ -561,8 +561,10 @@ static __attribute__((noreturn)) void session_init(int frames, int ctl, int diag
          * nothing in the session holds it after this. */
         if (c.proxy && netdev_proxy_listener_send(fds[1 + c.nbinds]) < 0)
                 setup_fail(ctl, ZSTEP_PROXY);
-        /* Brokered credentials: the system's roots and the session's own CA
-         * where a cold jail has them (docs/network.md). */
+        /* --net allow: the system's roots (and, with brokered credentials,
+         * the session's own CA) where a cold jail has them
+         * (docs/network.md).  A copy, not a bind: the host's file is not
+         * in this mount namespace, and ~200 KiB cost little. */
         if (c.ca && install_ca_bundle(fds[1 + c.nbinds + 1]) < 0)
                 setup_fail(ctl, ZSTEP_CA);
 

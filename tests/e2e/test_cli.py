@@ -160,6 +160,11 @@ def test_doctor_json_is_the_report_it_prints(corral):
     assert proxy["ok"] is True and "answers inside a jail at 127.0.0.1:3128" in proxy["detail"], proxy
     ca = checks[names.index("net brokered TLS")]
     assert ca["ok"] is True and "a CA made for a jail is in its /etc/ssl/certs (OpenSSL " in ca["detail"], ca
+    trust = checks[names.index("net trust store")]
+    with open("/etc/ssl/certs/ca-certificates.crt") as f:
+        n = f.read().count("-----BEGIN CERTIFICATE-----")
+    assert trust["ok"] is True and trust["detail"] == (
+        f"{n} certificates in /etc/ssl/certs/ca-certificates.crt, given read-only to allow-list jails"), trust
     for c in checks:
         assert isinstance(c["ok"], bool) and isinstance(c["detail"], str), c
         assert c["state"] in ("ok", "missing", "none", "yes", "fast", "slow"), c

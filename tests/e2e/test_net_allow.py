@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+import trustcheck
+
 HOST_ADDR = "127.0.0.2"
 BIG = 200_000
 
@@ -294,3 +296,52 @@ print("left")
     [c] = r["network"]
     assert c["allowed"] and 0 < c["bytes_down"] < 64 << 20, c
     assert time.monotonic() - t0 < 10
+
+
+def test_system_trust_store_without_a_credential(jail, tmp_path):
+    """The host's bundle at Debian's path, byte for byte, and real verification: the test CA is refused
+    until the program adds it (docs/network.md, "Trust")."""
+    server, port, cert = trustcheck.tls_server(str(tmp_path))
+    try:
+        r = jail(trustcheck.script(port, cert), *trustcheck.opts(port))
+    finally:
+        server.shutdown()
+    assert r["status"] == "ok", r
+    assert r["stdout"] == trustcheck.expected(), r
+
+
+def test_no_network_no_trust_store(jail):
+    r = jail("import os\nprint(os.path.exists('/etc/ssl'))")
+    assert r["status"] == "ok" and r["stdout"] == "False\n", r
+
+
+def test_rootfs_trust_store_is_the_rootfs_own(corral, tmp_path):
+    """Under --rootfs the bundle is the rootfs's, resolved inside it: a symlink there that names a host
+    file (absolute, or by '..') gives no trust store rather than the host's file."""
+    cc = shutil.which("gcc")
+    if cc is None:
+        pytest.skip("gcc is not installed")
+    src = tmp_path / "cat.c"
+    src.write_text('#include <stdio.h>\nint main(void) {\n'
+                   '  FILE *f = fopen("/etc/ssl/certs/ca-certificates.crt", "r"); char b[64] = "";\n'
+                   '  if (!f) { puts("missing"); return 0; }\n'
+                   '  fgets(b, sizeof b, f); fputs(b, stdout); return 0;\n}\n')
+    os.chmod(tmp_path, 0o755)
+    outs = []
+    for i, target in enumerate([None, "/etc/passwd", "../../../../../../../../etc/passwd"]):
+        root = tmp_path / f"rootfs{i}"
+        (root / "usr/bin").mkdir(parents=True)
+        (root / "etc/ssl/certs").mkdir(parents=True)
+        if i == 0:
+            subprocess.run([cc, "-static", "-O2", "-o", str(root / "usr/bin/cat-bundle"), str(src)], check=True)
+        else:
+            shutil.copy(tmp_path / "rootfs0/usr/bin/cat-bundle", root / "usr/bin/cat-bundle")
+        bundle = root / "etc/ssl/certs/ca-certificates.crt"
+        if target is None:
+            bundle.write_text("# the rootfs's own bundle\n")
+        else:
+            bundle.symlink_to(target)
+        r = corral("exec", "--rootfs", str(root), "--net", "allow=x.test", "--", "/usr/bin/cat-bundle")
+        assert r.rc == 0, r.err
+        outs.append(r.out.decode())
+    assert outs == ["# the rootfs's own bundle\n", "missing\n", "missing\n"]

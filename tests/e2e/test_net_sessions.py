@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "model-server")
 from modelserver import ScriptedServer, text, tool_call  # noqa: E402
 
 from conftest import CORRAL  # noqa: E402
+import trustcheck  # noqa: E402
 
 HOST_ADDR = "127.0.0.2"
 PKG = "corraltinypkg"
@@ -260,11 +261,17 @@ def test_serve_sandboxes(tmp_path, index):
         # some of the server's hosts: index.test is not among them
         sid = s.create({"limits": {"net": "allow=OTHER.test", "net_bytes": "64K"}})
         r = s.exec(sid, f"import urllib.request, urllib.error\ntry:\n    {fetch.splitlines()[1]}\n"
-                        "except urllib.error.HTTPError as e:\n    print(e.code, e.headers['X-Corral-Reason'])")
-        assert r["stdout"] == "403 the host is not in the jail's allow-list\n", r
+                        "except urllib.error.HTTPError as e:\n    print(e.code, e.headers['X-Corral-Reason'])\n"
+                        # the system trust store, as in every allow-list jail (trustcheck.py)
+                        "import hashlib\nprint(hashlib.sha256(open('/etc/ssl/certs/ca-certificates.crt', 'rb')"
+                        ".read()).hexdigest())")
+        with open(trustcheck.HOST_BUNDLE, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        assert r["stdout"] == f"403 the host is not in the jail's allow-list\n{digest}\n", r
         sid = s.create({"limits": {"net": "none"}})
-        r = s.exec(sid, "import os\nprint(os.environ.get('HTTP_PROXY'))")
-        assert r["stdout"] == "None\n" and "network" not in r, r
+        r = s.exec(sid, "import os\nprint(os.environ.get('HTTP_PROXY'), "
+                        "os.path.exists('/etc/ssl/certs/ca-certificates.crt'))")
+        assert r["stdout"] == "None False\n" and "network" not in r, r
         for limits, says in (({"net": "allow=evil.test"}, "'evil.test' is not on this server's allow-list"),
                              ({"net": "host"}, "limits.net may be none or down, \"allow\" or"),
                              ({"net_bytes": "2M"}, "limits.net_bytes may be at most"),
@@ -313,3 +320,16 @@ def test_the_proxy_ends_with_its_session(index):
         assert s.step(keep, "1 + 1")["value"]["text"] == "2"
     finally:
         s.close()
+
+
+def test_system_trust_store_without_a_credential(sessions, tmp_path):
+    """A warm session's bundle (copied by its init) and a cold one's (the plan's bind) are the host's,
+    and verification is real (docs/network.md, "Trust")."""
+    server, port, cert = trustcheck.tls_server(str(tmp_path))
+    try:
+        sid = sessions.start(*trustcheck.opts(port))
+        r = sessions.step(sid, trustcheck.script(port, cert))
+    finally:
+        server.shutdown()
+    assert r["status"] == "ok", r
+    assert r["stdout"] == trustcheck.expected(), r
