@@ -324,6 +324,39 @@ int jail_trust_store_open(const char *sysroot)
         return fd;
 }
 
+/* The host path of rel (relative to sysroot, "" for the host's own root)
+ * and its stat, or NULL.  In a rootfs, links are resolved inside it: a
+ * rootfs's etc/services naming /etc/shadow, absolutely or by "..", is
+ * that rootfs's /etc/shadow, never the host's; kernels without openat2
+ * (before 5.6) get nothing. */
+static char *resolve_in_sysroot(const char *sysroot, const char *rel, struct stat *st)
+{
+        if (sysroot[0] == '\0') {
+                char path[PATH_MAX];
+                snprintf(path, sizeof(path), "/%s", rel);
+                char *real = realpath(path, NULL);
+                if (real && stat(real, st) < 0) {
+                        free(real);
+                        return NULL;
+                }
+                return real;
+        }
+        cleanup_close int dirfd = open(sysroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0)
+                return NULL;
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+        cleanup_close int fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+        if (fd < 0 || fstat(fd, st) < 0)
+                return NULL;
+        char link[64], real[PATH_MAX];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, real, sizeof(real) - 1);
+        if (n <= 0)
+                return NULL;
+        real[n] = '\0';
+        return strdup(real);
+}
+
 static int build_etc(struct jail_plan *p, const char *sysroot)
 {
         char host[PATH_MAX];
@@ -354,25 +387,44 @@ static int build_etc(struct jail_plan *p, const char *sysroot)
         static const char *const passthrough[] = { "ld.so.cache", "alternatives", "fonts", "matplotlibrc",
                                                    "mime.types", "services", "protocols" };
         for (size_t i = 0; i < ARRAY_SIZE(passthrough); i++) {
-                snprintf(host, sizeof(host), "%s/etc/%s", sysroot, passthrough[i]);
+                snprintf(host, sizeof(host), "etc/%s", passthrough[i]);
                 struct stat st;
-                if (stat(host, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
-                        continue;
-                char *real = realpath(host, NULL);
+                char *real = resolve_in_sysroot(sysroot, host, &st);
                 if (real == NULL)
                         continue;
-                struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s", real), fmt(p, "etc/%s", passthrough[i]));
+                if (!(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+                        free(real);
+                        continue;
+                }
+                int r2;
+                if (sysroot[0]) {
+                        /* a rootfs's file, cloned as corral (the jail's uid may
+                         * not reach it through the rootfs's parents) */
+                        r2 = add_host_bind(p, real, fmt(p, "%s", host), false, S_ISDIR(st.st_mode));
+                } else {
+                        struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s", real), fmt(p, "%s", host));
+                        if (op)
+                                op->src_is_dir = S_ISDIR(st.st_mode);
+                        r2 = op ? 0 : -1;
+                }
                 free(real);
-                if (op == NULL)
+                if (r2 < 0)
                         return -1;
-                op->src_is_dir = S_ISDIR(st.st_mode);
         }
-        snprintf(host, sizeof(host), "%s/etc/localtime", sysroot);
-        char *tz = realpath(host, NULL);
-        if (tz != NULL) {
-                struct mount_op *op = add(p, OP_BIND, fmt(p, "/oldroot%s", tz), "etc/localtime");
+        struct stat tz_st;
+        char *tz = resolve_in_sysroot(sysroot, "etc/localtime", &tz_st);
+        if (tz != NULL && !S_ISREG(tz_st.st_mode)) {
                 free(tz);
-                if (op == NULL)
+                tz = NULL;
+        }
+        if (tz != NULL) {
+                int r2 = 0;
+                if (sysroot[0])
+                        r2 = add_host_bind(p, tz, "etc/localtime", false, false);
+                else if (add(p, OP_BIND, fmt(p, "/oldroot%s", tz), "etc/localtime") == NULL)
+                        r2 = -1;
+                free(tz);
+                if (r2 < 0)
                         return -1;
         }
         return 0;

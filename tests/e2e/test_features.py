@@ -187,6 +187,42 @@ def test_rootfs(corral, tmp_path):
     assert r.rc == 127
 
 
+def test_rootfs_etc_links_stay_in_the_rootfs(corral, tmp_path):
+    """The host files corral passes through to /etc (services, localtime, ...)
+    come from the rootfs under --rootfs, its links resolved inside it: a
+    rootfs whose etc/services names a host file (absolutely or by '..') never
+    shows that host file in the jail."""
+    cc = shutil.which("gcc")
+    if cc is None:
+        pytest.skip("gcc is not installed")
+    secret = tmp_path / "host-secret"
+    secret.write_text("host secret line\n")
+    os.chmod(secret, 0o644)
+    os.chmod(tmp_path, 0o755)
+    src = tmp_path / "head.c"
+    src.write_text('#include <stdio.h>\nint main(int c, char **v) {\n'
+                   '  for (int i = 1; i < c; i++) { FILE *f = fopen(v[i], "r"); char b[64] = "";\n'
+                   '    if (!f) { puts("missing"); continue; } fgets(b, sizeof b, f); fputs(b, stdout); }\n'
+                   '  return 0;\n}\n')
+    outs = []
+    for i, target in enumerate([None, str(secret), "../../../../../../../.." + str(secret)]):
+        root = tmp_path / f"rootfs{i}"
+        (root / "usr/bin").mkdir(parents=True)
+        (root / "etc").mkdir()
+        subprocess.run([cc, "-static", "-O2", "-o", str(root / "usr/bin/head1"), str(src)], check=True)
+        for name in ("services", "protocols", "localtime"):
+            if target is None:
+                (root / "etc" / name).write_text(f"the rootfs's own {name}\n")
+            else:
+                (root / "etc" / name).symlink_to(target)
+        r = corral("exec", "--rootfs", str(root), "--", "/usr/bin/head1", "/etc/services", "/etc/protocols",
+                   "/etc/localtime")
+        assert r.rc == 0, r.err
+        outs.append(r.out.decode())
+    assert outs[0] == "the rootfs's own services\nthe rootfs's own protocols\nthe rootfs's own localtime\n"
+    assert outs[1] == outs[2] == "missing\nmissing\nmissing\n", outs
+
+
 def test_python_data_stack_and_no_dotfiles(corral, tmp_path):
     code = ("import numpy as np, pandas as pd, scipy.stats, matplotlib.pyplot as plt\n"
             "df = pd.DataFrame({'x': np.arange(10), 'y': np.arange(10) ** 2})\n"
