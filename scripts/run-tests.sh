@@ -97,14 +97,17 @@ if [ "$(id -u)" -eq 0 ]; then
         chmod -R a+rX "$tmp"
         # The protocol suites run once, as root: what they test (the E2B and MCP
         # SDKs, the HTTP clients, the runs API, the web view in Chromium, the
-        # docs' option lists) is the same code above the jail whoever runs
-        # it, and their jails are the same jails the other files drive as
-        # this user.  test_serve.py, test_session.py, test_run*.py, the attack
-        # suite and the rest run again here: the rlimit path.
+        # docs' option lists, the agent's modes and views, the archive
+        # parser, the demo's scripts) is the same code above the jail whoever
+        # runs it, and their jails are the same jails the other files drive
+        # as this user.  test_serve.py, test_session.py, test_run.py, the
+        # attack suite and the rest run again here: the rlimit path.
         root_only=()
         for f in test_e2b.py test_e2b_protocol.py test_mcp.py test_mcp_http.py test_js_client.py \
                 test_js_client_runs.py test_python_client.py test_python_client_runs.py test_serve_runs.py \
-                test_webview.py test_docs_options.py test_messages.py; do
+                test_webview.py test_docs_options.py test_messages.py test_modes.py test_team.py \
+                test_approve.py test_run_output.py test_trace.py test_review_agent.py test_run_images.py \
+                test_archive.py test_demo.py; do
                 root_only+=(--ignore "$tmp/tests/e2e/$f")
         done
 fi
