@@ -261,7 +261,7 @@ static int absolute_paths(corral_jail_config *copy, bool resuming, bool *ret_exi
 /* Brokered credentials, which a profile does not carry: "secrets" as
  * [{"host","header","value"}] and "upstream_ca" as an absolute path.  The
  * values cross to the session host, a process of our uid, over its socket
- * (0600, SO_PEERCRED), once; wipe_credentials() clears them from req. */
+ * (0600, SO_PEERCRED), once; wire_wipe_credentials() clears them from req. */
 static int add_credentials(json_t *req, const corral_jail_config *cfg)
 {
         if (cfg->n_net_secrets > 0) {
@@ -281,17 +281,6 @@ static int add_credentials(json_t *req, const corral_jail_config *cfg)
                         return -1;
         }
         return 0;
-}
-
-static void wipe_credentials(json_t *req)
-{
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(req, "secrets"), i, e) {
-                const char *v = json_string_value(json_object_get(e, "value"));
-                if (v)
-                        explicit_bzero((char *)v, strlen(v));
-        }
 }
 
 /* cfg as the start request's profile, its host paths absolute and its
@@ -350,7 +339,7 @@ static json_t *start_request(const char *id, const struct session_client_start *
                 return NULL;
         }
         if (add_credentials(req, s->cfg) < 0) {
-                wipe_credentials(req);
+                wire_wipe_credentials(req);
                 json_decref(req);
                 corral_fail(ret_err, ENOMEM, "cannot start the session");
                 return NULL;
@@ -376,7 +365,7 @@ json_t *session_client_start(const char *id, const struct session_client_start *
         for (int attempt = 0; attempt < 2 && reply == NULL; attempt++) {
                 int fd = session_client_connect_host(true, ret_err);
                 if (fd < 0) {
-                        wipe_credentials(req);
+                        wire_wipe_credentials(req);
                         json_decref(req);
                         return NULL;
                 }
@@ -392,7 +381,7 @@ json_t *session_client_start(const char *id, const struct session_client_start *
                 else
                         close(fd);
         }
-        wipe_credentials(req);
+        wire_wipe_credentials(req);
         json_decref(req);
         const char *t = json_string_value(json_object_get(reply, "t"));
         if (t && strcmp(t, "started") == 0)

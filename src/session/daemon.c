@@ -420,25 +420,14 @@ fail:
         corral_error_free(err);
 }
 
-/* A start request's credential values, cleared before the request is
- * freed (the configuration holds its own copies, wiped at its release). */
-static void wipe_credentials(json_t *req)
-{
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(req, "secrets"), i, e) {
-                const char *v = json_string_value(json_object_get(e, "value"));
-                if (v)
-                        explicit_bzero((char *)v, strlen(v));
-        }
-}
-
 static void serve_host(struct conn *c, const char *op, json_t *req)
 {
         struct daemon *d = c->d;
         if (strcmp(op, "start") == 0) {
                 serve_start(c, req);
-                wipe_credentials(req);
+                /* the session's configuration holds its own copies, wiped
+                 * at its release */
+                wire_wipe_credentials(req);
         } else if (strcmp(op, "info") == 0) {
                 json_t *r = session_host_status(d->h);
                 if (r) {

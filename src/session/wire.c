@@ -250,3 +250,14 @@ int wire_socket_path(const char *dir, const char *id, struct sockaddr_un *sa, co
                 return corral_fail(err, ENAMETOOLONG, "the session socket path under '%s' is too long", dir);
         return 0;
 }
+
+void wire_wipe_credentials(json_t *req)
+{
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(req, "secrets"), i, e) {
+                const char *v = json_string_value(json_object_get(e, "value"));
+                if (v)
+                        explicit_bzero((char *)v, strlen(v));
+        }
+}

@@ -34,6 +34,10 @@ CORRAL_HIDDEN json_t *wire_read(int fd, int timeout_ms);
 /* The same keeping up to max descriptors sent with it (close-on-exec) in
  * fds, *ret_n of them; more than max fails the read (none kept). */
 CORRAL_HIDDEN json_t *wire_read_fds(int fd, int timeout_ms, int *fds, size_t max, size_t *ret_n);
+/* Clear a start request's credential values ("secrets": [{"value"}]) in
+ * place, before the request is freed: both ends hold them only as long as
+ * they must. */
+CORRAL_HIDDEN void wire_wipe_credentials(json_t *req);
 /* The runtime directory; NULL with err set.  Without create, a missing
  * directory gives NULL with errno ENOENT and no error. */
 CORRAL_HIDDEN char *wire_runtime_dir(bool create, corral_error **err);
