@@ -301,20 +301,30 @@ static char *resolve_host(const char *path, const char *what, corral_error **ret
         return real;
 }
 
-int jail_trust_store_open(const char *sysroot)
+/* rel opened beneath sysroot (NULL or "": the host's own root), its links
+ * resolved inside it: a rootfs's link naming a host file (absolutely or by
+ * "..") is that rootfs's file, never the host's, however privileged corral
+ * is.  Kernels without openat2 (before 5.6) open the host's own files only. */
+static int open_in_sysroot(const char *sysroot, const char *rel, int flags)
 {
-        /* Inside the root: a rootfs's symlink (absolute or "..") cannot
-         * lead to a host file, however privileged corral is.  Kernels
-         * without openat2 (before 5.6) get the host's own file only. */
-        int dirfd = open(sysroot && sysroot[0] ? sysroot : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        bool host = !(sysroot && sysroot[0]);
+        int dirfd = open(host ? "/" : sysroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dirfd < 0)
                 return -1;
-        struct open_how how = { .flags = O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
+        struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC),
                                 .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-        int fd = (int)syscall(SYS_openat2, dirfd, JAIL_CA_BUNDLE + 1, &how, sizeof(how));
-        if (fd < 0 && errno == ENOSYS && !(sysroot && sysroot[0]))
-                fd = openat(dirfd, JAIL_CA_BUNDLE + 1, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+        int fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+        if (fd < 0 && errno == ENOSYS && host)
+                fd = openat(dirfd, rel, flags | O_CLOEXEC);
+        int e = errno;
         close(dirfd);
+        errno = e;
+        return fd;
+}
+
+int jail_trust_store_open(const char *sysroot)
+{
+        int fd = open_in_sysroot(sysroot, JAIL_CA_BUNDLE + 1, O_RDONLY | O_NOCTTY | O_NONBLOCK);
         struct stat st;
         if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
                         (uint64_t)st.st_size > JAIL_MAX_TRUST_STORE)) {
@@ -324,28 +334,11 @@ int jail_trust_store_open(const char *sysroot)
         return fd;
 }
 
-/* The host path of rel (relative to sysroot, "" for the host's own root)
- * and its stat, or NULL.  In a rootfs, links are resolved inside it: a
- * rootfs's etc/services naming /etc/shadow, absolutely or by "..", is
- * that rootfs's /etc/shadow, never the host's; kernels without openat2
- * (before 5.6) get nothing. */
+/* The host path of rel in sysroot (open_in_sysroot()) and its stat, or
+ * NULL: what a bind by path names. */
 static char *resolve_in_sysroot(const char *sysroot, const char *rel, struct stat *st)
 {
-        if (sysroot[0] == '\0') {
-                char path[PATH_MAX];
-                snprintf(path, sizeof(path), "/%s", rel);
-                char *real = realpath(path, NULL);
-                if (real && stat(real, st) < 0) {
-                        free(real);
-                        return NULL;
-                }
-                return real;
-        }
-        cleanup_close int dirfd = open(sysroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dirfd < 0)
-                return NULL;
-        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-        cleanup_close int fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+        cleanup_close int fd = open_in_sysroot(sysroot, rel, O_PATH);
         if (fd < 0 || fstat(fd, st) < 0)
                 return NULL;
         char link[64], real[PATH_MAX];
