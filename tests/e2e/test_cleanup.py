@@ -21,22 +21,32 @@ def all_corral_cgroups():
     return sorted(found)
 
 
-def test_no_leftovers_after_runs(corral):
+# The names corral gives the temporary files and directories it makes
+# (src/workspace, src/cli, src/lib/fontcache.c); the tests' own temporary
+# directories, which other suites make in /tmp meanwhile, are not among them.
+CORRAL_TEMP_PREFIXES = ("corral-ws-", "corral-stage-", "corral-approve-", ".build-", ".corral-")
+
+
+def test_no_leftovers_after_runs(corral, tmp_path):
     before_cg = corral_cgroups()
     before_tmp = sorted(os.listdir("/tmp"))
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmpdir))
     marker = f"corral-leftover-{os.getpid()}"
     for args in (["-c", "print(1)"],
                  ["--timeout", "0.5", "--", "bash", "-c", f"(exec -a {marker} sleep 30) & exec -a {marker} sleep 30"],
                  ["-c", f"import os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        os.execvp('sleep', ['{marker}', '30'])\n"],
                  ["--", "no-such-program"]):
-        corral("exec", *args)
+        corral("exec", *args, env=env)
     assert _wait_for(lambda: not _running(marker), 2.0)
     assert corral_cgroups() == before_cg
-    # corral makes no host temp dirs for a jail (other processes may be
-    # using /tmp meanwhile, so only names corral could have made count, made
-    # by this user: make test runs an ordinary user's tests at the same time).
+    # corral makes no host temp dirs for a jail: none in its $TMPDIR, and
+    # none in /tmp (which other suites use meanwhile: make test runs two
+    # lanes, so only names corral gives, made by this user, count).
+    assert os.listdir(tmpdir) == []
     new = set(os.listdir("/tmp")) - set(before_tmp)
-    assert not [n for n in new if n.startswith(("corral-", ".build-")) and _owned_by_me(os.path.join("/tmp", n))], new
+    assert not [n for n in new if n.startswith(CORRAL_TEMP_PREFIXES) and _owned_by_me(os.path.join("/tmp", n))], new
     assert not any("corral" in line and "oldroot" in line for line in open("/proc/self/mountinfo"))
 
 
