@@ -1014,6 +1014,21 @@ static int parse_approve(json_t *body, struct run_config *c, corral_error **ret_
         return 0;
 }
 
+/* A model of the run's endpoint named by FIELD (verifier_model and the
+ * roles' models): a string, and not a replay, which reads a host file. */
+static int get_model_id(json_t *body, const char *field, const char **ret, corral_error **ret_err)
+{
+        json_t *v = json_object_get(body, field);
+        if (v == NULL)
+                return 0;
+        if (!json_is_string(v))
+                return corral_usage_field(ret_err, field, "%s must be a string", field);
+        if (strncmp(json_string_value(v), "replay:", 7) == 0)
+                return corral_usage_field(ret_err, field, "a replay model cannot be asked for over HTTP");
+        *ret = json_string_value(v);
+        return 0;
+}
+
 static int parse_run(struct server *s, struct request *rq, json_t *body, struct srv_run *sr, struct run_config *c,
                      corral_error **ret_err)
 {
@@ -1023,7 +1038,8 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                                              "plan",         "replan_every",   "compact",
                                              "reproduce",    "approve",        "approve_timeout",
                                              "approve_default", "mode",
-                                             "tdd_test_changes" };
+                                             "tdd_test_changes", "llm_review", "reviewer_model",
+                                             "executor_model" };
         if (!json_is_object(body))
                 return corral_usage(ret_err, "the body must be a JSON object");
         if (fields_known(body, known, ARRAY_SIZE(known), "", "a field of a run", "body", ret_err) < 0)
@@ -1087,17 +1103,20 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
         c->agent.max_iterations = (unsigned)iters;
         c->agent.token_budget = tokens;
         /* The modes (docs/modes.md). */
-        json_t *verify = json_object_get(body, "verify"), *vm = json_object_get(body, "verifier_model");
+        json_t *verify = json_object_get(body, "verify");
         json_t *vr = json_object_get(body, "verify_rounds");
         if (verify && !json_is_boolean(verify))
                 return corral_usage_field(ret_err, "verify", "verify must be true or false");
         if (verify)
                 c->verify = json_is_true(verify);
-        if (vm && !json_is_string(vm))
-                return corral_usage_field(ret_err, "verifier_model", "verifier_model must be a string");
-        if (vm && strncmp(json_string_value(vm), "replay:", 7) == 0)
-                return corral_usage_field(ret_err, "verifier_model", "a replay model cannot be asked for over HTTP");
-        c->verifier_model = json_string_value(vm);
+        if (get_model_id(body, "verifier_model", &c->verifier_model, ret_err) < 0 ||
+            get_model_id(body, "reviewer_model", &c->reviewer_model, ret_err) < 0 ||
+            get_model_id(body, "executor_model", &c->executor_model, ret_err) < 0)
+                return -1;
+        json_t *llm = json_object_get(body, "llm_review");
+        if (llm && !json_is_boolean(llm))
+                return corral_usage_field(ret_err, "llm_review", "llm_review must be true or false");
+        c->llm_review = json_is_true(llm) || (c->reviewer_model && llm == NULL);
         if (vr && (!json_is_integer(vr) || json_integer_value(vr) < 0 || json_integer_value(vr) > 20))
                 return corral_usage_field(ret_err, "verify_rounds", "verify_rounds must be a whole number from 0 "
                                                                     "to 20");

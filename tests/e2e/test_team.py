@@ -174,7 +174,53 @@ def test_team_run_over_http(serve):
     roles = j["team"]["roles"]
     assert roles["reviewer"]["rejected"] == 1 and roles["reviewer"]["approved"] == 1
     assert roles["writer"]["usage"]["requests"] == 3 and roles["executor"]["runs"] == 1
-    for mode in ("crew", 3):
-        b = {"task": "x", "model": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}, "mode": mode}
+    for body, field in [({"mode": "crew"}, "mode"), ({"mode": 3}, "mode"),
+                        ({"reviewer_model": 3}, "reviewer_model"),
+                        ({"reviewer_model": "replay:/etc/passwd"}, "reviewer_model"),
+                        ({"mode": "team", "executor_model": "replay:/etc/passwd"}, "executor_model"),
+                        ({"executor_model": "exec-1"}, "executor_model"),  # not a team
+                        ({"llm_review": "yes"}, "llm_review")]:
+        b = {"task": "x", "model": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}, **body}
         status, e = s.json("POST", "/v1/runs", b)
-        assert status == 400 and e["error"].get("field") == "mode", (mode, e)
+        assert status == 400 and e["error"].get("field") == field, (body, e)
+
+
+def test_team_roles_models_over_http(serve):
+    """reviewer_model and executor_model in POST /v1/runs: each role asks its
+    own model (the scripted server checks the model of every side call) and
+    the result names them."""
+    s = serve()
+    summary = "The loop printed 400 rows; the last is total 4242."
+    turns = [tool_call("run_python", code=LONG),
+             text("4242") | {"expect": {"contains": [summary]}}]
+    side = {"summary": [text(summary) | {"expect": {"model": "exec-1"}}],
+            "review": [verdict("approve") | {"expect": {"model": "judge-1"}}]}
+    with ScriptedServer(turns, side=side) as srv:
+        rid = start_run(s, srv, {"task": "print rows", "mode": "team", "verify": False,
+                                 "reviewer_model": "judge-1", "executor_model": "exec-1"})
+        j = wait_end(s, rid)
+    srv.assert_ok()
+    assert j["status"] == "answered" and j["answer"] == "4242", j
+    roles = j["team"]["roles"]
+    assert roles["reviewer"]["model"] == "judge-1" and roles["executor"]["model"] == "exec-1"
+    assert roles["executor"]["summaries"] == 1
+    assert [x["purpose"] for x in srv.side_requests] == ["review", "summary"]
+
+
+def test_llm_reviewer_model_over_http(serve):
+    """reviewer_model outside the team: the LLM reviewer (implied, as
+    --reviewer-model implies --llm-review) asks that model about a step the
+    static review only warns about, and its rejection reaches the writer."""
+    s = serve()
+    warned = "import urllib.request\nprint('imported')\n"  # PY-NET-002: a warning under standard
+    turns = [tool_call("run_python", code=warned),
+             verdict("reject", "there is no network here") | {"expect": {"contains": ["PY-NET-002"],
+                                                                         "model": "judge-2", "tools": False}},
+             text("done") | {"expect": {"contains": ["rejected by the reviewer model", "there is no network here"],
+                                        "model": "gpt-test"}}]
+    with ScriptedServer(turns, models=["gpt-test", "judge-2"]) as srv:
+        rid = start_run(s, srv, {"task": "fetch it", "verify": False, "reviewer_model": "judge-2"})
+        j = wait_end(s, rid)
+    srv.assert_ok()
+    assert j["status"] == "answered" and j["answer"] == "done", j
+    assert len(srv.requests) == 3
