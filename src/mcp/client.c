@@ -48,6 +48,7 @@ struct mcp_client {
         char *url;
         struct curl_slist *headers;
         char *session_id;
+        bool session_ended;        /* the server answered 404 to it */
 };
 
 /* ---- stdio ---- */
@@ -371,6 +372,7 @@ static int rpc_http(struct mcp_client *c, json_t *message, json_int_t id, double
                           : corral_usage(err, "cannot reach the MCP server '%s' at %s: %s", c->name, c->url,
                                          api->easy_strerror(rc));
         } else if (status == 404 && c->session_id) {
+                c->session_ended = true;
                 r = corral_usage(err, "the MCP server '%s' ended the session", c->name);
         } else if (status < 200 || status >= 300) {
                 r = corral_usage(err, "the MCP server '%s' answered HTTP %ld", c->name, status);
@@ -447,7 +449,8 @@ static int request(struct mcp_client *c, const char *method, json_t *params, dou
         return r;
 }
 
-static int handshake(struct mcp_client *c, double timeout_s, corral_error **err)
+/* initialize, and the notification that follows it. */
+static int initialize(struct mcp_client *c, double timeout_s, corral_error **err)
 {
         json_t *result = NULL;
         if (request(c, "initialize",
@@ -471,6 +474,14 @@ static int handshake(struct mcp_client *c, double timeout_s, corral_error **err)
         json_decref(result);
         if (notify(c, "notifications/initialized", NULL) < 0)
                 return gone_error(c, err);
+        return 0;
+}
+
+static int handshake(struct mcp_client *c, double timeout_s, corral_error **err)
+{
+        json_t *result = NULL;
+        if (initialize(c, timeout_s, err) < 0)
+                return -1;
         c->tools = json_array();
         json_t *cursor = NULL;
         for (int page = 0; page < MAX_PAGES; page++) {
@@ -564,6 +575,21 @@ json_t *mcp_client_tools(const struct mcp_client *c)
         return c->tools;
 }
 
+/* A new session after the server ended the old one: initialize again,
+ * without the old session's id. */
+static int session_restart(struct mcp_client *c, double timeout_s, corral_error **err)
+{
+        c->session_ended = false;
+        free(c->session_id);
+        c->session_id = NULL;
+        free(c->protocol);
+        c->protocol = NULL;
+        if (initialize(c, timeout_s, err) < 0)
+                return corral_error_prefix(err, "the MCP server '%s' ended the session and a new one could not "
+                                                "start", c->name);
+        return 0;
+}
+
 int mcp_client_call(struct mcp_client *c, const char *tool, json_t *arguments, double timeout_s, int cancel_fd,
                     json_t **ret, corral_error **err)
 {
@@ -574,13 +600,37 @@ int mcp_client_call(struct mcp_client *c, const char *tool, json_t *arguments, d
                         json_pack("{s:s,s:o}", "name", tool, "arguments",
                                   arguments ? json_incref(arguments) : json_object()),
                         timeout_s, cancel_fd, &result, err);
+        bool restarted = false;
+        if (r < 0 && c->session_ended) {
+                /* The server forgot the session (it restarted, or ended an
+                 * idle one) and did not run the call: a client starts a new
+                 * session with a new initialize (the transport's rule) and
+                 * sends the call once more. */
+                corral_error_free(*err);
+                *err = NULL;
+                r = session_restart(c, timeout_s, err);
+                if (r == 0)
+                        r = request(c, "tools/call",
+                                    json_pack("{s:s,s:o}", "name", tool, "arguments",
+                                              arguments ? json_incref(arguments) : json_object()),
+                                    timeout_s, cancel_fd, &result, err);
+                restarted = r == 0;
+        }
         pthread_mutex_unlock(&c->call_lock);
         if (r < 0)
                 return -1;
-        if (!json_is_array(json_object_get(result, "content"))) {
+        json_t *content = json_object_get(result, "content");
+        if (!json_is_array(content)) {
                 json_decref(result);
                 return corral_usage(err, "the MCP server '%s' answered %s without content", c->name, tool);
         }
+        /* What the server kept for the old session (a sandbox's variables,
+         * an open file) is gone: the model is told, not left to wonder. */
+        if (restarted)
+                json_array_append_new(content,
+                                      json_pack("{s:s,s:s++}", "type", "text", "text", "(corral: the MCP server '",
+                                                c->name, "' had ended its session; this call ran in a new one, so "
+                                                         "what the server kept from earlier calls is gone)"));
         *ret = result;
         return 0;
 }

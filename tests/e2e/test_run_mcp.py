@@ -237,6 +237,41 @@ def test_a_remote_server_over_streamable_http(tmp_path):
         serve.wait(30)
 
 
+def test_a_remote_server_that_ended_the_session(tmp_path):
+    """A remote server that forgets the session between two calls (here
+    corral serve ending an idle MCP session; a restarted server does the
+    same) answers 404: the client starts a new session with a new
+    initialize and sends the call again, once, and the model is told that
+    the server's state from earlier calls is gone."""
+    data = tmp_path / "serve-data"
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    serve = subprocess.Popen([CORRAL, "serve", "--data", str(data), "--listen", "127.0.0.1:0",
+                              "--mcp-idle-timeout", "1"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = serve.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), serve.stderr.read()
+        url = url.split("/?")[0]
+        token = (data / "token").read_text().strip()
+        config = write_config(tmp_path, {"sandbox": {
+            "type": "remote", "url": url + "/mcp", "headers": {"Authorization": f"Bearer {token}"}}})
+        turns = [
+            tool_call("sandbox_run_python", code="x = 6 * 7\nx"),
+            # the model thinks for longer than the server keeps an idle session
+            tool_call("sandbox_run_python", code="print(7 * 6)") | {"expect": {"contains": ["42"]}, "delay": 3},
+            text("42") | {"expect": {"contains": ["42", "had ended its session", "is gone"]}},
+        ]
+        with ScriptedServer(turns) as srv:
+            r = corral_run(tmp_path, srv, config, "remote")
+        srv.assert_ok()
+        assert r.returncode == 0, r.stderr
+        results = [e for e in trace_events(tmp_path) if e["type"] == "tool_result"]
+        assert [e["ok"] for e in results] == [True, True], results
+    finally:
+        serve.terminate()
+        serve.wait(30)
+
+
 def test_the_agent_calls_a_third_party_node_server(tmp_path):
     """@modelcontextprotocol/server-everything from npm (tests/mcp/setup.sh),
     a Node server, jailed from the config file with its node_modules tree
