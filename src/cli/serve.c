@@ -14,8 +14,9 @@
 static const char help_text[] =
         "usage: corral serve [--listen ADDR:PORT | --socket PATH] [--tokens FILE] [--allow-host NAME]...\n"
         "                    [--max-sandboxes N] [--max-per-token N] [--max-steps-per-token N] [--max-rate N]\n"
-        "                    [--max-mcp-sessions N] [--mcp-idle-timeout S] [--max-runs N] [--model-url URL]...\n"
-        "                    [--max-runs-per-token N] [--run-retention N] [--run-retention-age S]\n"
+        "                    [--max-mcp-sessions N] [--max-mcp-sessions-per-token N] [--mcp-idle-timeout S]\n"
+        "                    [--max-runs N] [--max-runs-per-token N] [--model-url URL]...\n"
+        "                    [--run-retention N] [--run-retention-age S]\n"
         "                    [--data DIR] [--grace S] [--run-grace S]\n"
         "                    [JAIL LIMITS]\n"
         "\n"
@@ -37,6 +38,8 @@ static const char help_text[] =
         "      --max-steps-per-token N  steps running at once per token (default 8)\n"
         "      --max-rate N        requests a second per token, in bursts of up to 2N (default 1000)\n"
         "      --max-mcp-sessions N  MCP sessions at /mcp at once, all tokens together (default 64)\n"
+        "      --max-mcp-sessions-per-token N  MCP sessions at once per token (default 16; more are\n"
+        "                          answered 429)\n"
         "      --max-runs N        agent runs (POST /v1/runs) going at once, all tokens together\n"
         "                          (default 4; more are answered 503)\n"
         "      --max-runs-per-token N  agent runs going at once per token (default 4; more are\n"
@@ -90,6 +93,7 @@ enum {
         OPT_RUN_RETENTION,
         OPT_RUN_RETENTION_AGE,
         OPT_RUN_GRACE,
+        OPT_MAX_MCP_SESSIONS_PER_TOKEN,
 };
 
 static const struct option serve_options[] = {
@@ -104,6 +108,7 @@ static const struct option serve_options[] = {
         { "data", required_argument, NULL, OPT_DATA },
         { "grace", required_argument, NULL, OPT_GRACE },
         { "max-mcp-sessions", required_argument, NULL, OPT_MAX_MCP_SESSIONS },
+        { "max-mcp-sessions-per-token", required_argument, NULL, OPT_MAX_MCP_SESSIONS_PER_TOKEN },
         { "max-runs", required_argument, NULL, OPT_MAX_RUNS },
         { "model-url", required_argument, NULL, OPT_MODEL_URL },
         { "mcp-idle-timeout", required_argument, NULL, OPT_MCP_IDLE_TIMEOUT },
@@ -168,6 +173,8 @@ static int apply(int c, const char *arg, void *userdata, corral_error **err)
                 return corral_parse_seconds(arg, &o->grace_s, err) < 0 ? corral_error_prefix(err, "--grace") : 0;
         case OPT_MAX_MCP_SESSIONS:
                 return count(arg, "--max-mcp-sessions", &o->c.max_mcp_sessions, err);
+        case OPT_MAX_MCP_SESSIONS_PER_TOKEN:
+                return count(arg, "--max-mcp-sessions-per-token", &o->c.max_mcp_sessions_per_token, err);
         case OPT_MAX_RUNS:
                 return count(arg, "--max-runs", &o->c.max_runs, err);
         case OPT_MAX_RUNS_PER_TOKEN:

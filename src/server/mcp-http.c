@@ -75,8 +75,16 @@ struct mcp_http {
         pthread_cond_t changed;  /* an exchange moved on */
         struct mcp_http_session *sessions;
         unsigned n;
+        unsigned *held;          /* sessions per principal (the last: the unnamed) */
+        size_t n_principals;
         bool stopping;
 };
+
+/* The count of WHO's sessions (h->lock held). */
+static unsigned *held_by(struct mcp_http *h, int who)
+{
+        return &h->held[who >= 0 && (size_t)who < h->n_principals ? (size_t)who : h->n_principals];
+}
 
 int mcp_http_init(struct server *s, corral_error **ret_err)
 {
@@ -87,6 +95,10 @@ int mcp_http_init(struct server *s, corral_error **ret_err)
         pthread_cond_init(&h->changed, NULL);
         corral_jail_config_init(&h->jail);
         s->mcp = h;
+        h->n_principals = auth_count(s->auth);
+        h->held = calloc(h->n_principals + 1, sizeof(*h->held));
+        if (h->held == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot start the server");
         if (corral_jail_config_copy(&h->jail, &s->limits, ret_err) < 0)
                 return -1;
         /* The server's step limit is the most a call may ask for; the
@@ -135,6 +147,7 @@ static void session_end(struct mcp_http_session *ms)
                                 break;
                         }
                 h->n--;
+                (*held_by(h, ms->owner))--;
                 pthread_cond_broadcast(&h->changed);
         }
         pthread_mutex_unlock(&h->lock);
@@ -357,21 +370,30 @@ static enum MHD_Result initialize(struct request *rq, json_t *id)
 {
         struct server *s = rq->s;
         struct mcp_http *h = s->mcp;
-        unsigned cap = s->cfg.max_mcp_sessions;
+        unsigned cap = s->cfg.max_mcp_sessions, token_cap = s->cfg.max_mcp_sessions_per_token;
         pthread_mutex_lock(&h->lock);
         bool stopping = h->stopping, full = h->n >= cap;
-        if (!stopping && !full)
+        bool token_full = !full && *held_by(h, rq->who) >= token_cap;
+        if (!stopping && !full && !token_full) {
                 h->n++; /* reserved */
-        pthread_mutex_unlock(&h->lock);
-        if (stopping || full) {
-                count_rejected(s, stopping ? "draining" : "mcp_sessions");
-                return stopping ? rpc_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, id, RPC_SERVER_ERROR,
-                                            "the server is shutting down")
-                                : rpc_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, id, RPC_SERVER_ERROR,
-                                            "the server holds its most MCP sessions (%u): try again later, or "
-                                            "end one (DELETE /mcp)",
-                                            cap);
+                (*held_by(h, rq->who))++;
         }
+        pthread_mutex_unlock(&h->lock);
+        if (stopping || full || token_full)
+                count_rejected(s, stopping ? "draining" : full ? "mcp_sessions" : "mcp_sessions_per_token");
+        if (stopping)
+                return rpc_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, id, RPC_SERVER_ERROR, "the server is shutting down");
+        if (full)
+                return rpc_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, id, RPC_SERVER_ERROR,
+                                 "the server holds its most MCP sessions (%u): try again later, or end one "
+                                 "(DELETE /mcp)",
+                                 cap);
+        /* One token does not take every session from the others. */
+        if (token_full)
+                return rpc_error(rq, MHD_HTTP_TOO_MANY_REQUESTS, id, RPC_SERVER_ERROR,
+                                 "this token holds its most MCP sessions (%u): end one (DELETE /mcp) or let an "
+                                 "idle one expire",
+                                 token_cap);
         struct mcp_http_session *ms = calloc(1, sizeof(*ms));
         corral_error *err = NULL;
         if (ms) {
@@ -384,6 +406,7 @@ static enum MHD_Result initialize(struct request *rq, json_t *id)
             mcp_session_new(&h->cfg, on_send, ms, &ms->core, &err) < 0) {
                 pthread_mutex_lock(&h->lock);
                 h->n--;
+                (*held_by(h, rq->who))--;
                 pthread_mutex_unlock(&h->lock);
                 free(ms);
                 enum MHD_Result r = rpc_error(rq, 500, id, RPC_SERVER_ERROR, "cannot start an MCP session: %s",
@@ -398,6 +421,7 @@ static enum MHD_Result initialize(struct request *rq, json_t *id)
                 h->sessions = ms;
         } else {
                 h->n--;
+                (*held_by(h, rq->who))--;
                 ms->ended = true;
                 ms->refs = 1;
         }
@@ -541,6 +565,7 @@ void mcp_http_end_all(struct server *s)
         for (struct mcp_http_session *ms = all; ms; ms = ms->next) {
                 ms->ended = true;
                 h->n--;
+                (*held_by(h, ms->owner))--;
         }
         pthread_cond_broadcast(&h->changed);
         pthread_mutex_unlock(&h->lock);
@@ -572,6 +597,7 @@ void mcp_http_free(struct server *s)
         corral_jail_config_release(&h->jail);
         pthread_cond_destroy(&h->changed);
         pthread_mutex_destroy(&h->lock);
+        free(h->held);
         free(h);
         s->mcp = NULL;
 }

@@ -46,6 +46,7 @@ void server_config_init(struct server_config *cfg)
         cfg->max_lifetime_s = 86400;
         cfg->max_rate = 1000;
         cfg->max_mcp_sessions = 64;
+        cfg->max_mcp_sessions_per_token = 16;
         cfg->mcp_idle_timeout_s = 1800;
         cfg->max_runs = 4;
         cfg->max_runs_per_token = 4;

@@ -44,6 +44,7 @@ struct server_config {
         double request_timeout_s; /* an idle connection is closed after (default 60) */
         double max_lifetime_s;    /* the longest lifetime or idle timeout a sandbox may ask for (default 86400) */
         unsigned max_mcp_sessions; /* MCP sessions at /mcp at once, all tokens together (default 64) */
+        unsigned max_mcp_sessions_per_token; /* ... and per token (default 16) */
         double mcp_idle_timeout_s; /* an MCP session unused this long ends (default 1800) */
         unsigned max_runs;        /* agent runs going at once, all tokens together (default 4) */
         unsigned max_runs_per_token; /* ... and per token (default 4) */

@@ -51,7 +51,8 @@ def initialize(s, version=LATEST, **kw):
     assert status == 200, body
     sid = h["Mcp-Session-Id"]
     assert len(sid) == 64 and all(c in "0123456789abcdef" for c in sid), sid
-    status, _, body = post(s, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+    status, _, body = post(s, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid,
+                           token=kw.get("token", True))
     assert status == 202 and body == b""
     return sid
 
@@ -269,6 +270,27 @@ def test_the_session_cap_and_the_idle_expiry(serve):
     # Their room is free again.
     initialize(s)
     initialize(s)
+
+
+def test_the_per_token_session_cap(serve):
+    """One token cannot take every MCP session: past its own cap its next
+    initialize is 429 (with Retry-After, saying what to do) while another
+    token still gets one; an ended session gives the token its room back."""
+    a, b = "a" * 20, "b" * 20
+    s = serve("--max-mcp-sessions-per-token", "2", tokens={"a": a, "b": b})
+    first = initialize(s, token=a)
+    initialize(s, token=a)
+    status, h, body = post(s, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}, token=a)
+    e = json.loads(body)["error"]
+    assert status == 429 and h["Retry-After"] and e["code"] == -32000, body
+    assert "this token holds its most MCP sessions (2)" in e["message"] and "DELETE /mcp" in e["message"], e
+    initialize(s, token=b)
+    initialize(s, token=b)
+    assert s.request("DELETE", "/mcp", token=a, headers={"Mcp-Session-Id": first})[0] == 200
+    initialize(s, token=a)
+    metrics = s.request("GET", "/metrics")[2].decode()
+    assert "corral_mcp_sessions 4" in metrics, metrics
+    assert 'reason="mcp_sessions_per_token"' in metrics, metrics
 
 
 def test_shutdown_ends_every_session(serve):
