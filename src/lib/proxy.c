@@ -11,9 +11,11 @@
  * reason, in the body and an X-Corral-Reason header.
  *
  * Threads: one accepts; each connection has its own (at most net_conns), so
- * that the blocking host resolver and connect never hold up another
- * connection.  An eventfd written at stop wakes every poll(); stop waits for
- * the connection threads and joins the acceptor.  It does not: proxy
+ * that the host resolver and connect never hold up another connection.  An
+ * eventfd written at stop wakes every poll(); stop waits for the connection
+ * threads and joins the acceptor.  A name is resolved by getaddrinfo_a on a
+ * thread of glibc's, which a connection stops waiting for at stop: a name
+ * server that does not answer does not hold the jail's end.  It does not: proxy
  * anything but HTTP/1.x, keep connections alive.
  *
  * Brokered credentials (cfg->net_secrets): a request to such a host gets
@@ -57,6 +59,7 @@
 #define NET_IDLE_MS 60000        /* a connection with no bytes either way for this long is closed */
 #define NET_HEAD_MS 30000        /* to send the request head, or the ClientHello */
 #define NET_CONNECT_MS 10000     /* to connect to the allowed host */
+#define NET_RESOLVE_MS 30000     /* to resolve its name */
 
 /* ---- allow-list entries ---- */
 
@@ -592,6 +595,85 @@ static void note_address(struct conn *c, const struct sockaddr *sa)
         c->rec.address = strdup(text);
 }
 
+/* A host name being resolved by glibc's getaddrinfo_a on a thread of its
+ * own.  The resolver cannot be interrupted (a name server that does not
+ * answer holds it for its timeouts, seconds each), so a connection stops
+ * waiting for it when the proxy stops and leaves the lookup to free itself:
+ * two references, the waiter's and the completion's. */
+struct lookup {
+        struct gaicb cb;
+        struct addrinfo hints;
+        char host[NET_HOST_MAX + 1], port[8];
+        int done_fd; /* eventfd: the answer is in */
+        atomic_int refs;
+};
+
+static void lookup_put(struct lookup *l)
+{
+        if (atomic_fetch_sub(&l->refs, 1) != 1)
+                return;
+        if (l->cb.ar_result)
+                freeaddrinfo(l->cb.ar_result);
+        close(l->done_fd);
+        free(l);
+}
+
+static void lookup_done(union sigval v)
+{
+        struct lookup *l = v.sival_ptr;
+        uint64_t one = 1;
+        ssize_t w = write(l->done_fd, &one, sizeof(one));
+        (void)w;
+        lookup_put(l);
+}
+
+/* getaddrinfo(), given up on when the proxy stops or after NET_RESOLVE_MS.
+ * 0 and *ret; -1 no answer; -2 stopping. */
+static int resolve(struct conn *c, const char *host, const char *port, const struct addrinfo *hints,
+                   struct addrinfo **ret)
+{
+        *ret = NULL;
+        struct lookup *l = calloc(1, sizeof(*l));
+        if (l == NULL || strlen(host) > NET_HOST_MAX) {
+                free(l);
+                return -1;
+        }
+        l->done_fd = eventfd(0, EFD_CLOEXEC);
+        if (l->done_fd < 0) {
+                free(l);
+                return -1;
+        }
+        snprintf(l->host, sizeof(l->host), "%s", host);
+        snprintf(l->port, sizeof(l->port), "%s", port);
+        l->hints = *hints;
+        l->cb.ar_name = l->host;
+        l->cb.ar_service = l->port;
+        l->cb.ar_request = &l->hints;
+        atomic_init(&l->refs, 2);
+        struct gaicb *list[1] = { &l->cb };
+        struct sigevent sev = { .sigev_notify = SIGEV_THREAD, .sigev_notify_function = lookup_done,
+                                .sigev_value.sival_ptr = l };
+        if (getaddrinfo_a(GAI_NOWAIT, list, 1, &sev) != 0) {
+                close(l->done_fd);
+                free(l);
+                return -1;
+        }
+        int ready = wait_fd(c, l->done_fd, POLLIN, NET_RESOLVE_MS);
+        if (ready != 1) {
+                /* A request cancelled before it started is not completed:
+                 * its completion's reference is dropped here. */
+                if (gai_cancel(&l->cb) == EAI_CANCELED)
+                        lookup_put(l);
+                lookup_put(l);
+                return ready < 0 ? -2 : -1;
+        }
+        int r = gai_error(&l->cb);
+        if (r == 0)
+                *ret = TAKE_PTR(l->cb.ar_result);
+        lookup_put(l);
+        return r == 0 && *ret ? 0 : -1;
+}
+
 /* Resolve and connect to an allowed host.  0, or -1 after refusing. */
 static int open_upstream(struct conn *c, const struct net_request *rq, bool by_literal)
 {
@@ -612,8 +694,10 @@ static int open_upstream(struct conn *c, const struct net_request *rq, bool by_l
         char port[8];
         snprintf(port, sizeof(port), "%u", rq->port);
         struct addrinfo *res = NULL;
-        if (getaddrinfo(rq->host, port, &hints, &res) != 0 || res == NULL) {
-                refuse(c, 502, "cannot resolve the host name");
+        int found = resolve(c, rq->host, port, &hints, &res);
+        if (found < 0) {
+                refuse(c, 502, found == -2 ? "the sandbox ended while its host name was being resolved"
+                                           : "cannot resolve the host name");
                 return -1;
         }
         bool restricted_only = true;

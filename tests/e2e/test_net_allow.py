@@ -3,6 +3,7 @@
 Every server here listens on 127.0.0.2 (the host's loopback); test host names are mapped to it with
 --resolve.  Nothing is sent to any address outside 127.0.0.0/8."""
 import http.server
+import json
 import os
 import shutil
 import socket
@@ -345,3 +346,42 @@ def test_rootfs_trust_store_is_the_rootfs_own(corral, tmp_path):
         assert r.rc == 0, r.err
         outs.append(r.out.decode())
     assert outs == ["# the rootfs's own bundle\n", "missing\n", "missing\n"]
+
+
+def test_a_name_server_that_does_not_answer_does_not_hold_the_teardown(tmp_path):
+    """The proxy resolves an allowed name with the host's resolver, which
+    cannot be interrupted: a name server that never answers held corral's
+    exit for the resolver's timeouts.  Here the resolver asks 127.0.0.77:53,
+    a socket that reads nothing (set up in a mount namespace of this test's
+    own, so the host's /etc/resolv.conf is untouched), with a 20 s timeout;
+    the program gives up after a second and corral ends soon after, the
+    connection's record saying why it was refused."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root (a name server on port 53, a mount namespace) and unshare")
+    from conftest import CORRAL
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        silent.bind(("127.0.0.77", 53))
+    except OSError as e:
+        pytest.skip(f"cannot listen on 127.0.0.77:53: {e}")
+    conf = tmp_path / "resolv.conf"
+    conf.write_text("nameserver 127.0.0.77\noptions timeout:20 attempts:1\n")
+    code = ("import socket, time\n"
+            "s = socket.create_connection(('127.0.0.1', 3128))\n"
+            "s.sendall(b'GET http://slow.test/ HTTP/1.0\\r\\n\\r\\n')\n"
+            "time.sleep(1)\n"
+            "print('gave up')\n")
+    script = ('mount --make-rprivate / && mount --bind "$1" /etc/resolv.conf && shift && exec "$@"')
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(["unshare", "-m", "--", "sh", "-c", script, "sh", str(conf), CORRAL, "exec", "--json",
+                            "--net", "allow=slow.test:80", "-c", code], capture_output=True, text=True, timeout=60)
+    finally:
+        silent.close()
+    took = time.monotonic() - t0
+    res = json.loads(r.stdout)
+    assert res["stdout"] == "gave up\n", (res, r.stderr)
+    assert took < 10, f"corral waited {took:.1f} s for the resolver"
+    [c] = res["network"]
+    assert c["host"] == "slow.test" and c["allowed"] is False, c
+    assert c["reason"] == "the sandbox ended while its host name was being resolved", c
