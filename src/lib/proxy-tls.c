@@ -25,6 +25,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "jail-internal.h"
 #include "proxy-tls.h"
 #include "proxy.h"
 
@@ -141,49 +142,66 @@ static X509 *leaf_new(struct net_tls *t, const char *host)
         return x;
 }
 
-/* The system's roots as PEM text (empty when there is no bundle). */
-static char *system_roots(size_t *ret_len)
+/* A bundle's text, or NULL (unreadable, or too large to be one); f closed. */
+static char *read_bundle(FILE *f, size_t *ret_len)
 {
+        char *buf = NULL;
+        size_t len = 0, cap = 0;
+        for (;;) {
+                if (len + 65536 > cap) {
+                        char *nb = realloc(buf, cap = len + 65536 + 1);
+                        if (nb == NULL)
+                                break;
+                        buf = nb;
+                }
+                size_t n = fread(buf + len, 1, 65536, f);
+                if (n == 0)
+                        break;
+                len += n;
+                if (len > (16u << 20))
+                        break; /* not a certificate bundle */
+        }
+        fclose(f);
+        if (buf && len <= (16u << 20)) {
+                buf[len] = '\0';
+                *ret_len = len;
+                return buf;
+        }
+        free(buf);
+        return NULL;
+}
+
+/* The system's roots as PEM text (empty when there is no bundle): under a
+ * rootfs, the rootfs's own (resolved inside it, as the jail's trust store
+ * without a credential is), its programs trusting what their system does. */
+static char *system_roots(const char *rootfs, size_t *ret_len)
+{
+        *ret_len = 0;
+        if (rootfs && rootfs[0]) {
+                int fd = jail_trust_store_open(rootfs);
+                FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+                if (f == NULL && fd >= 0)
+                        close(fd);
+                char *buf = f ? read_bundle(f, ret_len) : NULL;
+                return buf ? buf : strdup("");
+        }
         const char *paths[] = { getenv("SSL_CERT_FILE"), X509_get_default_cert_file(),
                                 "/etc/ssl/certs/ca-certificates.crt" };
         for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
                 if (paths[i] == NULL || paths[i][0] == '\0')
                         continue;
                 FILE *f = fopen(paths[i], "re");
-                if (f == NULL)
-                        continue;
-                char *buf = NULL;
-                size_t len = 0, cap = 0;
-                for (;;) {
-                        if (len + 65536 > cap) {
-                                char *nb = realloc(buf, cap = len + 65536 + 1);
-                                if (nb == NULL)
-                                        break;
-                                buf = nb;
-                        }
-                        size_t n = fread(buf + len, 1, 65536, f);
-                        if (n == 0)
-                                break;
-                        len += n;
-                        if (len > (16u << 20))
-                                break; /* not a certificate bundle */
-                }
-                fclose(f);
-                if (buf && len <= (16u << 20)) {
-                        buf[len] = '\0';
-                        *ret_len = len;
+                char *buf = f ? read_bundle(f, ret_len) : NULL;
+                if (buf)
                         return buf;
-                }
-                free(buf);
         }
-        *ret_len = 0;
         return strdup("");
 }
 
-static char *make_bundle(X509 *ca)
+static char *make_bundle(X509 *ca, const char *rootfs)
 {
         size_t roots_len;
-        cleanup_free char *roots = system_roots(&roots_len);
+        cleanup_free char *roots = system_roots(rootfs, &roots_len);
         BIO *b = BIO_new(BIO_s_mem());
         if (roots == NULL || b == NULL || PEM_write_bio_X509(b, ca) != 1) {
                 BIO_free(b);
@@ -264,7 +282,7 @@ int net_tls_new(const corral_jail_config *cfg, struct net_tls **ret, corral_erro
                 }
                 t->n_leaves++;
         }
-        if ((t->bundle = make_bundle(t->ca)) == NULL)
+        if ((t->bundle = make_bundle(t->ca, cfg->rootfs)) == NULL)
                 goto fail;
         ERR_clear_error();
         *ret = t;

@@ -318,7 +318,9 @@ def test_no_network_no_trust_store(jail):
 
 def test_rootfs_trust_store_is_the_rootfs_own(corral, tmp_path):
     """Under --rootfs the bundle is the rootfs's, resolved inside it: a symlink there that names a host
-    file (absolute, or by '..') gives no trust store rather than the host's file."""
+    file (absolute, or by '..') gives no trust store rather than the host's file, nor does a file over
+    4 MiB (not a bundle).  With a brokered credential the bundle is the rootfs's followed by the jail's
+    CA, not the host's roots."""
     cc = shutil.which("gcc")
     if cc is None:
         pytest.skip("gcc is not installed")
@@ -329,7 +331,7 @@ def test_rootfs_trust_store_is_the_rootfs_own(corral, tmp_path):
                    '  fgets(b, sizeof b, f); fputs(b, stdout); return 0;\n}\n')
     os.chmod(tmp_path, 0o755)
     outs = []
-    for i, target in enumerate([None, "/etc/passwd", "../../../../../../../../etc/passwd"]):
+    for i, target in enumerate([None, "/etc/passwd", "../../../../../../../../etc/passwd", "huge"]):
         root = tmp_path / f"rootfs{i}"
         (root / "usr/bin").mkdir(parents=True)
         (root / "etc/ssl/certs").mkdir(parents=True)
@@ -340,12 +342,18 @@ def test_rootfs_trust_store_is_the_rootfs_own(corral, tmp_path):
         bundle = root / "etc/ssl/certs/ca-certificates.crt"
         if target is None:
             bundle.write_text("# the rootfs's own bundle\n")
+        elif target == "huge":
+            bundle.write_text("# too large\n" + "x" * (4 << 20))
         else:
             bundle.symlink_to(target)
         r = corral("exec", "--rootfs", str(root), "--net", "allow=x.test", "--", "/usr/bin/cat-bundle")
         assert r.rc == 0, r.err
         outs.append(r.out.decode())
-    assert outs == ["# the rootfs's own bundle\n", "missing\n", "missing\n"]
+    assert outs == ["# the rootfs's own bundle\n", "missing\n", "missing\n", "missing\n"]
+    r = corral("exec", "--rootfs", str(tmp_path / "rootfs0"), "--net", "allow=x.test", "--secret",
+               "x.test=X-Key:CORRAL_TEST_KEY", "--", "/usr/bin/cat-bundle",
+               env=dict(os.environ, CORRAL_TEST_KEY="k" * 20))
+    assert r.rc == 0 and r.out.decode() == "# the rootfs's own bundle\n", (r.out, r.err)
 
 
 def test_a_name_server_that_does_not_answer_does_not_hold_the_teardown(tmp_path):
