@@ -542,6 +542,11 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
         }
         emit(st->cfg, "tool_call", ev);
         struct tool_result s = { .name = name };
+        /* The code as a tool call's arguments: an approval's edit replaces
+         * it there, and what ran is what the run records (and reproduces). */
+        const char *key = strcmp(name, "run_python") == 0 ? "code" : "command";
+        if (!write)
+                s.args = json_pack("{s:s}", key, b.code);
         double t0 = monotonic_ms();
         toolbox_set_turn(st->tools, st->iteration, st->deadline_ms);
         if (st->tdd && tdd_before_call(st->tdd, st->iteration, name, write_args, &s))
@@ -554,7 +559,8 @@ static int run_text_block(struct agent_state *st, json_t *messages, const char *
         if (st->tdd)
                 tdd_after_call(st->tdd, st->iteration, &s);
         observe_step(st, &s);
-        record_step(st, ret, b.lang, b.code, &s);
+        const char *ran = json_string_value(json_object_get(s.args, key));
+        record_step(st, ret, b.lang, ran ? ran : b.code, &s);
         cleanup_free char *msg = NULL;
         if (asprintf(&msg, "Result of your %s block:\n%s\nContinue with the next step, or reply without a code block "
                            "when the task is done.", b.lang, s.content ? s.content : "") < 0)

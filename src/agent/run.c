@@ -515,7 +515,9 @@ static int stage_again(struct run *r, struct workspace *ws, corral_error **err)
 /* Run the steps again in a fresh workspace on the same inputs and compare
  * (agent.h, agent_reproduce_run()); the report is a "reproduce" event and
  * the result's "reproduction".  The reproduction's jails are the run's:
- * same limits, same review; no LLM reviewer, no model at all. */
+ * same limits, same review; no LLM reviewer, no model at all, and no one
+ * asked to approve again: the steps are the code that was approved (an
+ * edit's, when the user edited one). */
 static void reproduce(struct run *r)
 {
         if (!r->cfg.reproduce || r->res.status == AGENT_CANCELLED)
@@ -530,6 +532,7 @@ static void reproduce(struct run *r)
                 a.ws = fresh;
                 a.trace = NULL;
                 a.reviewer = NULL;
+                a.approve = NULL;
                 a.tools = NULL;
                 a.on_content = NULL;
                 a.session_host = false; /* a session of its own, not the user's host's */

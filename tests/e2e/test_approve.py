@@ -309,3 +309,24 @@ def test_text_protocol_deny(tmp_path):
     srv.assert_ok()
     assert rc == 0 and res["protocol"] == "text" and res["approval"]["denied"] == 1
     assert not (tmp_path / "out" / "nope").exists()
+
+
+def test_text_protocol_edit_is_what_the_run_records(tmp_path):
+    """A text-protocol block edited at the gate: the edit runs, and the run's
+    steps (what --reproduce runs again) hold the edit, so the reproduction
+    makes the same file rather than the model's unedited one."""
+    turns = [text("```bash\necho answer-41 > output/a.txt\n```"),
+             text("42 it is") | {"expect": {"contains": ["The user edited your", "answer-42"],
+                                            "last_role": "user"}}]
+    env = base_env(NO_COLOR="1", EDITOR="sed -i s/41/42/")
+    env.pop("VISUAL", None)
+    with ScriptedServer(turns) as srv:
+        t = Tty(tmp_path, srv, "--approve", "always", "--no-tools", "--reproduce", "-o", str(tmp_path / "out"),
+                "the answer", env=env)
+        t.expect(PROMPT)
+        t.type("e")
+        rc, res = t.finish()
+    srv.assert_ok()
+    assert rc == 0 and res["protocol"] == "text" and res["approval"]["edited"] == 1, res
+    assert (tmp_path / "out" / "a.txt").read_text() == "answer-42\n"
+    assert res["reproduction"]["result"] == "reproduced", res["reproduction"]
