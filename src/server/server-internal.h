@@ -83,6 +83,10 @@ struct server {
 
 struct mcp_http;
 
+/* A body without a length found over its cap is read on and dropped for
+ * up to this many bytes more, then its connection is closed. */
+#define BODY_DRAIN_MAX (16u << 20)
+
 /* One request: the connection's state from its headers to the answer. */
 struct request {
         struct server *s;
@@ -94,6 +98,7 @@ struct request {
         char *body;              /* a JSON body (NUL-terminated) */
         size_t len, cap;
         bool too_large;
+        uint64_t dropped;        /* bytes read past the cap, to answer 413 at the body's end */
         struct ws_upload up;     /* a PUT of a file */
         bool uploading;
         int tar_fd;              /* a tar upload's temporary file, or -1 */

@@ -506,15 +506,20 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
                 return MHD_YES;
         }
         if (*data_size) {
+                bool over = rq->too_large || rq->upload_status == MHD_HTTP_CONTENT_TOO_LARGE;
+                if (over)
+                        rq->dropped += *data_size;
                 take_body(rq, data, *data_size);
                 *data_size = 0;
-                if (!rq->too_large && rq->upload_status != MHD_HTTP_CONTENT_TOO_LARGE)
-                        return MHD_YES;
                 /* Past the cap (a body sent without a Content-Length, which
                  * would have been refused with 413 before a byte was read):
-                 * the rest is not read, the connection is closed and the
-                 * partial upload removed.  libmicrohttpd sends no answer
-                 * queued in the middle of a body. */
+                 * the rest is read and dropped, up to BODY_DRAIN_MAX more, so
+                 * that the client gets its 413 at the body's end
+                 * (libmicrohttpd sends no answer queued in the middle of a
+                 * body); past that the connection is closed.  Either way the
+                 * partial upload is removed. */
+                if (rq->dropped <= BODY_DRAIN_MAX)
+                        return MHD_YES;
                 count_rejected(rq->s, "too_large");
                 return MHD_NO;
         }

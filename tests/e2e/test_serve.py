@@ -327,9 +327,17 @@ def test_sizes_and_caps(serve):
     line, got = raw_request(s, f"PUT /v1/sandboxes/{a}/files/big.bin HTTP/1.1\r\nExpect: 100-continue\r\n"
                                f"Content-Length: {2 << 20}\r\n", b"x" * (2 << 20))
     assert line.startswith("HTTP/1.1 413"), got
-    # Without a length the cap is found mid-way: the connection is cut, nothing is kept.
+    # Without a length the cap is found mid-way: the rest is read and
+    # dropped and the answer is 413, for a file and for a JSON body; far
+    # past the cap (16 MiB more) the connection is cut.  Nothing is kept.
     line, got = raw_request(s, f"PUT /v1/sandboxes/{a}/files/big.bin HTTP/1.1\r\n"
                                "Transfer-Encoding: chunked\r\n", chunks=[b"y" * 65536] * 32)
+    assert line.startswith("HTTP/1.1 413"), got
+    line, got = raw_request(s, "POST /v1/sandboxes HTTP/1.1\r\nTransfer-Encoding: chunked\r\n",
+                            chunks=[b"{"] + [b" " * 65536] * 32 + [b"}"])
+    assert line.startswith("HTTP/1.1 413") and b"larger than the 1048576 bytes" in got, got
+    line, got = raw_request(s, f"PUT /v1/sandboxes/{a}/files/big.bin HTTP/1.1\r\n"
+                               "Transfer-Encoding: chunked\r\n", chunks=[b"y" * (1 << 20)] * 24)
     assert not line.startswith("HTTP/1.1 2"), got
     status, j = s.json("GET", f"/v1/sandboxes/{a}/files")
     assert not [f for f in j["files"] if "big" in f["path"]], f"a refused upload left a file: {j}"
@@ -347,7 +355,7 @@ def test_sizes_and_caps(serve):
     r.read()
     c.close()
     metrics = s.request("GET", "/metrics")[2].decode()
-    assert 'corral_rejected_requests_total{reason="too_large"} 3' in metrics, metrics
+    assert 'corral_rejected_requests_total{reason="too_large"} 5' in metrics, metrics
     assert 'corral_rejected_requests_total{reason="steps"} 1' in metrics
 
 
