@@ -13,6 +13,7 @@
  *   outcome.c  how the program ended, classified (cold and warm jails)
  *   result.c   names of the result's enums and its JSON form
  *   profile.c  JSON profiles
+ *   trees.c    workspace and binds as detached mounts, attached by the jail
  *
  * Threads: the parent's side is thread-safe (caches made under pthread_once,
  * counters atomic, uid leases by OFD locks); enter.c runs in the setup child
@@ -181,6 +182,23 @@ CORRAL_HIDDEN int idmap_open_tree(const char *path, bool recursive, uint32_t idm
  * messages. */
 CORRAL_HIDDEN int idmap_open_tree_fd(int fd, const char *path, bool recursive, uint32_t idmap_to, bool writable,
                                      corral_error **ret_err);
+
+/* ---- trees.c ----
+ * A jail's workspace and binds as detached mounts, made on the host for
+ * the jail to attach in its own mount namespace (warm sessions at claim,
+ * pre-made jails at claim).  jail_trees_make() fills trees with
+ * 1 + cfg->n_binds fds: the workspace (cfg->workspace cloned, or a fresh
+ * tmpfs of cfg->disk_bytes owned by host_uid), then each bind; mount
+ * points of binds beneath /workspace are made in the workspace tree.
+ * leased: the jail has a host uid of its own (root; trees idmapped to it);
+ * else it runs as the caller and a helper in a user namespace of its own
+ * clones them.  At most JAIL_TREES_MAX_BINDS binds. */
+#define JAIL_TREES_MAX_BINDS 64
+CORRAL_HIDDEN int jail_trees_make(const corral_jail_config *cfg, uint32_t host_uid, bool leased, int *trees,
+                                  corral_error **ret_err);
+/* dst relative to /workspace, or NULL unless it lies strictly beneath it
+ * with no empty, "." or ".." component. */
+CORRAL_HIDDEN const char *jail_bind_beneath_workspace(const char *dst);
 
 /* ---- fontcache.c ---- */
 /* The host directory holding a pre-built matplotlib font cache for this
