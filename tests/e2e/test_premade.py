@@ -1,0 +1,137 @@
+"""Pre-made jails of the library (issue 24, docs/exec-pool.md): a jail made in advance with one
+configuration and claimed with another gets the claim's limits, disk, workspace and binds, runs like a
+direct jail, and shares nothing with another (tests/e2e/premade-jails.c drives the library)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+CORRAL = os.environ.get("CORRAL") or os.path.join(os.path.dirname(__file__), "../../build/corral")
+HELPER = os.environ.get("CORRAL_PREMADE_JAILS") or os.path.join(os.path.dirname(os.path.abspath(CORRAL)),
+                                                                  "tests", "premade-jails")
+pytestmark = pytest.mark.skipif(not os.path.exists(HELPER), reason="needs tests/premade-jails")
+# Made with larger limits than any claim below, so that each limit hit is the claim's.
+MADE = {"memory": "1G", "pids": 128, "disk": "256M", "timeout": 60}
+
+
+def premade(claim, *argv, made=MADE):
+    p = subprocess.run([HELPER, json.dumps(made), json.dumps(claim), "--", *argv], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def result(claim, *argv, made=MADE):
+    d = premade(claim, *argv, made=made)
+    assert d["rc"] == 0 and d["misfit"] is None, d
+    return d["result"]
+
+
+def test_runs_like_a_direct_jail():
+    r = result({}, "/bin/sh", "-c", "echo out; echo err >&2; id -u; exit 3")
+    direct = json.loads(subprocess.run([CORRAL, "exec", "--json", "--", "/bin/sh", "-c",
+                                        "echo out; echo err >&2; id -u; exit 3"],
+                                       capture_output=True, text=True, timeout=60).stdout)
+    for k in ("status", "exit_code", "stdout", "stderr", "limit", "limits_backend"):
+        assert r[k] == direct[k], (k, r, direct)
+    assert r["stdout"] == "out\n1000\n" and r["exit_code"] == 3
+
+
+def test_root_is_read_only_and_caps_are_gone():
+    r = result({}, "/bin/sh", "-c", "touch /x 2>/dev/null && echo wrote; grep -E '^(CapEff|CapBnd|NoNewPrivs)' "
+               "/proc/self/status")
+    assert "wrote" not in r["stdout"]
+    assert "CapEff:\t0000000000000000" in r["stdout"] and "CapBnd:\t0000000000000000" in r["stdout"]
+    assert "NoNewPrivs:\t1" in r["stdout"], r
+
+
+def direct(flags, argv):
+    p = subprocess.run([CORRAL, "exec", "--json", *flags, "--", *argv], capture_output=True, text=True, timeout=60)
+    return json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("claim,flags,argv,limit", [
+    ({"memory": "64M"}, ["--memory", "64M"], ["python3", "-c", "b = bytearray(400 << 20)"], "memory"),
+    ({"pids": 8}, ["--pids", "8"], ["/bin/sh", "-c", "for i in $(seq 30); do sleep 3 & done; wait"], "pids"),
+    ({"timeout": "500ms"}, ["--timeout", "500ms"], ["sleep", "10"], "wall-time"),
+])
+def test_limits_are_the_claims(claim, flags, argv, limit):
+    r = result(claim, *argv)
+    d = direct(flags, argv)
+    # Hit as in a direct jail with the same limits (without cgroups, the pids limit is RLIMIT_NPROC: a fork
+    # fails and the shell says so, as in a direct jail).
+    assert (r["limit"], r["exit_code"], r["status"]) == (d["limit"], d["exit_code"], d["status"]), (r, d)
+    if r["limits_backend"] != "rlimit" or limit != "pids":
+        assert r["limit"] == limit, r
+
+
+def test_disk_limit_is_the_claims():
+    # One file past the limit: stopped by the per-file cap (RLIMIT_FSIZE, as in a direct jail).
+    r = result({"disk": "4M"}, "/bin/sh", "-c", "head -c 16000000 /dev/zero > /tmp/x")
+    assert r["exit_code"] == 128 + 25, r  # SIGXFSZ
+    # Files each under it: the tmpfs, sized at the claim, is full at 4 MiB (made at 256 MiB).
+    r = result({"disk": "4M"}, "/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8; do head -c 1000000 /dev/zero > "
+               "/workspace/$i || break; done; ls /workspace | wc -l")
+    assert "No space left on device" in r["stderr"] and int(r["stdout"]) <= 5, r
+
+
+def test_disk_limit_sizes_tmp_and_workspace():
+    r = result({"disk": "8M"}, "/bin/sh", "-c", "df -k /tmp /workspace | tail -2")
+    sizes = [int(line.split()[1]) for line in r["stdout"].splitlines()]
+    assert sizes == [8192, 8192], r
+
+
+def test_workspace_and_binds_attached_at_the_claim(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.chmod(ws, 0o777)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "in.txt").write_text("from the host\n")
+    claim = {"workspace": str(ws), "binds": [{"src": str(data), "dst": "/data", "writable": False},
+                                             {"src": str(data), "dst": "/workspace/sub/d", "writable": False}]}
+    r = result(claim, "/bin/sh", "-c", "cat /data/in.txt /workspace/sub/d/in.txt; echo made > /workspace/out.txt; "
+               "echo x > /data/no 2>/dev/null || echo read-only")
+    assert r["stdout"] == "from the host\nfrom the host\nread-only\n", r
+    assert (ws / "out.txt").read_text() == "made\n"
+    assert not (data / "no").exists()
+
+
+def test_two_premade_jails_share_no_namespace_cgroup_or_uid(tmp_path):
+    # Both alive at once (a namespace's inode number is reused once it is gone).
+    script = ("for n in user pid mnt net ipc uts cgroup; do readlink /proc/self/ns/$n; done; "
+              "grep -E 'memory|pids' /proc/self/cgroup; touch /workspace/f; stat -c %u /workspace/f; sleep 1")
+    procs = [subprocess.Popen([HELPER, json.dumps(MADE), "{}", "--", "/bin/sh", "-c", script],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    host = []
+    for p in procs:  # seen from the host while both run: each jail's host uid and cgroups
+        pid = json.loads(p.stdout.readline())["made_pid"]
+        with open(f"/proc/{pid}/status") as f:
+            uid = [line.split()[1] for line in f if line.startswith("Uid:")][0]
+        with open(f"/proc/{pid}/cgroup") as f:
+            cgroups = {line.strip() for line in f if "/corral-" in line}  # the jail's own (none without cgroups)
+        host.append((uid, cgroups))
+    outs = []
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        d = json.loads(out)
+        assert d["rc"] == 0, d
+        outs.append(d["result"]["stdout"].splitlines())
+    a, b = outs
+    assert not set(a[:7]) & set(b[:7]), (a, b)
+    assert not host[0][1] & host[1][1], host
+    if os.geteuid() == 0:
+        assert host[0][0] != host[1][0], host  # each its own host uid of the pool
+
+
+def test_a_claim_that_does_not_fit_is_not_claimed(tmp_path):
+    d = premade({"rootfs": "/"}, "/bin/true")
+    assert d["misfit"] == "a root file system of its own" and d["rc"] == -2, d
+    d = premade({"net": "down"}, "/bin/true")
+    assert d["misfit"] == "another network" and d["rc"] == -2, d
+
+
+def test_a_jail_with_a_proxy_is_not_made_in_advance():
+    d = premade({}, "/bin/true", made={"net": "allow=example.com"})
+    assert d["rc"] == -3 and "made in advance" in d["error"], d
