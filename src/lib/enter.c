@@ -205,6 +205,29 @@ static int arrange_fds(const struct jail_plan *p, int *ret_init_fd)
         return 0;
 }
 
+/* Close every descriptor above 2 but the plan's own. */
+static void close_all_but(const struct jail_plan *p)
+{
+        int keep[] = { p->stdout_fd, p->stderr_fd, p->status_fd, p->init_fd, p->sync_fd, p->sync_wfd, p->order_fd,
+                       p->proxy_fd, p->stdin_fd, p->config_fd };
+        size_t n = ARRAY_SIZE(keep);
+        for (size_t i = 1; i < n; i++) /* ascending; -1s first */
+                for (size_t k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
+                        int x = keep[k];
+                        keep[k] = keep[k - 1];
+                        keep[k - 1] = x;
+                }
+        unsigned from = 3;
+        for (size_t i = 0; i < n; i++) {
+                if (keep[i] < (int)from)
+                        continue;
+                if ((unsigned)keep[i] > from)
+                        syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
+                from = (unsigned)keep[i] + 1;
+        }
+        syscall(SYS_close_range, from, ~0U, 0);
+}
+
 /* mkdir -p of dst's parents (as the cold path's OP_DIR ops do). */
 static int make_parents(const char *dst)
 {
@@ -330,6 +353,13 @@ void jail_enter(const struct jail_plan *p)
                         fail(STEP_CGROUP);
                 close(p->cg_tasks_fds[i]);
         }
+
+        /* A pre-made jail may wait long in a process (the session host)
+         * whose descriptors come and go: it keeps only its own, so that it
+         * never holds a client's connection, a lock or a listening socket
+         * of the host's (a direct jail closes them at its exec, soon). */
+        if (p->premade)
+                close_all_but(p);
 
         /* Die with the supervisor.  The sync pipe's write end stays open in
          * the supervisor for the jail's whole life, so a hang-up on it means

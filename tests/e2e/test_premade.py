@@ -135,3 +135,62 @@ def test_a_claim_that_does_not_fit_is_not_claimed(tmp_path):
 def test_a_jail_with_a_proxy_is_not_made_in_advance():
     d = premade({}, "/bin/true", made={"net": "allow=example.com"})
     assert d["rc"] == -3 and "made in advance" in d["error"], d
+
+
+# ---- the session host's pool (CORRAL_EXEC_POOL) ----
+
+def host_env(tmp_path, pool):
+    rt = tmp_path / "rt"
+    rt.mkdir(mode=0o700, exist_ok=True)
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(rt), CORRAL_EXEC_POOL=str(pool))
+    return env
+
+
+def corral(env, *args):
+    return subprocess.run([CORRAL, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def pool_status(env):
+    p = corral(env, "session", "status", "--json")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_session_host_keeps_the_pool_full_and_leaves_nothing(tmp_path):
+    env = host_env(tmp_path, 3)
+    assert corral(env, "session", "start", "--cold").returncode == 0
+    try:
+        for _ in range(200):
+            st = pool_status(env)
+            if st["exec_pool"]["size"] == 3:
+                break
+            subprocess.run(["sleep", "0.05"])
+        pool = st["exec_pool"]
+        assert (pool["size"], pool["target"], pool["made"], pool["claimed"], pool["failed"]) == (3, 3, 3, 0, 0), st
+        text = corral(env, "session", "status").stdout
+        assert "pre-made jails for corral exec: 3 ready of 3, 3 made, 0 claimed" in text, text
+        host = st["pid"]
+        inits = [int(p) for p in subprocess.run(["pgrep", "-P", str(host)], capture_output=True,
+                                                text=True).stdout.split()]
+    finally:
+        assert corral(env, "session", "shutdown").returncode == 0
+    for _ in range(100):
+        alive = [p for p in inits if os.path.exists(f"/proc/{p}")]
+        if not alive:
+            break
+        subprocess.run(["sleep", "0.05"])
+    assert not alive, f"jails made in advance outlived their host: {alive}"
+
+
+def test_no_pool_by_default_and_a_bad_size_is_refused(tmp_path):
+    env = host_env(tmp_path, 0)
+    del env["CORRAL_EXEC_POOL"]
+    assert corral(env, "session", "start", "--cold").returncode == 0
+    try:
+        assert pool_status(env)["exec_pool"] is None
+    finally:
+        corral(env, "session", "shutdown")
+    env = host_env(tmp_path / "bad", 17) if (tmp_path / "bad").mkdir() is None else None
+    p = corral(env, "session", "start", "--cold")
+    assert p.returncode == 2 and "CORRAL_EXEC_POOL must be a number of jails from 0 (no pool) to 16, not '17'" in \
+        p.stderr, p.stderr

@@ -1,0 +1,217 @@
+/* exec-pool.c: pre-made one-shot jails kept by the session host
+ * (exec-pool.h, docs/exec-pool.md).
+ *
+ * One thread makes jails while the pool is short of its target, oldest
+ * first out; the lock is never held while a jail is made or torn down.  A
+ * jail handed out is its taker's: the pool never sees it again (each jail
+ * is used once).  Fallbacks are counted by reason, a fixed short list.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../lib/jail-internal.h"
+#include "exec-pool.h"
+
+#define MAX_WHY 12
+
+struct exec_pool {
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        pthread_t thread;
+        bool stopping;
+        int target;
+        struct jail_premade *ready[EXEC_POOL_MAX]; /* oldest first */
+        int n;
+        unsigned long made, claimed, failed, replaced;
+        struct {
+                const char *why;
+                unsigned long n;
+        } fallbacks[MAX_WHY];
+        char last_error[256];
+};
+
+int exec_pool_target_from_env(corral_error **ret_err)
+{
+        const char *v = getenv("CORRAL_EXEC_POOL");
+        if (v == NULL || v[0] == '\0')
+                return EXEC_POOL_DEFAULT;
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || *end || end == v || n < 0 || n > EXEC_POOL_MAX)
+                return corral_usage(ret_err, "CORRAL_EXEC_POOL must be a number of jails from 0 (no pool) to %d, "
+                                             "not '%s'",
+                                    EXEC_POOL_MAX, v);
+        return (int)n;
+}
+
+/* The configuration every jail of the pool is made with: the library's
+ * defaults; a claim brings its own limits, disk, workspace and binds. */
+static int pool_config(corral_jail_config *cfg, corral_error **ret_err)
+{
+        char *argv[] = { (char *)"python3", NULL };
+        corral_jail_config_init(cfg);
+        return corral_jail_config_set_argv(cfg, argv, ret_err);
+}
+
+static void count_fallback(struct exec_pool *p, const char *why)
+{
+        for (int i = 0; i < MAX_WHY; i++) {
+                if (p->fallbacks[i].why == NULL)
+                        p->fallbacks[i].why = why;
+                if (p->fallbacks[i].why == why || strcmp(p->fallbacks[i].why, why) == 0) {
+                        p->fallbacks[i].n++;
+                        return;
+                }
+        }
+}
+
+static void *pool_thread(void *arg)
+{
+        struct exec_pool *p = arg;
+        corral_jail_config cfg;
+        corral_error *err = NULL;
+        if (pool_config(&cfg, &err) < 0) {
+                pthread_mutex_lock(&p->lock);
+                snprintf(p->last_error, sizeof(p->last_error), "%s", err ? err->msg : "?");
+                pthread_mutex_unlock(&p->lock);
+                corral_error_free(err);
+                return NULL;
+        }
+        unsigned failures = 0;
+        pthread_mutex_lock(&p->lock);
+        while (!p->stopping) {
+                /* One idle too long: out first, made again below. */
+                if (p->n > 0 && jail_premade_idle_ms(p->ready[0]) >= EXEC_POOL_IDLE_MS) {
+                        struct jail_premade *old = p->ready[0];
+                        memmove(p->ready, p->ready + 1, (size_t)(p->n - 1) * sizeof(p->ready[0]));
+                        p->n--;
+                        p->replaced++;
+                        pthread_mutex_unlock(&p->lock);
+                        jail_premade_free(old);
+                        pthread_mutex_lock(&p->lock);
+                        continue;
+                }
+                if (p->n < p->target) {
+                        pthread_mutex_unlock(&p->lock);
+                        struct jail_premade *pm = NULL;
+                        int r = jail_premade_make(&cfg, &pm, &err);
+                        pthread_mutex_lock(&p->lock);
+                        if (r == 0 && !p->stopping) {
+                                p->ready[p->n++] = pm;
+                                p->made++;
+                                failures = 0;
+                                continue;
+                        }
+                        if (r == 0) {
+                                pthread_mutex_unlock(&p->lock);
+                                jail_premade_free(pm);
+                                pthread_mutex_lock(&p->lock);
+                                break;
+                        }
+                        p->failed++;
+                        snprintf(p->last_error, sizeof(p->last_error), "%s", err ? err->msg : "?");
+                        corral_error_clear(&err);
+                        failures++;
+                }
+                /* Wait for a take, the next idle deadline, or (after a
+                 * failure) a while before trying again. */
+                double wait_ms = p->n > 0 ? EXEC_POOL_IDLE_MS - jail_premade_idle_ms(p->ready[0]) : 1e9;
+                if (p->n < p->target) {
+                        double backoff = failures < 6 ? 100.0 * (1u << failures) : 5000.0;
+                        wait_ms = wait_ms < backoff ? wait_ms : backoff;
+                }
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                double ns = (double)ts.tv_nsec + (wait_ms > 1e9 ? 1e9 : wait_ms) * 1e6;
+                ts.tv_sec += (time_t)(ns / 1e9);
+                ts.tv_nsec = (long)(ns - (double)(time_t)(ns / 1e9) * 1e9);
+                pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+        }
+        pthread_mutex_unlock(&p->lock);
+        corral_jail_config_release(&cfg);
+        return NULL;
+}
+
+struct exec_pool *exec_pool_new(int target, corral_error **ret_err)
+{
+        if (target <= 0)
+                return NULL;
+        struct exec_pool *p = calloc(1, sizeof(*p));
+        if (p == NULL) {
+                corral_fail(ret_err, ENOMEM, "cannot start the pool of jails made in advance");
+                return NULL;
+        }
+        pthread_mutex_init(&p->lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_cond_init(&p->wake, &ca);
+        pthread_condattr_destroy(&ca);
+        p->target = target > EXEC_POOL_MAX ? EXEC_POOL_MAX : target;
+        int e = pthread_create(&p->thread, NULL, pool_thread, p);
+        if (e != 0) {
+                corral_fail(ret_err, e, "cannot start the pool of jails made in advance");
+                pthread_cond_destroy(&p->wake);
+                pthread_mutex_destroy(&p->lock);
+                free(p);
+                return NULL;
+        }
+        return p;
+}
+
+struct jail_premade *exec_pool_take(struct exec_pool *p, const corral_jail_config *cfg, const char **ret_why)
+{
+        struct jail_premade *pm = NULL;
+        const char *why = NULL;
+        pthread_mutex_lock(&p->lock);
+        if (p->n == 0) {
+                why = "none ready";
+        } else if ((why = jail_premade_misfit(p->ready[0], cfg)) == NULL) {
+                pm = p->ready[0];
+                memmove(p->ready, p->ready + 1, (size_t)(p->n - 1) * sizeof(p->ready[0]));
+                p->n--;
+                p->claimed++;
+                pthread_cond_signal(&p->wake);
+        }
+        if (why)
+                count_fallback(p, why);
+        pthread_mutex_unlock(&p->lock);
+        if (ret_why)
+                *ret_why = why;
+        return pm;
+}
+
+json_t *exec_pool_status(struct exec_pool *p)
+{
+        pthread_mutex_lock(&p->lock);
+        json_t *fb = json_object();
+        for (int i = 0; i < MAX_WHY && p->fallbacks[i].why; i++)
+                json_object_set_new(fb, p->fallbacks[i].why, json_integer((json_int_t)p->fallbacks[i].n));
+        json_t *r = json_pack("{s:i,s:i,s:I,s:I,s:I,s:I,s:o}", "size", p->n, "target", p->target, "made",
+                              (json_int_t)p->made, "claimed", (json_int_t)p->claimed, "failed",
+                              (json_int_t)p->failed, "replaced", (json_int_t)p->replaced, "fallbacks", fb);
+        if (r && p->last_error[0])
+                json_object_set_new(r, "last_error", json_string(p->last_error));
+        pthread_mutex_unlock(&p->lock);
+        return r;
+}
+
+void exec_pool_free(struct exec_pool *p)
+{
+        if (p == NULL)
+                return;
+        pthread_mutex_lock(&p->lock);
+        p->stopping = true;
+        pthread_cond_signal(&p->wake);
+        pthread_mutex_unlock(&p->lock);
+        pthread_join(p->thread, NULL);
+        for (int i = 0; i < p->n; i++)
+                jail_premade_free(p->ready[i]);
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+}

@@ -1,0 +1,42 @@
+/* exec-pool.h: the session host's pool of pre-made one-shot jails for
+ * `corral exec` (docs/exec-pool.md).
+ *
+ * exec_pool_new() starts a background thread that keeps up to `target`
+ * jails made in advance (jail_premade_make(), the library's default
+ * configuration) and replaces one idle for EXEC_POOL_IDLE_MS; it never
+ * makes one on a caller's path.  exec_pool_take() hands one that fits a
+ * configuration to its caller (who claims it with jail_premade_run()) and
+ * wakes the thread to refill, or says why there is none (counted as a
+ * fallback).  exec_pool_status() is what `corral session status` shows.
+ * Thread-safe.
+ *
+ * Internal to src/session/: the daemon owns the pool.
+ */
+#ifndef CORRAL_SESSION_EXEC_POOL_H
+#define CORRAL_SESSION_EXEC_POOL_H
+
+#include <corral/jail.h>
+#include <jansson.h>
+
+/* 0 until `corral exec` claims from the pool (docs/exec-pool.md, "The
+ * claim", not built yet): a pool nobody claims from only holds jails. */
+#define EXEC_POOL_DEFAULT 0
+#define EXEC_POOL_MAX 16
+#define EXEC_POOL_IDLE_MS (10 * 60 * 1000.0)
+
+struct exec_pool;
+struct jail_premade;
+
+/* CORRAL_EXEC_POOL from the environment: EXEC_POOL_DEFAULT when unset,
+ * 0 (off) to EXEC_POOL_MAX; -1 (error set) for anything else. */
+int exec_pool_target_from_env(corral_error **ret_err);
+/* NULL when target is 0 or the thread cannot start (error set then). */
+struct exec_pool *exec_pool_new(int target, corral_error **ret_err);
+/* A ready jail for cfg, or NULL with *ret_why (static) saying why not. */
+struct jail_premade *exec_pool_take(struct exec_pool *p, const corral_jail_config *cfg, const char **ret_why);
+/* {"size", "target", "made", "claimed", "failed", "replaced", "fallbacks": {WHY: N}} */
+json_t *exec_pool_status(struct exec_pool *p);
+/* Stop the thread and tear down every jail never claimed; accepts NULL. */
+void exec_pool_free(struct exec_pool *p);
+
+#endif
