@@ -385,6 +385,17 @@ CORRAL_HIDDEN int jail_premade_run(struct jail_premade *pm, const corral_jail_co
 CORRAL_HIDDEN double jail_premade_idle_ms(const struct jail_premade *pm);
 CORRAL_HIDDEN pid_t jail_premade_pid(const struct jail_premade *pm);
 CORRAL_HIDDEN void jail_premade_free(struct jail_premade *pm);
+/* For a claimant that reads the program's output itself (the claim over
+ * host.sock, docs/exec-pool.md): the read ends of the jail's stdout and
+ * stderr pipes (non-blocking, close-on-exec), taken before
+ * jail_premade_run(), which then reads neither and leaves the output's
+ * fields of its result empty.  jail_output_pump() reads them to their end
+ * as a direct jail's supervisor does (cfg's caps, io's on_output and
+ * on_truncate, kept unless io is streaming) and fills those fields of ret
+ * (freeing what they held).  0, or -1 with ret_err. */
+CORRAL_HIDDEN void jail_premade_take_output(struct jail_premade *pm, int *ret_stdout, int *ret_stderr);
+CORRAL_HIDDEN int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const corral_jail_io *io,
+                                   corral_jail_result *ret, corral_error **ret_err);
 
 #define JAIL_UID_INSIDE 1000
 #define JAIL_DEFAULT_UID_BASE 1400000000u

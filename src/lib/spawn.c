@@ -547,7 +547,8 @@ static int supervise(struct jail *j, corral_error **ret_err)
                 j->in.src_watched = j->in.pollable;
                 pump_stdin(&j->in, ep, EV_STDIN, EV_STDIN_OUT, false);
         }
-        bool out_open = true, err_open = true, running = true;
+        /* A pre-made jail's output may be read by its claimant instead. */
+        bool out_open = j->out_r >= 0, err_open = j->err_r >= 0, running = true;
         while (running || out_open || err_open) {
                 struct epoll_event evs[8];
                 int n = epoll_wait(ep, evs, 8, running ? -1 : 1000);
@@ -1250,6 +1251,65 @@ out:
                 close(fds[i]);
         free(c);
         return rc;
+}
+
+void jail_premade_take_output(struct jail_premade *pm, int *ret_stdout, int *ret_stderr)
+{
+        *ret_stdout = pm->j.out_r;
+        *ret_stderr = pm->j.err_r;
+        pm->j.out_r = pm->j.err_r = -1;
+}
+
+int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const corral_jail_io *io,
+                     corral_jail_result *ret, corral_error **ret_err)
+{
+        struct jail j;
+        memset(&j, 0, sizeof(j));
+        j.io = io;
+        jail_set_caps(&j, cfg, io);
+        cleanup_close int ep = epoll_create1(EPOLL_CLOEXEC);
+        if (ep < 0)
+                return corral_fail(ret_err, errno, "cannot read the jail's output");
+        int fds[2] = { out_r, err_r };
+        bool open[2] = { false, false };
+        for (int i = 0; i < 2; i++) {
+                struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
+                if (fds[i] >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev) < 0)
+                        return corral_fail(ret_err, errno, "cannot read the jail's output");
+                open[i] = fds[i] >= 0;
+        }
+        /* Until every writer is gone: the jail's whole pid namespace. */
+        while (open[0] || open[1]) {
+                struct epoll_event evs[2];
+                int n = epoll_wait(ep, evs, 2, -1);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        capbuf_release(&j.out);
+                        capbuf_release(&j.err);
+                        return corral_fail(ret_err, errno, "cannot read the jail's output");
+                }
+                for (int i = 0; i < n; i++) {
+                        int s = (int)evs[i].data.u32;
+                        if (!(open[s] = pump_output(&j, fds[s], s == 0 ? &j.out : &j.err, s + 1)))
+                                epoll_ctl(ep, EPOLL_CTL_DEL, fds[s], NULL);
+                }
+        }
+        ret->stdout_truncated = j.out.truncated;
+        ret->stderr_truncated = j.err.truncated;
+        ret->stdout_total = j.out.total;
+        ret->stderr_total = j.err.total;
+        free(ret->stdout_buf);
+        free(ret->stderr_buf);
+        ret->stdout_buf = ret->stderr_buf = NULL;
+        ret->stdout_len = ret->stderr_len = 0;
+        if (io == NULL || io->capture) {
+                ret->stdout_buf = capbuf_detach(&j.out, &ret->stdout_len);
+                ret->stderr_buf = capbuf_detach(&j.err, &ret->stderr_len);
+        }
+        capbuf_release(&j.out);
+        capbuf_release(&j.err);
+        return 0;
 }
 
 int jail_premade_run(struct jail_premade *pm, const corral_jail_config *cfg, const corral_jail_io *io,

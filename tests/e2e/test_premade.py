@@ -194,3 +194,18 @@ def test_no_pool_by_default_and_a_bad_size_is_refused(tmp_path):
     p = corral(env, "session", "start", "--cold")
     assert p.returncode == 2 and "CORRAL_EXEC_POOL must be a number of jails from 0 (no pool) to 16, not '17'" in \
         p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("limit", [None, "1K"])
+def test_output_read_by_the_claimant_is_a_direct_jails(limit):
+    # As `corral exec` will read a pooled jail's output: the pipes handed out, read by another thread.
+    script = "head -c 10000 /dev/zero | tr '\\\\0' a; echo; echo err >&2; exit 4"
+    claim, flags = ({"output_limit": limit}, ["--output-limit", limit]) if limit else ({}, [])
+    p = subprocess.run([HELPER, json.dumps(MADE), json.dumps(claim), "--", "/bin/sh", "-c", script],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ, PREMADE_HAND_OUT="1"))
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout.splitlines()[-1])["result"]
+    d = direct(flags, ["/bin/sh", "-c", script])
+    for k in ("status", "exit_code", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "stdout_truncated"):
+        assert r[k] == d[k], (k, r[k], d[k])
+    assert r["stdout_bytes"] == 10001 and r["stdout_truncated"] == (limit is not None)
