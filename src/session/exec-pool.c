@@ -15,6 +15,7 @@
 
 #include "../lib/jail-internal.h"
 #include "exec-pool.h"
+#include "wire.h"
 
 #define MAX_WHY 12
 
@@ -214,4 +215,79 @@ void exec_pool_free(struct exec_pool *p)
         pthread_cond_destroy(&p->wake);
         pthread_mutex_destroy(&p->lock);
         free(p);
+}
+
+/* ---- the claim over host.sock ---- */
+
+static void reply(int fd, json_t *r)
+{
+        if (r)
+                wire_write(fd, r);
+        json_decref(r);
+}
+
+void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req)
+{
+        corral_jail_config cfg;
+        corral_jail_config_init(&cfg);
+        corral_error *err = NULL;
+        const json_t *profile = json_object_get(req, "profile");
+        const json_t *jargv = json_object_get(req, "argv");
+        char *text = json_is_object(profile) ? json_dumps(profile, JSON_COMPACT) : NULL;
+        size_t argc = json_is_array(jargv) ? json_array_size(jargv) : 0;
+        char **argv = calloc(argc + 1, sizeof(*argv));
+        bool ok = text && argv && argc > 0;
+        for (size_t i = 0; ok && i < argc; i++)
+                ok = (argv[i] = (char *)json_string_value(json_array_get(jargv, i))) != NULL;
+        if (!ok) {
+                corral_usage(&err, "an exec-claim needs a profile (an object) and argv (strings)");
+        } else if (corral_jail_config_load_profile_text(&cfg, text, strlen(text), "exec-claim", &err) == 0 &&
+                   corral_jail_config_set_argv(&cfg, argv, &err) == 0 &&
+                   corral_jail_config_validate(&cfg, &err) == 0) {
+                const char *why = NULL;
+                struct jail_premade *pm = p ? exec_pool_take(p, &cfg, &why) : NULL;
+                if (pm == NULL) {
+                        /* Nothing of the claim reached a jail: the client
+                         * starts one directly. */
+                        reply(fd, json_pack("{s:s,s:s}", "t", "fallback", "why", why ? why : "no pool"));
+                        goto out;
+                }
+                int out[2];
+                jail_premade_take_output(pm, &out[0], &out[1]);
+                json_t *claimed = json_pack("{s:s}", "t", "claimed");
+                int sent = claimed ? wire_write_fds(fd, claimed, out, 2) : -1;
+                json_decref(claimed);
+                close(out[0]);
+                close(out[1]);
+                if (sent < 0) {
+                        jail_premade_free(pm); /* the client is gone: nothing ran */
+                        goto out;
+                }
+                /* The connection is held for the jail's life: its hang-up
+                 * (the client killed) is the jail's cancel, at once. */
+                corral_jail_io io = { .stdin_fd = -1, .cancel_fd = fd };
+                corral_jail_result res;
+                int rc = jail_premade_run(pm, &cfg, &io, &res, &err);
+                if (rc == 0) {
+                        char *r = corral_jail_result_to_json(&res);
+                        json_t *rj = r ? json_loads(r, 0, NULL) : NULL;
+                        free(r);
+                        reply(fd, rj ? json_pack("{s:s,s:o}", "t", "result", "result", rj) : NULL);
+                        corral_jail_result_release(&res);
+                } else if (rc == JAIL_PREMADE_UNCLAIMED) {
+                        reply(fd, json_pack("{s:s,s:s}", "t", "fallback", "why", err ? err->msg : "unclaimed"));
+                } else {
+                        reply(fd, json_pack("{s:s,s:s,s:i}", "t", "error", "message",
+                                            err ? err->msg : "the jail failed", "kind",
+                                            err ? err->kind : CORRAL_ERR_INTERNAL));
+                }
+                goto out;
+        }
+        reply(fd, json_pack("{s:s,s:s,s:i}", "t", "error", "message", err ? err->msg : "bad exec-claim", "kind",
+                            err ? err->kind : CORRAL_ERR_USAGE));
+out:
+        corral_error_free(err);
+        corral_jail_config_release(&cfg);
+        free(argv);
+        free(text);
 }

@@ -36,6 +36,16 @@ struct exec_pool *exec_pool_new(int target, corral_error **ret_err);
 struct jail_premade *exec_pool_take(struct exec_pool *p, const corral_jail_config *cfg, const char **ret_why);
 /* {"size", "target", "made", "claimed", "failed", "replaced", "fallbacks": {WHY: N}} */
 json_t *exec_pool_status(struct exec_pool *p);
+/* Serve {"op": "exec-claim", "profile": {...}, "argv": [...]} on the
+ * client's connection fd (p may be NULL: no pool): answers
+ * {"t": "fallback", "why"} when no jail of the pool fits (nothing ran; the
+ * client starts a direct jail), else {"t": "claimed"} carrying the read
+ * ends of the jail's stdout and stderr (SCM_RIGHTS, for the client to read
+ * and cap), runs the jail with the connection as its cancel (the client's
+ * hang-up kills it at once), then answers {"t": "result", "result": {...}}
+ * (the output fields empty: the client has the output), {"t": "fallback"}
+ * when the claim failed before the program started, or {"t": "error"}. */
+void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req);
 /* Stop the thread and tear down every jail never claimed; accepts NULL. */
 void exec_pool_free(struct exec_pool *p);
 

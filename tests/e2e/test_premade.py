@@ -209,3 +209,152 @@ def test_output_read_by_the_claimant_is_a_direct_jails(limit):
     for k in ("status", "exit_code", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "stdout_truncated"):
         assert r[k] == d[k], (k, r[k], d[k])
     assert r["stdout_bytes"] == 10001 and r["stdout_truncated"] == (limit is not None)
+
+
+# ---- the claim over host.sock (op exec-claim; `corral exec` does not use it yet) ----
+
+import array  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import struct  # noqa: E402
+import time  # noqa: E402
+
+
+def send_frame(s, obj):
+    body = json.dumps(obj).encode()
+    s.sendall(struct.pack(">I", len(body)) + body)
+
+
+def recv_frame(s):
+    """One frame and the descriptors that came with it."""
+    fds = array.array("i")
+    head, anc, _, _ = s.recvmsg(4, socket.CMSG_SPACE(8 * fds.itemsize))
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+    if len(head) < 4:
+        return None, list(fds)
+    n = struct.unpack(">I", head)[0]
+    body = b""
+    while len(body) < n:
+        chunk = s.recv(n - len(body))
+        assert chunk, "the host hung up mid-frame"
+        body += chunk
+    return json.loads(body), list(fds)
+
+
+def claim(env, argv, profile=None):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(env["XDG_RUNTIME_DIR"], "corral", "sessions", "host.sock"))
+    send_frame(s, {"op": "exec-claim", "profile": profile or {}, "argv": argv})
+    return s
+
+
+def read_all(fd):
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            subprocess.run(["sleep", "0.01"])
+            continue
+        if not chunk:
+            os.close(fd)
+            return out
+        out += chunk
+
+
+@pytest.fixture
+def pool_host(tmp_path):
+    env = host_env(tmp_path, 2)
+    assert corral(env, "session", "start", "--cold").returncode == 0
+    for _ in range(200):
+        if pool_status(env)["exec_pool"]["size"] == 2:
+            break
+        time.sleep(0.05)
+    yield env
+    corral(env, "session", "shutdown")
+
+
+def procs_with(arg):
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                if arg.encode() in f.read().split(b"\0"):
+                    found.append(int(p))
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def wait_gone(arg, seconds):
+    end = time.monotonic() + seconds
+    while procs_with(arg) and time.monotonic() < end:
+        time.sleep(0.02)
+    return procs_with(arg)
+
+
+def test_claim_over_host_sock_hands_the_output_to_the_client(pool_host):
+    s = claim(pool_host, ["/bin/sh", "-c", "echo hello; echo err >&2; exit 5"], {"memory": "128M"})
+    msg, fds = recv_frame(s)
+    assert msg == {"t": "claimed"} and len(fds) == 2, (msg, fds)
+    assert read_all(fds[0]) == b"hello\n" and read_all(fds[1]) == b"err\n"
+    msg, _ = recv_frame(s)
+    r = msg["result"]
+    assert msg["t"] == "result" and r["exit_code"] == 5 and r["stdout"] == "" and r["stdout_bytes"] == 0, msg
+    st = pool_status(pool_host)["exec_pool"]
+    assert st["claimed"] == 1, st
+
+
+def test_a_claim_that_does_not_fit_falls_back(pool_host):
+    s = claim(pool_host, ["/bin/true"], {"net": "host"})
+    msg, fds = recv_frame(s)
+    assert msg == {"t": "fallback", "why": "another network"} and not fds, msg
+    assert pool_status(pool_host)["exec_pool"]["fallbacks"] == {"another network": 1}
+
+
+def test_killing_the_client_kills_the_jail_at_once(pool_host):
+    s = claim(pool_host, ["sleep", "31.4159"])
+    msg, fds = recv_frame(s)
+    assert msg["t"] == "claimed"
+    for _ in range(100):
+        if procs_with("31.4159"):
+            break
+        time.sleep(0.02)
+    assert procs_with("31.4159"), "the claimed jail's program never started"
+    t0 = time.monotonic()
+    s.close()  # the client's end: as if it were killed
+    assert wait_gone("31.4159", 5) == [], "the jail outlived its client"
+    assert time.monotonic() - t0 < 2, "the jail took long to die"
+    for fd in fds:
+        os.close(fd)
+
+
+def test_host_killed_mid_claim_leaves_nothing_and_the_client_hears_it(pool_host):
+    s = claim(pool_host, ["sleep", "32.7182"])
+    msg, fds = recv_frame(s)
+    assert msg["t"] == "claimed"
+    for _ in range(100):
+        if procs_with("32.7182"):
+            break
+        time.sleep(0.02)
+    host = pool_status(pool_host)["pid"]
+    pool = [int(p) for p in subprocess.run(["pgrep", "-P", str(host)], capture_output=True, text=True).stdout.split()]
+    os.kill(host, signal.SIGKILL)
+    s.settimeout(10)
+    msg, _ = recv_frame(s)
+    assert msg is None, msg  # the connection ends without a result: the client says so, never runs it again
+    assert read_all(fds[0]) == b"" and read_all(fds[1]) == b""
+    assert wait_gone("32.7182", 5) == [], "the program outlived its host"
+    end = time.monotonic() + 5
+    while any(os.path.exists(f"/proc/{p}") for p in pool) and time.monotonic() < end:
+        time.sleep(0.02)
+    assert not [p for p in pool if os.path.exists(f"/proc/{p}")], "jails of the pool outlived their host"
+    # Their cgroups go with the next jail's sweep of those whose supervisor died (cgroup.c).
+    subprocess.run([CORRAL, "exec", "--", "true"], capture_output=True, timeout=60)
+    left = []
+    for root, dirs, _ in os.walk("/sys/fs/cgroup"):
+        left += [os.path.join(root, d) for d in dirs if d.startswith(f"corral-{host}-")]
+        dirs[:] = [d for d in dirs if not d.startswith("corral-")]
+    assert left == [], left
