@@ -18,6 +18,7 @@
 #include "wire.h"
 
 #define MAX_WHY 12
+#define EXEC_CLAIM_GO_MS 5000 /* how long a claimed jail waits for its client's go */
 
 struct exec_pool {
         pthread_mutex_t lock;
@@ -259,8 +260,16 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req)
                 json_decref(claimed);
                 close(out[0]);
                 close(out[1]);
-                if (sent < 0) {
-                        jail_premade_free(pm); /* the client is gone: nothing ran */
+                /* The client says go once it has the pipes in time; a
+                 * client that gave up waiting (and starts a direct jail)
+                 * hangs up instead, and nothing of the claim ran: a
+                 * program never runs twice. */
+                json_t *go = sent < 0 ? NULL : wire_read(fd, EXEC_CLAIM_GO_MS);
+                const char *gop = json_string_value(json_object_get(go, "op"));
+                bool going = gop && strcmp(gop, "go") == 0;
+                json_decref(go);
+                if (!going) {
+                        jail_premade_free(pm);
                         goto out;
                 }
                 /* The connection is held for the jail's life: its hang-up

@@ -41,7 +41,10 @@ json_t *exec_pool_status(struct exec_pool *p);
  * {"t": "fallback", "why"} when no jail of the pool fits (nothing ran; the
  * client starts a direct jail), else {"t": "claimed"} carrying the read
  * ends of the jail's stdout and stderr (SCM_RIGHTS, for the client to read
- * and cap), runs the jail with the connection as its cancel (the client's
+ * and cap); on the client's {"op": "go"} (anything else, or nothing for 5
+ * s: the jail is torn down unclaimed, as for a client that gave up
+ * waiting and started a direct jail) it runs the jail with the connection
+ * as its cancel (the client's
  * hang-up kills it at once), then answers {"t": "result", "result": {...}}
  * (the output fields empty: the client has the output), {"t": "fallback"}
  * when the claim failed before the program started, or {"t": "error"}. */

@@ -243,11 +243,15 @@ def recv_frame(s):
     return json.loads(body), list(fds)
 
 
-def claim(env, argv, profile=None):
+def claim(env, argv, profile=None, go=True):
+    """A claim as `corral exec` will make it: the request, then (once claimed) "go"."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(os.path.join(env["XDG_RUNTIME_DIR"], "corral", "sessions", "host.sock"))
     send_frame(s, {"op": "exec-claim", "profile": profile or {}, "argv": argv})
-    return s
+    msg, fds = recv_frame(s)
+    if go and msg == {"t": "claimed"}:
+        send_frame(s, {"op": "go"})
+    return s, msg, fds
 
 
 def read_all(fd):
@@ -296,8 +300,7 @@ def wait_gone(arg, seconds):
 
 
 def test_claim_over_host_sock_hands_the_output_to_the_client(pool_host):
-    s = claim(pool_host, ["/bin/sh", "-c", "echo hello; echo err >&2; exit 5"], {"memory": "128M"})
-    msg, fds = recv_frame(s)
+    s, msg, fds = claim(pool_host, ["/bin/sh", "-c", "echo hello; echo err >&2; exit 5"], {"memory": "128M"})
     assert msg == {"t": "claimed"} and len(fds) == 2, (msg, fds)
     assert read_all(fds[0]) == b"hello\n" and read_all(fds[1]) == b"err\n"
     msg, _ = recv_frame(s)
@@ -308,15 +311,24 @@ def test_claim_over_host_sock_hands_the_output_to_the_client(pool_host):
 
 
 def test_a_claim_that_does_not_fit_falls_back(pool_host):
-    s = claim(pool_host, ["/bin/true"], {"net": "host"})
-    msg, fds = recv_frame(s)
+    s, msg, fds = claim(pool_host, ["/bin/true"], {"net": "host"})
     assert msg == {"t": "fallback", "why": "another network"} and not fds, msg
     assert pool_status(pool_host)["exec_pool"]["fallbacks"] == {"another network": 1}
 
 
+def test_a_client_that_gave_up_before_go_runs_nothing(pool_host):
+    # It starts a direct jail instead: the pooled one must never run the program too.
+    s, msg, fds = claim(pool_host, ["/bin/sh", "-c", "exec sleep 33.1234"], go=False)
+    assert msg["t"] == "claimed"
+    s.close()
+    for fd in fds:
+        assert read_all(fd) == b""  # the jail is torn down: every writer gone
+    assert procs_with("33.1234") == []
+    assert pool_status(pool_host)["exec_pool"]["claimed"] == 1
+
+
 def test_killing_the_client_kills_the_jail_at_once(pool_host):
-    s = claim(pool_host, ["sleep", "31.4159"])
-    msg, fds = recv_frame(s)
+    s, msg, fds = claim(pool_host, ["sleep", "31.4159"])
     assert msg["t"] == "claimed"
     for _ in range(100):
         if procs_with("31.4159"):
@@ -332,8 +344,7 @@ def test_killing_the_client_kills_the_jail_at_once(pool_host):
 
 
 def test_host_killed_mid_claim_leaves_nothing_and_the_client_hears_it(pool_host):
-    s = claim(pool_host, ["sleep", "32.7182"])
-    msg, fds = recv_frame(s)
+    s, msg, fds = claim(pool_host, ["sleep", "32.7182"])
     assert msg["t"] == "claimed"
     for _ in range(100):
         if procs_with("32.7182"):
