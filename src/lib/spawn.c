@@ -1197,6 +1197,14 @@ static int premade_claim(struct jail_premade *pm, const corral_jail_config *cfg,
         if (misfit)
                 return corral_make_error(ret_err, CORRAL_ERR_UNSUPPORTED, 0, "the jail made in advance does not fit: %s",
                                          misfit);
+        if (cfg->workspace) {
+                /* plan.c's checks of a direct jail's workspace; one that
+                 * fails them is left to the direct jail, which says why. */
+                cleanup_free char *real = realpath(cfg->workspace, NULL);
+                struct stat st;
+                if (real == NULL || stat(real, &st) < 0 || !S_ISDIR(st.st_mode) || jail_path_is_system(real))
+                        return corral_usage(ret_err, "the workspace '%s' is left to a direct jail", cfg->workspace);
+        }
         j->cfg = cfg;
         j->io = io;
         jail_set_caps(j, cfg, io);
@@ -1260,7 +1268,7 @@ void jail_premade_take_output(struct jail_premade *pm, int *ret_stdout, int *ret
         pm->j.out_r = pm->j.err_r = -1;
 }
 
-int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const corral_jail_io *io,
+int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const corral_jail_io *io, int cancel_to,
                      corral_jail_result *ret, corral_error **ret_err)
 {
         struct jail j;
@@ -1278,10 +1286,14 @@ int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const 
                         return corral_fail(ret_err, errno, "cannot read the jail's output");
                 open[i] = fds[i] >= 0;
         }
+        int cancel = io && io->cancel_fd > 0 && cancel_to >= 0 ? io->cancel_fd : -1;
+        struct epoll_event cev = { .events = EPOLLIN, .data.u32 = 2 };
+        if (cancel >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, cancel, &cev) < 0)
+                return corral_fail(ret_err, errno, "cannot read the jail's output");
         /* Until every writer is gone: the jail's whole pid namespace. */
         while (open[0] || open[1]) {
-                struct epoll_event evs[2];
-                int n = epoll_wait(ep, evs, 2, -1);
+                struct epoll_event evs[3];
+                int n = epoll_wait(ep, evs, 3, -1);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0) {
@@ -1291,6 +1303,13 @@ int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const 
                 }
                 for (int i = 0; i < n; i++) {
                         int s = (int)evs[i].data.u32;
+                        if (s == 2) {
+                                /* The caller cancels: its supervisor hears
+                                 * the hang-up and kills the jail. */
+                                shutdown(cancel_to, SHUT_WR);
+                                epoll_ctl(ep, EPOLL_CTL_DEL, cancel, NULL);
+                                continue;
+                        }
                         if (!(open[s] = pump_output(&j, fds[s], s == 0 ? &j.out : &j.err, s + 1)))
                                 epoll_ctl(ep, EPOLL_CTL_DEL, fds[s], NULL);
                 }

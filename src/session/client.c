@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "exec-pool.h"
 #include "host.h"
 #include "wire.h"
 #include "../lib/probe.h"
@@ -681,4 +682,10 @@ void session_client_probe(json_t *checks)
                           NULL);
         }
         corral_error_free(err);
+}
+
+int session_client_exec_claim(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
+                              corral_error **ret_err)
+{
+        return exec_pool_claim(cfg, io, ret, ret_err);
 }

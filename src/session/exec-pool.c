@@ -8,12 +8,17 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "../lib/jail-internal.h"
+#include "client.h"
 #include "exec-pool.h"
 #include "wire.h"
 
@@ -299,4 +304,122 @@ out:
         corral_jail_config_release(&cfg);
         free(argv);
         free(text);
+}
+
+/* ---- the client's side (corral exec) ---- */
+
+/* How long the client waits for a pooled jail before it starts one itself
+ * (a direct jail costs about that much). */
+static int claim_wait_ms(void)
+{
+        const char *v = getenv("CORRAL_EXEC_POOL_WAIT_MS");
+        long n = v && *v ? strtol(v, NULL, 10) : 50;
+        return n > 0 && n < 60000 ? (int)n : 50;
+}
+
+/* Whether cfg could be served by the pool at all, known without asking:
+ * what the profile the host gets cannot say (a bind by descriptor, a
+ * relative path, the uid range, the address-space limit, stdin), and what
+ * no pooled jail has (its own root, the host's network, a proxy, a script). */
+static bool claimable(const corral_jail_config *cfg)
+{
+        corral_jail_config d;
+        corral_jail_config_init(&d);
+        bool ok = !cfg->rootfs && !cfg->script && cfg->net != CORRAL_NET_HOST && cfg->net != CORRAL_NET_ALLOW &&
+                  cfg->stdin_mode != CORRAL_STDIN_PIPE && !cfg->no_timeout && !cfg->stream_unlimited &&
+                  cfg->uid_base == d.uid_base && cfg->uid_count == d.uid_count &&
+                  cfg->address_space_bytes == d.address_space_bytes &&
+                  (cfg->workspace == NULL || cfg->workspace[0] == '/');
+        for (size_t i = 0; ok && i < cfg->n_binds; i++)
+                ok = cfg->binds[i].src_fd < 0 && cfg->binds[i].src[0] == '/';
+        corral_jail_config_release(&d);
+        return ok;
+}
+
+int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
+                    corral_error **ret_err)
+{
+        const char *env = getenv("CORRAL_EXEC_POOL");
+        if ((env && strcmp(env, "0") == 0) || !claimable(cfg))
+                return 1;
+        corral_error *e = NULL;
+        int fd = session_client_connect_host(false, &e);
+        corral_error_free(e);
+        if (fd < 0)
+                return 1;
+        int rc = 1, out[2] = { -1, -1 };
+        size_t nfds = 0;
+        json_t *msg = NULL;
+        char *profile = corral_jail_config_to_profile_json(cfg);
+        json_t *req = json_pack("{s:s,s:o,s:[]}", "op", "exec-claim", "profile",
+                                profile ? json_loads(profile, 0, NULL) : NULL, "argv");
+        for (size_t i = 0; req && cfg->argv[i]; i++)
+                json_array_append_new(json_object_get(req, "argv"), json_string(cfg->argv[i]));
+        free(profile);
+        if (req == NULL || wire_write(fd, req) < 0)
+                goto out;
+        msg = wire_read_fds(fd, claim_wait_ms(), out, 2, &nfds);
+        const char *t = json_string_value(json_object_get(msg, "t"));
+        if (t == NULL || strcmp(t, "claimed") != 0 || nfds != 2)
+                goto out; /* no jail, or too late: we hang up, the host tears it down */
+        json_t *go = json_pack("{s:s}", "op", "go");
+        int sent = go ? wire_write(fd, go) : -1;
+        json_decref(go);
+        if (sent < 0)
+                goto out;
+        /* From here the program may run: it is never started again. */
+        rc = -1;
+        corral_jail_result output;
+        memset(&output, 0, sizeof(output));
+        if (jail_output_pump(out[0], out[1], cfg, io, fd, &output, ret_err) < 0)
+                goto out;
+        json_decref(msg);
+        msg = wire_read(fd, -1);
+        t = json_string_value(json_object_get(msg, "t"));
+        if (t == NULL) {
+                corral_jail_result_release(&output);
+                corral_fail(ret_err, 0, "the session host ended while the program ran");
+                goto out;
+        }
+        if (strcmp(t, "result") == 0 && jail_result_from_json(json_object_get(msg, "result"), ret) == 0) {
+                ret->stdout_buf = output.stdout_buf;
+                ret->stdout_len = output.stdout_len;
+                ret->stderr_buf = output.stderr_buf;
+                ret->stderr_len = output.stderr_len;
+                ret->stdout_total = output.stdout_total;
+                ret->stderr_total = output.stderr_total;
+                ret->stdout_truncated = output.stdout_truncated;
+                ret->stderr_truncated = output.stderr_truncated;
+                /* The classifier's one rule that reads stderr, which the
+                 * host did not see (outcome.c: an allocation that failed
+                 * under RLIMIT_AS), applied here as a direct jail does. */
+                if (ret->backend == CORRAL_BACKEND_RLIMIT && ret->status == CORRAL_STATUS_ERROR &&
+                    !ret->stderr_truncated && jail_outcome_memory_error(ret->stderr_buf, ret->stderr_len)) {
+                        ret->status = CORRAL_STATUS_OOM;
+                        ret->limit = CORRAL_LIMIT_MEMORY;
+                        free(ret->reason);
+                        if (asprintf(&ret->reason, "memory limit of %" PRIu64 " MiB reached (allocation failed "
+                                                   "under RLIMIT_AS)",
+                                     cfg->memory_bytes >> 20) < 0)
+                                ret->reason = NULL;
+                }
+                rc = 0;
+        } else if (strcmp(t, "fallback") == 0) {
+                corral_jail_result_release(&output);
+                rc = 1; /* failed before the program started */
+        } else {
+                corral_jail_result_release(&output);
+                const char *m = json_string_value(json_object_get(msg, "message"));
+                corral_make_error(ret_err, (int)json_integer_value(json_object_get(msg, "kind")), 0, "%s",
+                                  m ? m : "the session host could not run the jail");
+                if (strcmp(t, "result") == 0)
+                        corral_jail_result_release(ret);
+        }
+out:
+        for (size_t i = 0; i < nfds && i < 2; i++)
+                close(out[i]);
+        json_decref(req);
+        json_decref(msg);
+        close(fd);
+        return rc;
 }

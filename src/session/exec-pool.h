@@ -18,9 +18,7 @@
 #include <corral/jail.h>
 #include <jansson.h>
 
-/* 0 until `corral exec` claims from the pool (docs/exec-pool.md, "The
- * claim", not built yet): a pool nobody claims from only holds jails. */
-#define EXEC_POOL_DEFAULT 0
+#define EXEC_POOL_DEFAULT 2
 #define EXEC_POOL_MAX 16
 #define EXEC_POOL_IDLE_MS (10 * 60 * 1000.0)
 
@@ -49,6 +47,15 @@ json_t *exec_pool_status(struct exec_pool *p);
  * (the output fields empty: the client has the output), {"t": "fallback"}
  * when the claim failed before the program started, or {"t": "error"}. */
 void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req);
+/* `corral exec`'s side: run cfg in a jail of the user's session host's
+ * pool (docs/exec-pool.md, "When corral exec uses the pool"): 0 with ret
+ * (output read and capped here, with io's callbacks), 1 when it did not
+ * (no host, no jail that fits within CORRAL_EXEC_POOL_WAIT_MS, default 50
+ * ms, or CORRAL_EXEC_POOL=0: nothing ran; start a direct jail), -1 with
+ * ret_err once the program may have run (the host ended meanwhile: never
+ * run it again). */
+int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
+                    corral_error **ret_err);
 /* Stop the thread and tear down every jail never claimed; accepts NULL. */
 void exec_pool_free(struct exec_pool *p);
 

@@ -141,7 +141,7 @@ def test_a_jail_with_a_proxy_is_not_made_in_advance():
 
 def host_env(tmp_path, pool):
     rt = tmp_path / "rt"
-    rt.mkdir(mode=0o700, exist_ok=True)
+    rt.mkdir(mode=0o700, parents=True, exist_ok=True)
     env = dict(os.environ, XDG_RUNTIME_DIR=str(rt), CORRAL_EXEC_POOL=str(pool))
     return env
 
@@ -182,14 +182,17 @@ def test_session_host_keeps_the_pool_full_and_leaves_nothing(tmp_path):
     assert not alive, f"jails made in advance outlived their host: {alive}"
 
 
-def test_no_pool_by_default_and_a_bad_size_is_refused(tmp_path):
-    env = host_env(tmp_path, 0)
-    del env["CORRAL_EXEC_POOL"]
-    assert corral(env, "session", "start", "--cold").returncode == 0
-    try:
-        assert pool_status(env)["exec_pool"] is None
-    finally:
-        corral(env, "session", "shutdown")
+def test_pool_of_two_by_default_none_with_0_and_a_bad_size_is_refused(tmp_path):
+    for pool, want in ((None, 2), (0, None)):
+        env = host_env(tmp_path / ("d" if pool is None else "z"), 0)  # a short socket path
+        if pool is None:
+            del env["CORRAL_EXEC_POOL"]
+        assert corral(env, "session", "start", "--cold").returncode == 0
+        try:
+            st = pool_status(env)["exec_pool"]
+            assert (st and st["target"]) == want, st
+        finally:
+            corral(env, "session", "shutdown")
     env = host_env(tmp_path / "bad", 17) if (tmp_path / "bad").mkdir() is None else None
     p = corral(env, "session", "start", "--cold")
     assert p.returncode == 2 and "CORRAL_EXEC_POOL must be a number of jails from 0 (no pool) to 16, not '17'" in \
@@ -363,9 +366,102 @@ def test_host_killed_mid_claim_leaves_nothing_and_the_client_hears_it(pool_host)
         time.sleep(0.02)
     assert not [p for p in pool if os.path.exists(f"/proc/{p}")], "jails of the pool outlived their host"
     # Their cgroups go with the next jail's sweep of those whose supervisor died (cgroup.c).
-    subprocess.run([CORRAL, "exec", "--", "true"], capture_output=True, timeout=60)
+    subprocess.run([CORRAL, "exec", "--", "true"], capture_output=True, timeout=60,
+                   env=dict(os.environ, CORRAL_EXEC_POOL="0"))  # a direct jail, which sweeps
     left = []
     for root, dirs, _ in os.walk("/sys/fs/cgroup"):
         left += [os.path.join(root, d) for d in dirs if d.startswith(f"corral-{host}-")]
         dirs[:] = [d for d in dirs if not d.startswith("corral-")]
     assert left == [], left
+
+
+# ---- corral exec through the pool ----
+
+def pool_exec(env, *args, **kw):
+    return subprocess.run([CORRAL, "exec", *args], capture_output=True, text=True, env=env, timeout=120, **kw)
+
+
+@pytest.fixture
+def exec_env(pool_host):
+    # A loaded test host may take longer than the 50 ms corral exec waits for a pooled jail by default.
+    return dict(pool_host, CORRAL_EXEC_POOL_WAIT_MS="3000")
+
+
+def test_corral_exec_runs_in_a_pooled_jail_as_in_a_direct_one(exec_env):
+    argv = ["/bin/sh", "-c", "echo hi; echo err >&2; exit 3"]
+    p = pool_exec(exec_env, "--json", "--memory", "256M", "--", *argv)
+    d = pool_exec(dict(exec_env, CORRAL_EXEC_POOL="0"), "--json", "--memory", "256M", "--", *argv)
+    r, rd = json.loads(p.stdout), json.loads(d.stdout)
+    assert (r["from"], rd["from"]) == ("pool", "direct"), (r, rd)
+    assert p.returncode == d.returncode == 3
+    assert set(r) == set(rd)
+    for k in ("status", "exit_code", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "limit", "limits_backend"):
+        assert r[k] == rd[k], (k, r, rd)
+    p = pool_exec(exec_env, "--", *argv)  # streamed
+    assert (p.returncode, p.stdout, p.stderr) == (3, "hi\n", "err\n"), p
+
+
+def test_corral_exec_limits_workspace_and_binds_at_the_claim(exec_env, tmp_path):
+    r = json.loads(pool_exec(exec_env, "--json", "--memory", "64M", "--", "python3", "-c",
+                             "b = bytearray(400 << 20)").stdout)
+    assert (r["from"], r["limit"]) == ("pool", "memory"), r
+    ws = tmp_path / "w"
+    ws.mkdir()
+    (tmp_path / "in.txt").write_text("data\n")
+    p = pool_exec(exec_env, "--json", "-w", str(ws), "--ro-bind", f"{tmp_path / 'in.txt'}:/data/in.txt", "--",
+                  "/bin/sh", "-c", "cat /data/in.txt > /workspace/out.txt")
+    r = json.loads(p.stdout)
+    assert r["from"] == "pool" and r["exit_code"] == 0, r
+    assert (ws / "out.txt").read_text() == "data\n"
+    assert [a["path"] for a in r["artifacts"]] == ["out.txt"], r
+
+
+def test_corral_exec_falls_back_silently(exec_env, tmp_path):
+    for env, args in ((dict(exec_env, CORRAL_EXEC_POOL="0"), []), (exec_env, ["--net", "host"]),
+                      (dict(exec_env, XDG_RUNTIME_DIR=str(tmp_path)), [])):  # no host there
+        p = pool_exec(env, "--json", *args, "--", "/bin/echo", "x")
+        assert p.returncode == 0 and json.loads(p.stdout)["from"] == "direct", (args, p.stdout)
+        assert "pool" not in p.stderr and "session" not in p.stderr, p.stderr
+
+
+def test_concurrent_claims_each_get_a_jail_of_their_own(exec_env):
+    script = "readlink /proc/self/ns/pid /proc/self/ns/net /proc/self/ns/mnt; sleep 0.5"
+    procs = [subprocess.Popen([CORRAL, "exec", "--json", "--", "/bin/sh", "-c", script], stdout=subprocess.PIPE,
+                              text=True, env=exec_env) for _ in range(16)]
+    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(r["exit_code"] == 0 for r in results), results
+    ns = [tuple(r["stdout"].split()) for r in results]
+    assert all(len(n) == 3 for n in ns) and len({x for n in ns for x in n}) == 48, ns  # nothing shared
+    froms = [r["from"] for r in results]
+    assert "pool" in froms, froms
+    st = pool_status(exec_env)["exec_pool"]
+    assert st["claimed"] == froms.count("pool"), (st, froms)
+
+
+def test_killing_corral_exec_kills_the_pooled_jail_at_once(exec_env):
+    p = subprocess.Popen([CORRAL, "exec", "--", "sleep", "34.5678"], env=exec_env)
+    for _ in range(200):
+        if procs_with("34.5678"):
+            break
+        time.sleep(0.02)
+    assert procs_with("34.5678")
+    p.kill()
+    p.wait()
+    t0 = time.monotonic()
+    assert wait_gone("34.5678", 5) == [] and time.monotonic() - t0 < 2
+
+
+def test_host_killed_while_corral_exec_runs(exec_env):
+    p = subprocess.Popen([CORRAL, "exec", "--", "sleep", "35.6789"], env=exec_env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    for _ in range(200):
+        if procs_with("35.6789"):
+            break
+        time.sleep(0.02)
+    assert procs_with("35.6789")
+    os.kill(pool_status(exec_env)["pid"], signal.SIGKILL)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 125 and "corral exec: the session host ended while the program ran" in err, (out, err)
+    assert wait_gone("35.6789", 5) == []
+    time.sleep(0.5)
+    assert procs_with("35.6789") == [], "the program ran a second time"
