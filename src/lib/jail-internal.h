@@ -384,6 +384,9 @@ CORRAL_HIDDEN int jail_premade_run(struct jail_premade *pm, const corral_jail_co
                                    corral_jail_result *ret, corral_error **ret_err);
 CORRAL_HIDDEN double jail_premade_idle_ms(const struct jail_premade *pm);
 CORRAL_HIDDEN pid_t jail_premade_pid(const struct jail_premade *pm);
+/* What bounds its memory (rlimit: corral_jail_run()'s caller would hear
+ * JAIL_NOTICE_RLIMITS). */
+CORRAL_HIDDEN enum corral_limits_backend jail_premade_backend(const struct jail_premade *pm);
 CORRAL_HIDDEN void jail_premade_free(struct jail_premade *pm);
 /* For a claimant that reads the program's output itself (the claim over
  * host.sock, docs/exec-pool.md): the read ends of the jail's stdout and

@@ -1146,6 +1146,11 @@ double jail_premade_idle_ms(const struct jail_premade *pm)
         return monotonic_ms() - pm->t_ready;
 }
 
+enum corral_limits_backend jail_premade_backend(const struct jail_premade *pm)
+{
+        return pm->j.backend;
+}
+
 pid_t jail_premade_pid(const struct jail_premade *pm)
 {
         return pm->j.pid;
@@ -1174,6 +1179,21 @@ const char *jail_premade_misfit(const struct jail_premade *pm, const corral_jail
                 return "cgroups required";
         if (cfg->cpus > 0 && !(j->have_cg && ((j->cg.v2 && j->cg.layout->v2_cpu) || j->cg.v1_cpu)))
                 return "a CPU share";
+        if (cfg->workspace) {
+                /* plan.c's checks of a direct jail's workspace; one that
+                 * fails them is left to the direct jail, which says why. */
+                cleanup_free char *real = realpath(cfg->workspace, NULL);
+                struct stat st;
+                if (real == NULL || stat(real, &st) < 0 || !S_ISDIR(st.st_mode) || jail_path_is_system(real))
+                        return "a workspace a jail may not have";
+        }
+        for (size_t i = 0; i < cfg->n_binds; i++) {
+                if (!cfg->binds[i].writable || cfg->binds[i].src_fd >= 0)
+                        continue;
+                cleanup_free char *real = realpath(cfg->binds[i].src, NULL);
+                if (real == NULL || jail_path_is_system(real))
+                        return "a writable bind a jail may not have";
+        }
         return NULL;
 }
 
@@ -1197,14 +1217,6 @@ static int premade_claim(struct jail_premade *pm, const corral_jail_config *cfg,
         if (misfit)
                 return corral_make_error(ret_err, CORRAL_ERR_UNSUPPORTED, 0, "the jail made in advance does not fit: %s",
                                          misfit);
-        if (cfg->workspace) {
-                /* plan.c's checks of a direct jail's workspace; one that
-                 * fails them is left to the direct jail, which says why. */
-                cleanup_free char *real = realpath(cfg->workspace, NULL);
-                struct stat st;
-                if (real == NULL || stat(real, &st) < 0 || !S_ISDIR(st.st_mode) || jail_path_is_system(real))
-                        return corral_usage(ret_err, "the workspace '%s' is left to a direct jail", cfg->workspace);
-        }
         j->cfg = cfg;
         j->io = io;
         jail_set_caps(j, cfg, io);

