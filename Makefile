@@ -53,6 +53,8 @@ stress:
 	$(BUILD)/tests/jail-loop 20000
 	CORRAL=$(CURDIR)/$(BUILD)/corral CORRAL_KILL_RACE_JAILS=3000 \
 		python3 -m pytest -q -p no:cacheprovider tests/attack/test_syscalls.py -k busy_host
+	CORRAL_INIT=$(CURDIR)/$(BUILD)/corral-init CORRAL_ZYGOTE=$(CURDIR)/$(BUILD)/corral-zygote \
+		tests/stress/exec-pool-attack.sh $(CURDIR)/$(BUILD)/corral
 
 compat:
 	@scripts/install-deps.sh test

@@ -77,7 +77,8 @@ if [ "$(id -u)" -eq 0 ]; then
         cp "$build/corral" "$build/corral-init" "$build/corral-zygote" src/session/driver.py "$tmp/bin/"
         # warm sessions over one zygote (tests/e2e/warmhost.py looks beside corral)
         mkdir -p "$tmp/bin/tests"
-        cp "$build/tests/warm-sessions" "$build/tests/engine-threads" "$build/tests/mcp-jail-threads" "$tmp/bin/tests/"
+        cp "$build/tests/warm-sessions" "$build/tests/engine-threads" "$build/tests/mcp-jail-threads" "$build/tests/premade-jails" \
+           "$tmp/bin/tests/"
         cp "$tsan/tests/engine-threads" "$tmp/bin/tests/engine-threads-tsan"
         cp tests/tsan.supp "$tmp/"
         cp -r tests "$tmp/tests"

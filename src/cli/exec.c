@@ -20,6 +20,7 @@
 
 #include "../lib/util.h"
 #include "../review/review.h"
+#include "../session/client.h"
 #include "../workspace/artifact.h"
 #include "cli.h"
 
@@ -246,6 +247,18 @@ static void on_notice(void *ud, const char *msg)
         cli_error("exec", "note: %s", msg);
 }
 
+/* corral exec's runner: a jail of the session host's pool where one is
+ * ready and fits, else a direct jail, silently (the same isolation either
+ * way; docs/exec-pool.md). */
+static int exec_run(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *res, void *userdata,
+                    corral_error **ret_err)
+{
+        bool *pooled = userdata;
+        int r = session_client_exec_claim(cfg, io, res, ret_err);
+        *pooled = r == 0;
+        return r <= 0 ? r : corral_jail_run(cfg, io, res, ret_err);
+}
+
 int cmd_exec(int argc, char **argv)
 {
         corral_jail_config cfg;
@@ -301,8 +314,20 @@ int cmd_exec(int argc, char **argv)
                               .on_output = o.json ? NULL : on_output, .on_truncate = o.json ? NULL : on_truncate,
                               .on_notice = on_notice };
         corral_jail_result res;
-        if ((o.json ? artifact_jail_run(&cfg, &io, &res, &json, &err) : corral_jail_run(&cfg, &io, &res, &err)) < 0)
+        bool pooled = false;
+        if ((o.json ? artifact_jail_run_by(&cfg, &io, exec_run, &pooled, &res, &json, &err)
+                    : exec_run(&cfg, &io, &res, &pooled, &err)) < 0)
                 goto fail;
+        size_t jn = json ? strlen(json) : 0;
+        if (jn > 1 && json[jn - 1] == '}') {
+                /* Where it ran: the one member a pooled jail's object adds
+                 * to a direct one's (docs/exec-json.md). */
+                char *with = NULL;
+                if (asprintf(&with, "%.*s,\"from\":\"%s\"}", (int)(jn - 1), json, pooled ? "pool" : "direct") > 0) {
+                        free(json);
+                        json = with;
+                }
+        }
         cli_output_end(&out_streams[0]);
         cli_output_end(&out_streams[1]);
         if (json) {

@@ -22,6 +22,7 @@
 #include <corral/jail.h>
 #include <jansson.h>
 
+#include "../lib/termsafe.h"
 #include "../lib/util.h"
 #include "../session/client.h"
 #include "../session/daemon.h"
@@ -50,8 +51,9 @@ static const char help_text[] =
         "`stop`, its idle timeout or its lifetime limit.  Sessions live in the session host, one\n"
         "background process per user that `start` launches when none runs; it keeps the zygote of\n"
         "warm sessions for CORRAL_SESSION_LINGER seconds (default 300) after the last session\n"
-        "ends.  `status` describes it ({\"pid\", \"sessions\", \"zygote_pid\", \"pool\", \"linger_s\"}\n"
-        "with --json, null when none runs); `shutdown` stops it and every session now.\n"
+        "ends.  `status` describes it ({\"pid\", \"sessions\", \"zygote_pid\", \"pool\", \"linger_s\",\n"
+        "\"exec_pool\"} with --json, null when none runs; exec_pool: the CORRAL_EXEC_POOL jails made in\n"
+        "advance, docs/exec-pool.md); `shutdown` stops it and every session now.\n"
         "\n"
         "start options:\n"
         "  -w, --workspace DIR     host directory at /workspace (default: a private temporary\n"
@@ -705,6 +707,26 @@ static int cmd_status(int argc, char **argv)
                                (int)json_integer_value(json_object_get(info, "pool")),
                                json_number_value(json_object_get(info, "linger_s")));
                 putchar('\n');
+                json_t *pool = json_object_get(info, "exec_pool");
+                if (json_is_object(pool)) {
+                        printf("pre-made jails for corral exec: %d ready of %d, %d made, %d claimed, %d failed, "
+                               "%d replaced idle",
+                               (int)json_integer_value(json_object_get(pool, "size")),
+                               (int)json_integer_value(json_object_get(pool, "target")),
+                               (int)json_integer_value(json_object_get(pool, "made")),
+                               (int)json_integer_value(json_object_get(pool, "claimed")),
+                               (int)json_integer_value(json_object_get(pool, "failed")),
+                               (int)json_integer_value(json_object_get(pool, "replaced")));
+                        const char *why;
+                        json_t *n;
+                        const char *sep = "; direct instead: ";
+                        json_object_foreach(json_object_get(pool, "fallbacks"), why, n) {
+                                cleanup_free char *safe = term_sanitize(why, strlen(why), NULL); /* the host's words */
+                                printf("%s%d %s", sep, (int)json_integer_value(n), safe ? safe : "?");
+                                sep = ", ";
+                        }
+                        putchar('\n');
+                }
         }
         json_decref(info);
         return EXIT_OK;

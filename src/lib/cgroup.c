@@ -430,6 +430,60 @@ int cgroup_create(const struct cgroup_layout *l, const char *name, const struct 
         return 0;
 }
 
+int cgroup_set_limits(struct jail_cgroup *cg, const struct cgroup_limits *lim, corral_error **ret_err)
+{
+        const struct cgroup_layout *l = cg->layout;
+        char buf[64];
+        uint64_t used = 0;
+        /* Lowering the limit below what is in use would have the kernel
+         * reclaim or kill in a jail its caller has not started yet. */
+        bool have_used = cg->memory == CG_V2 ? cg_read_u64(cg->v2, "memory.current", &used)
+                         : cg->memory == CG_V1 ? cg_read_u64(cg->v1_memory, "memory.usage_in_bytes", &used)
+                                               : false;
+        if (have_used && used > lim->memory_bytes)
+                return corral_make_error(ret_err, CORRAL_ERR_USAGE, 0,
+                                         "the jail already uses %" PRIu64 " bytes, more than its memory limit",
+                                         used);
+        if (lim->cpus > 0 && !((cg->v2 && l->v2_cpu) || cg->v1_cpu))
+                return corral_make_error(ret_err, CORRAL_ERR_UNSUPPORTED, 0, "the jail has no cpu cgroup");
+        snprintf(buf, sizeof(buf), "%" PRIu64, lim->memory_bytes);
+        if (cg->memory == CG_V2 && cg_write(l, cg->v2, "memory.max", buf) < 0)
+                return corral_fail(ret_err, errno, "cannot set memory.max in '%s'", cg->v2);
+        if (cg->memory == CG_V1) {
+                /* memsw may not go below the limit, nor the limit above it:
+                 * written in the order that keeps that true. */
+                if (cg_write(l, cg->v1_memory, "memory.limit_in_bytes", buf) == 0) {
+                        cg_write(l, cg->v1_memory, "memory.memsw.limit_in_bytes", buf);
+                } else if (cg_write(l, cg->v1_memory, "memory.memsw.limit_in_bytes", buf) < 0 ||
+                           cg_write(l, cg->v1_memory, "memory.limit_in_bytes", buf) < 0) {
+                        return corral_fail(ret_err, errno, "cannot set memory.limit_in_bytes in '%s'",
+                                           cg->v1_memory);
+                }
+        }
+        snprintf(buf, sizeof(buf), "%" PRIu64, lim->pids);
+        if (cg->pids != CG_NONE && cg_write(l, cg->pids == CG_V2 ? cg->v2 : cg->v1_pids, "pids.max", buf) < 0)
+                return corral_fail(ret_err, errno, "cannot set pids.max");
+        uint64_t period = 100000, quota = (uint64_t)(lim->cpus * (double)period);
+        if (quota < 1000)
+                quota = 1000;
+        if (cg->v2 && l->v2_cpu) {
+                if (lim->cpus > 0)
+                        snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64, quota, period);
+                else
+                        snprintf(buf, sizeof(buf), "max %" PRIu64, period);
+                if (cg_write(l, cg->v2, "cpu.max", buf) < 0)
+                        return corral_fail(ret_err, errno, "cannot set cpu.max in '%s'", cg->v2);
+        } else if (cg->v1_cpu) {
+                if (lim->cpus > 0)
+                        snprintf(buf, sizeof(buf), "%" PRIu64, quota);
+                else
+                        snprintf(buf, sizeof(buf), "-1");
+                if (cg_write(l, cg->v1_cpu, "cpu.cfs_quota_us", buf) < 0)
+                        return corral_fail(ret_err, errno, "cannot set cpu.cfs_quota_us in '%s'", cg->v1_cpu);
+        }
+        return 0;
+}
+
 /* Why the child moves itself: writing a pid to a v1 `cgroup.procs` takes
  * the global threadgroup rwsem for writing, which waits for an RCU grace
  * period unless the hierarchy is mounted with `favordynmods` (2-28 ms per

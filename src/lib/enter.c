@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <string.h>
 #include <grp.h>
+#include <stddef.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -204,6 +205,134 @@ static int arrange_fds(const struct jail_plan *p, int *ret_init_fd)
         return 0;
 }
 
+/* Close every descriptor above 2 but the plan's own. */
+static void close_all_but(const struct jail_plan *p)
+{
+        int keep[] = { p->stdout_fd, p->stderr_fd, p->status_fd, p->init_fd, p->sync_fd, p->sync_wfd, p->order_fd,
+                       p->proxy_fd, p->stdin_fd, p->config_fd };
+        size_t n = ARRAY_SIZE(keep);
+        for (size_t i = 1; i < n; i++) /* ascending; -1s first */
+                for (size_t k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
+                        int x = keep[k];
+                        keep[k] = keep[k - 1];
+                        keep[k - 1] = x;
+                }
+        unsigned from = 3;
+        for (size_t i = 0; i < n; i++) {
+                if (keep[i] < (int)from)
+                        continue;
+                if ((unsigned)keep[i] > from)
+                        syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
+                from = (unsigned)keep[i] + 1;
+        }
+        syscall(SYS_close_range, from, ~0U, 0);
+}
+
+/* mkdir -p of dst's parents (as the cold path's OP_DIR ops do). */
+static int make_parents(const char *dst)
+{
+        char path[4096];
+        size_t len = strlen(dst);
+        if (len >= sizeof(path)) {
+                errno = ENAMETOOLONG;
+                return -1;
+        }
+        memcpy(path, dst, len + 1);
+        for (char *s = path + 1; (s = strchr(s, '/')) != NULL; s++) {
+                *s = '\0';
+                int r = make_target(path, true, 0755);
+                *s = '/';
+                if (r < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+/* Resize a tmpfs of the new root (an empty one: nothing ran in the jail
+ * yet) to the caller's disk limit. */
+static int resize_tmpfs(const char *dst, uint64_t size)
+{
+        char data[96], *d = data + sizeof(data);
+        uint64_t v[2] = { size / 1024 + 1024, size };
+        const char *keys[2] = { ",nr_inodes=", "size=" };
+        *--d = '\0';
+        for (int k = 0; k < 2; k++) { /* no snprintf in the child: digits backwards */
+                do
+                        *--d = (char)('0' + v[k] % 10);
+                while ((v[k] /= 10) > 0);
+                for (size_t n = strlen(keys[k]); n > 0; n--)
+                        *--d = keys[k][n - 1];
+        }
+        return mount(NULL, dst, NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, d);
+}
+
+/* Wait for the claim of a pre-made jail (struct jail_premade_claim) and
+ * carry it out: the caller's disk limit, workspace and binds; its orders
+ * and stdin go into q.  No allocation here: the claim lands in this
+ * child's own copy of a static buffer. */
+static void await_claim(struct jail_plan *q)
+{
+        static struct jail_premade_claim c; /* the child's own copy of it */
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * UNIX_MAX_FDS)];
+                struct cmsghdr align;
+        } u;
+        char ready = JAIL_PREMADE_READY;
+        if (send(q->order_fd, &ready, 1, MSG_NOSIGNAL) != 1)
+                _exit(125);
+        struct iovec iov = { &c, sizeof(c) };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        ssize_t n;
+        do
+                n = recvmsg(q->order_fd, &m, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n == 0)
+                _exit(125); /* the pool let it go unclaimed */
+        int fds[UNIX_MAX_FDS];
+        int nfds = 0;
+        for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); n > 0 && h; h = CMSG_NXTHDR(&m, h))
+                if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+                        nfds = (int)((h->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                        memcpy(fds, CMSG_DATA(h), sizeof(int) * (size_t)nfds);
+                }
+        if (n < (ssize_t)offsetof(struct jail_premade_claim, dsts) || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
+            nfds != 2 + (int)c.n_trees || c.dsts_len > sizeof(c.dsts) ||
+            (size_t)n != offsetof(struct jail_premade_claim, dsts) + c.dsts_len ||
+            (c.dsts_len > 0 && c.dsts[c.dsts_len - 1] != '\0') || c.workspace > c.n_trees) {
+                errno = EPROTO;
+                fail(STEP_ORDERS);
+        }
+        close(q->order_fd);
+        q->config_fd = fds[0];
+        q->stdin_fd = fds[1];
+        if (resize_tmpfs("/tmp", c.disk_bytes) < 0 || (!c.workspace && resize_tmpfs("/workspace", c.disk_bytes) < 0))
+                fail(STEP_RESIZE);
+        const char *dst = c.dsts;
+        for (uint32_t i = 0; i < c.n_trees; i++) {
+                int tree = fds[2 + i];
+                struct stat st;
+                if (fstat(tree, &st) < 0)
+                        fail(STEP_ATTACH);
+                if (i == 0 && c.workspace) {
+                        /* The caller's workspace instead of the empty tmpfs. */
+                        if (umount2("/workspace", MNT_DETACH) < 0 ||
+                            syscall(SYS_move_mount, tree, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                                fail(STEP_ATTACH);
+                } else {
+                        if (dst >= c.dsts + c.dsts_len || dst[0] != '/') {
+                                errno = EPROTO;
+                                fail(STEP_ORDERS);
+                        }
+                        /* Flags (read-only, nosuid, nodev) were set on the tree. */
+                        if (make_parents(dst) < 0 || make_target(dst, S_ISDIR(st.st_mode), 0) < 0 ||
+                            syscall(SYS_move_mount, tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                                fail(STEP_ATTACH);
+                        dst += strlen(dst) + 1;
+                }
+                close(tree);
+        }
+}
+
 _Static_assert(CORRAL_NET_PROXY_PORT == 3128, "netdev.c binds the proxy's port by number");
 
 void jail_enter(const struct jail_plan *p)
@@ -224,6 +353,13 @@ void jail_enter(const struct jail_plan *p)
                         fail(STEP_CGROUP);
                 close(p->cg_tasks_fds[i]);
         }
+
+        /* A pre-made jail may wait long in a process (the session host)
+         * whose descriptors come and go: it keeps only its own, so that it
+         * never holds a client's connection, a lock or a listening socket
+         * of the host's (a direct jail closes them at its exec, soon). */
+        if (p->premade)
+                close_all_but(p);
 
         /* Die with the supervisor.  The sync pipe's write end stays open in
          * the supervisor for the jail's whole life, so a hang-up on it means
@@ -282,8 +418,6 @@ void jail_enter(const struct jail_plan *p)
 
         if (umount2("/oldroot", MNT_DETACH) < 0 || rmdir("/oldroot") < 0)
                 fail(STEP_DETACH_OLDROOT);
-        if (mount("/", "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
-                fail(STEP_ROOT_READONLY);
 
         if (sethostname("corral", 6) < 0 || setdomainname("corral", 6) < 0)
                 fail(STEP_HOSTNAME);
@@ -297,6 +431,17 @@ void jail_enter(const struct jail_plan *p)
          * host (proxy.c).  Nothing inside holds it after this. */
         if (p->net == CORRAL_NET_ALLOW && netdev_proxy_listener_send(p->proxy_fd) < 0)
                 fail(STEP_PROXY);
+
+        /* A pre-made jail waits here, every namespace made and its root
+         * mounted but still writable, for what depends on its caller. */
+        struct jail_plan claimed;
+        if (p->premade) {
+                claimed = *p;
+                await_claim(&claimed);
+                p = &claimed;
+        }
+        if (mount("/", "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+                fail(STEP_ROOT_READONLY);
 
         /* Give up every capability for good: bounding set, ambient set, then
          * the rest; no_new_privs keeps exec from granting any back.  A

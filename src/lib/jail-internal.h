@@ -13,6 +13,7 @@
  *   outcome.c  how the program ended, classified (cold and warm jails)
  *   result.c   names of the result's enums and its JSON form
  *   profile.c  JSON profiles
+ *   trees.c    workspace and binds as detached mounts, attached by the jail
  *
  * Threads: the parent's side is thread-safe (caches made under pthread_once,
  * counters atomic, uid leases by OFD locks); enter.c runs in the setup child
@@ -138,6 +139,10 @@ CORRAL_HIDDEN const struct cgroup_layout *cgroup_host_layout(void);
 CORRAL_HIDDEN void cgroup_sweep_stale(void);
 CORRAL_HIDDEN int cgroup_create(const struct cgroup_layout *l, const char *name, const struct cgroup_limits *lim,
                                 struct jail_cgroup *cg, corral_error **ret_err);
+/* A made cgroup's limits changed to lim (a pre-made jail's claim):
+ * refused (-1, error) when the jail already uses more memory than lim
+ * allows, or lim asks for a CPU share and the jail has no cpu cgroup. */
+CORRAL_HIDDEN int cgroup_set_limits(struct jail_cgroup *cg, const struct cgroup_limits *lim, corral_error **ret_err);
 CORRAL_HIDDEN int cgroup_attach_v1(struct jail_cgroup *cg, pid_t pid, corral_error **ret_err);
 /* The v1 cgroups' `tasks` files, opened for a child to enter them itself by
  * writing "0" (a single thread moving itself: no RCU grace period, see
@@ -181,6 +186,23 @@ CORRAL_HIDDEN int idmap_open_tree(const char *path, bool recursive, uint32_t idm
  * messages. */
 CORRAL_HIDDEN int idmap_open_tree_fd(int fd, const char *path, bool recursive, uint32_t idmap_to, bool writable,
                                      corral_error **ret_err);
+
+/* ---- trees.c ----
+ * A jail's workspace and binds as detached mounts, made on the host for
+ * the jail to attach in its own mount namespace (warm sessions at claim,
+ * pre-made jails at claim).  jail_trees_make() fills trees with
+ * 1 + cfg->n_binds fds: the workspace (cfg->workspace cloned, or a fresh
+ * tmpfs of cfg->disk_bytes owned by host_uid), then each bind; mount
+ * points of binds beneath /workspace are made in the workspace tree.
+ * leased: the jail has a host uid of its own (root; trees idmapped to it);
+ * else it runs as the caller and a helper in a user namespace of its own
+ * clones them.  At most JAIL_TREES_MAX_BINDS binds. */
+#define JAIL_TREES_MAX_BINDS 64
+CORRAL_HIDDEN int jail_trees_make(const corral_jail_config *cfg, uint32_t host_uid, bool leased, int *trees,
+                                  corral_error **ret_err);
+/* dst relative to /workspace, or NULL unless it lies strictly beneath it
+ * with no empty, "." or ".." component. */
+CORRAL_HIDDEN const char *jail_bind_beneath_workspace(const char *dst);
 
 /* ---- fontcache.c ---- */
 /* The host directory holding a pre-built matplotlib font cache for this
@@ -237,6 +259,26 @@ enum enter_step {
         STEP_NETNS = -16,
         STEP_PROXY = -17,
         STEP_CGROUP = -18,
+        STEP_ORDERS = -19,       /* a pre-made jail: its claim */
+        STEP_RESIZE = -20,
+        STEP_ATTACH = -21,
+};
+
+/* A pre-made jail's claim (spawn.c to enter.c, over plan.order_fd): one
+ * SOCK_SEQPACKET message with this, and as SCM_RIGHTS init's orders (the
+ * sealed memfd), the program's stdin, then n_trees detached mounts
+ * (trees.c): with workspace, the first replaces /workspace and each other
+ * is attached at the next destination in dsts (NUL-separated, absolute in
+ * the jail).  The child answers JAIL_PREMADE_READY on the same socket
+ * when it waits for this. */
+#define JAIL_PREMADE_MAX_DESTS (32u << 10)
+#define JAIL_PREMADE_READY 'r'
+struct jail_premade_claim {
+        uint64_t disk_bytes;     /* /tmp and the default /workspace are resized to this */
+        uint32_t n_trees;
+        uint32_t workspace;      /* 1: trees[0] is the workspace */
+        uint32_t dsts_len;
+        char dsts[JAIL_PREMADE_MAX_DESTS];
 };
 
 struct jail_plan {
@@ -267,6 +309,11 @@ struct jail_plan {
         int cg_tasks_fds[CGROUP_V1_MAX]; /* v1 `tasks` files the child writes "0" to first (cgroup_open_v1_tasks) */
         size_t n_cg_tasks_fds;
         bool keep_caps;          /* a zygote: keep the capabilities of its own user namespace */
+        /* A pre-made jail: the child stops once its new root is mounted
+         * and waits on order_fd for a claim (struct jail_premade_claim);
+         * stdin_fd and config_fd come with it. */
+        bool premade;
+        int order_fd;
         const char *ca_bundle;   /* brokered credentials: PEM text for JAIL_CA_BUNDLE (borrowed), or NULL */
         bool ssl_certs_dir;      /* a zygote: an empty /etc/ssl/certs, where a warm session with brokered
                                   * credentials mounts its own bundle (src/session/zygote.c) */
@@ -315,6 +362,51 @@ struct jail_special {
 CORRAL_HIDDEN int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io,
                                    const struct jail_special *sp, corral_jail_result *ret_result,
                                    corral_error **ret_err);
+
+/* ---- spawn.c: pre-made jails (docs/exec-pool.md) ----
+ * A jail made now and given its program later: jail_premade_make() makes
+ * it with cfg (argv and environment do not matter; net none or down, no
+ * script) and returns once its setup child waits, every namespace made,
+ * its cgroups entered and its root mounted.  jail_premade_run() claims it
+ * for cfg: limits written to its cgroups, /tmp and the default /workspace
+ * resized to cfg's disk limit, cfg's workspace and binds attached
+ * (trees.c), init's orders sent; then it is supervised as a direct jail
+ * and torn down.  It returns 0 or -1 as corral_jail_run() does, or
+ * JAIL_PREMADE_UNCLAIMED (error set) when nothing of the claim reached
+ * the jail (the caller may start a direct jail instead).  Either way pm is
+ * gone.  jail_premade_misfit() says why cfg cannot use pm (NULL: it can);
+ * jail_premade_free() kills and tears down one never claimed. */
+struct jail_premade;
+#define JAIL_PREMADE_UNCLAIMED (-2)
+CORRAL_HIDDEN int jail_premade_make(const corral_jail_config *cfg, struct jail_premade **ret, corral_error **ret_err);
+CORRAL_HIDDEN const char *jail_premade_misfit(const struct jail_premade *pm, const corral_jail_config *cfg);
+CORRAL_HIDDEN int jail_premade_run(struct jail_premade *pm, const corral_jail_config *cfg, const corral_jail_io *io,
+                                   corral_jail_result *ret, corral_error **ret_err);
+CORRAL_HIDDEN double jail_premade_idle_ms(const struct jail_premade *pm);
+CORRAL_HIDDEN pid_t jail_premade_pid(const struct jail_premade *pm);
+/* What bounds its memory (rlimit: corral_jail_run()'s caller would hear
+ * JAIL_NOTICE_RLIMITS). */
+CORRAL_HIDDEN enum corral_limits_backend jail_premade_backend(const struct jail_premade *pm);
+CORRAL_HIDDEN void jail_premade_free(struct jail_premade *pm);
+/* For a claimant that reads the program's output itself (the claim over
+ * host.sock, docs/exec-pool.md): the read ends of the jail's stdout and
+ * stderr pipes (non-blocking, close-on-exec), taken before
+ * jail_premade_run(), which then reads neither and leaves the output's
+ * fields of its result empty.  jail_output_pump() reads them to their end
+ * as a direct jail's supervisor does (cfg's caps, io's on_output and
+ * on_truncate, kept unless io is streaming) and fills those fields of ret
+ * (freeing what they held); io's cancel_fd, when it fires, shuts down the
+ * writing side of cancel_to (the claim's connection: the host then kills
+ * the jail) and the reading goes on to the end.  0, or -1 with ret_err. */
+/* A result from its JSON form (corral_jail_result_to_json(), a pooled
+ * jail's sent by the session host): everything but the output's fields
+ * and the network log.  0, or -1 when o is not such an object (r is then
+ * the caller's to release either way). */
+struct json_t;
+CORRAL_HIDDEN int jail_result_from_json(const struct json_t *o, corral_jail_result *r);
+CORRAL_HIDDEN void jail_premade_take_output(struct jail_premade *pm, int *ret_stdout, int *ret_stderr);
+CORRAL_HIDDEN int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const corral_jail_io *io,
+                                   int cancel_to, corral_jail_result *ret, corral_error **ret_err);
 
 #define JAIL_UID_INSIDE 1000
 #define JAIL_DEFAULT_UID_BASE 1400000000u

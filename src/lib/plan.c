@@ -640,6 +640,9 @@ const char *jail_plan_step_name(const struct jail_plan *p, int step, char *buf, 
                 [-STEP_NETNS] = "create the network namespace",
                 [-STEP_PROXY] = "make the network proxy's listening socket",
                 [-STEP_CGROUP] = "enter the jail's cgroups",
+                [-STEP_ORDERS] = "receive its caller's orders",
+                [-STEP_RESIZE] = "resize /tmp and /workspace to the caller's disk limit",
+                [-STEP_ATTACH] = "attach its caller's workspace and binds",
         };
         if (step < 0 && (size_t)-step < ARRAY_SIZE(fixed) && fixed[-step])
                 return fixed[-step];

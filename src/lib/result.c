@@ -160,3 +160,62 @@ char *corral_jail_failure_to_json(const corral_error *err, const char *message)
         json_decref(o);
         return s;
 }
+
+/* ---- back from JSON (a pooled jail's result, sent by the session host) ---- */
+
+static double num(const json_t *o, const char *key)
+{
+        const json_t *v = json_object_get(o, key);
+        return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+static char *dup_string(const json_t *o, const char *key)
+{
+        const char *s = json_string_value(json_object_get(o, key));
+        return s ? strdup(s) : NULL;
+}
+
+int jail_result_from_json(const json_t *o, corral_jail_result *r)
+{
+        memset(r, 0, sizeof(*r));
+        const char *status = json_string_value(json_object_get(o, "status"));
+        const char *limit = json_string_value(json_object_get(o, "limit"));
+        const char *backend = json_string_value(json_object_get(o, "limits_backend"));
+        if (!json_is_object(o) || status == NULL || backend == NULL)
+                return -1;
+        bool known = false;
+        for (int s = CORRAL_STATUS_OK; s <= CORRAL_STATUS_KILLED && !known; s++)
+                if (strcmp(status, corral_status_to_string((enum corral_status)s)) == 0) {
+                        r->status = (enum corral_status)s;
+                        known = true;
+                }
+        for (int l = CORRAL_LIMIT_WALL_TIME; limit && l <= CORRAL_LIMIT_CANCELLED; l++)
+                if (strcmp(limit, corral_limit_to_string((enum corral_limit)l)) == 0)
+                        r->limit = (enum corral_limit)l;
+        r->backend = CORRAL_BACKEND_RLIMIT;
+        for (int b = CORRAL_BACKEND_CGROUP_V2; b <= CORRAL_BACKEND_RLIMIT; b++)
+                if (strcmp(backend, corral_limits_backend_to_string((enum corral_limits_backend)b)) == 0)
+                        r->backend = (enum corral_limits_backend)b;
+        if (!known || (limit && r->limit == CORRAL_LIMIT_NONE))
+                return -1;
+        r->exit_code = (int)num(o, "exit_code");
+        r->signal = (int)num(o, "signal");
+        r->reason = dup_string(o, "reason");
+        r->wall_ms = num(o, "wall_ms");
+        r->cpu_ms = num(o, "cpu_ms");
+        r->memory_peak_bytes = (uint64_t)num(o, "memory_peak_bytes");
+        r->seccomp_syscall_name = dup_string(o, "syscall");
+        const json_t *ph = json_object_get(o, "phases");
+        r->phases = (struct corral_jail_phases){ .prepare = num(ph, "prepare"), .clone = num(ph, "clone"),
+                                                 .mounts = num(ph, "mounts"), .seccomp = num(ph, "seccomp"),
+                                                 .exec = num(ph, "exec"), .teardown = num(ph, "teardown") };
+        const json_t *denied = json_object_get(o, "denied");
+        size_t n = json_is_array(denied) ? json_array_size(denied) : 0;
+        r->denied = n ? calloc(n, sizeof(*r->denied)) : NULL;
+        for (size_t i = 0; r->denied && i < n; i++) {
+                const char *s = json_string_value(json_array_get(denied, i));
+                if (s && (r->denied[r->n_denied] = strdup(s)) != NULL)
+                        r->n_denied++;
+        }
+        return 0;
+}

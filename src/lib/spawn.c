@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -297,16 +298,46 @@ struct jail {
         struct net_proxy *proxy;  /* CORRAL_NET_ALLOW */
         struct net_tls *tls;      /* brokered credentials: the jail's CA, until the proxy takes it */
         int proxy_child_fd;       /* the child's end of the proxy's handoff socket */
+        int child_fds[6];         /* the child's ends until the clone: stdin, stdout, stderr, orders, status, sync */
+        bool zygote;
+        bool premade;             /* made by jail_premade_make(), waiting for jail_premade_run() */
+        int order_w, order_child; /* a pre-made jail: our end of its claim socket, and its end until the clone */
+        uint32_t host_uid;
+        bool leased;              /* host_uid is a lease of the uid pool (root) */
 };
 
 static void jail_close_fds(struct jail *j)
 {
-        int *fds[] = { &j->pidfd, &j->out_r, &j->err_r, &j->status_r, &j->in.dst, &j->sync_w };
+        int *fds[] = { &j->pidfd, &j->out_r, &j->err_r, &j->status_r, &j->in.dst, &j->sync_w, &j->order_w };
         for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
                 if (*fds[i] >= 0)
                         close(*fds[i]);
                 *fds[i] = -1;
         }
+}
+
+static void jail_close_child_fds(struct jail *j)
+{
+        for (int i = 0; i < 6; i++) {
+                if (j->child_fds[i] >= 0)
+                        close(j->child_fds[i]);
+                j->child_fds[i] = -1;
+        }
+        if (j->proxy_child_fd >= 0)
+                close(j->proxy_child_fd);
+        j->proxy_child_fd = -1;
+        if (j->order_child >= 0)
+                close(j->order_child);
+        j->order_child = -1;
+}
+
+/* The output caps for cfg: streaming callers get the bytes through
+ * on_output and keep none; what is only streamed is not capped with
+ * stream_unlimited. */
+static void jail_set_caps(struct jail *j, const corral_jail_config *cfg, const corral_jail_io *io)
+{
+        j->out.count_only = j->err.count_only = io != NULL && !io->capture;
+        j->out.cap = j->err.cap = cfg->stream_unlimited && j->out.count_only ? SIZE_MAX : (size_t)cfg->output_limit;
 }
 
 static void jail_close_cg_tasks(struct jail *j)
@@ -516,7 +547,8 @@ static int supervise(struct jail *j, corral_error **ret_err)
                 j->in.src_watched = j->in.pollable;
                 pump_stdin(&j->in, ep, EV_STDIN, EV_STDIN_OUT, false);
         }
-        bool out_open = true, err_open = true, running = true;
+        /* A pre-made jail's output may be read by its claimant instead. */
+        bool out_open = j->out_r >= 0, err_open = j->err_r >= 0, running = true;
         while (running || out_open || err_open) {
                 struct epoll_event evs[8];
                 int n = epoll_wait(ep, evs, 8, running ? -1 : 1000);
@@ -724,27 +756,63 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
         return jail_run_special(cfg, io, NULL, ret, ret_err);
 }
 
-int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, const struct jail_special *sp,
-                     corral_jail_result *ret, corral_error **ret_err)
+/* The claim's input: init's orders for cfg (a pre-made jail's come at its
+ * claim, a direct jail's at its clone). */
+static int jail_orders(struct jail *j, const corral_jail_config *cfg, corral_error **ret_err)
 {
-        bool zygote = sp != NULL && sp->zygote;
-        uint32_t inside = zygote ? 0 : JAIL_UID_INSIDE;
-        memset(ret, 0, sizeof(*ret));
-        struct jail j = { .cfg = cfg, .io = io, .pidfd = -1, .out_r = -1, .err_r = -1, .status_r = -1,
-                          .sync_w = -1, .in = { .src = -1, .dst = -1 }, .lease = { .fd = -1 },
-                          .proxy_child_fd = -1 };
-        j.t_start = monotonic_ms();
-        /* Streaming callers get the bytes through on_output; keep none. */
-        j.out.count_only = j.err.count_only = io != NULL && !io->capture;
-        /* stream_unlimited: what is only streamed is not capped. */
-        j.out.cap = j.err.cap = cfg->stream_unlimited && j.out.count_only ? SIZE_MAX : (size_t)cfg->output_limit;
-        int child_fds[6] = { -1, -1, -1, -1, -1, -1 }; /* stdin, stdout, stderr, orders, status, sync */
-        int rc = -1;
+        const struct jail_bpf *bpf;
+        if ((j->zygote ? jail_seccomp_zygote_program(&bpf, ret_err) : jail_seccomp_program(&bpf, ret_err)) < 0)
+                return -1;
+        struct init_rlimit rl[12];
+        int n_rl = build_rlimits(cfg, j->backend, j->have_cg && j->cg.pids != CG_NONE, j->zygote, rl);
+        return write_orders(cfg, bpf, rl, (uint32_t)n_rl, j->zygote ? CORRAL_INIT_FLAG_NO_LISTENER : 0, ret_err);
+}
+
+/* The jail's stdin for cfg: its caller's bytes through a pipe (--stdin),
+ * the socket of sp, or /dev/null.  The child's end, or -1. */
+static int jail_stdin(struct jail *j, const corral_jail_config *cfg, const corral_jail_io *io,
+                      const struct jail_special *sp)
+{
+        if (sp && sp->stdin_socket >= 0)
+                return fcntl(sp->stdin_socket, F_DUPFD_CLOEXEC, 3);
+        if (cfg->stdin_mode == CORRAL_STDIN_PIPE && io && io->stdin_fd >= 0) {
+                int p_in[2];
+                if (pipe2(p_in, O_CLOEXEC) < 0)
+                        return -1;
+                j->in.dst = p_in[1];
+                j->in.src = io->stdin_fd;
+                fcntl(j->in.dst, F_SETFL, O_NONBLOCK);
+                return p_in[0];
+        }
+        return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void jail_init(struct jail *j, const corral_jail_config *cfg, const corral_jail_io *io)
+{
+        *j = (struct jail){ .cfg = cfg, .io = io, .pidfd = -1, .out_r = -1, .err_r = -1, .status_r = -1,
+                            .sync_w = -1, .in = { .src = -1, .dst = -1 }, .lease = { .fd = -1 },
+                            .proxy_child_fd = -1, .order_w = -1, .order_child = -1,
+                            .child_fds = { -1, -1, -1, -1, -1, -1 } };
+        j->t_start = monotonic_ms();
+        jail_set_caps(j, cfg, io);
+}
+
+/* Everything up to the jail's start: plan, cgroups, pipes, clone, id maps.
+ * premade: the child stops once its root is mounted, for jail_claim(); its
+ * stdin and orders are left to the claim. */
+static int jail_start(struct jail *j, const struct jail_special *sp, bool premade, corral_error **ret_err)
+{
+        const corral_jail_config *cfg = j->cfg;
+        const corral_jail_io *io = j->io;
+        int *child_fds = j->child_fds; /* stdin, stdout, stderr, orders, status, sync */
+        j->zygote = sp != NULL && sp->zygote;
+        j->premade = premade;
+        uint32_t inside = j->zygote ? 0 : JAIL_UID_INSIDE;
 
         if (corral_jail_config_validate(cfg, ret_err) < 0)
                 return -1;
         const struct jail_bpf *bpf;
-        if ((zygote ? jail_seccomp_zygote_program(&bpf, ret_err) : jail_seccomp_program(&bpf, ret_err)) < 0)
+        if ((j->zygote ? jail_seccomp_zygote_program(&bpf, ret_err) : jail_seccomp_program(&bpf, ret_err)) < 0)
                 return -1;
         int initfd = jail_init_binary_fd(ret_err);
         if (initfd < 0)
@@ -754,38 +822,40 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
         int root = uidpool_use(cfg->uid_base, cfg->uid_count, ret_err);
         uint32_t host_uid = (uint32_t)getuid(), host_gid = (uint32_t)getgid();
         if (root < 0)
-                goto out;
+                return -1;
         if (root) {
-                if (uidpool_acquire(cfg->uid_base, cfg->uid_count, &j.lease, ret_err) < 0)
-                        goto out;
-                host_uid = host_gid = j.lease.uid;
-                j.plan.idmap_to = j.lease.uid;
-                j.plan.attach_trees = true;
+                if (uidpool_acquire(cfg->uid_base, cfg->uid_count, &j->lease, ret_err) < 0)
+                        return -1;
+                host_uid = host_gid = j->lease.uid;
+                j->plan.idmap_to = j->lease.uid;
+                j->plan.attach_trees = true;
         }
+        j->host_uid = host_uid;
+        j->leased = root;
         if (sp && sp->ret_host_uid)
                 __atomic_store_n(sp->ret_host_uid, host_uid, __ATOMIC_RELEASE);
         if (io) {
-                j.plan.on_notice = io->on_notice;
-                j.plan.notice_userdata = io->userdata;
+                j->plan.on_notice = io->on_notice;
+                j->plan.notice_userdata = io->userdata;
         }
         if (cfg->net == CORRAL_NET_ALLOW && cfg->n_net_secrets > 0) {
                 /* The CA first: its certificate goes into the jail's /etc. */
-                if (net_tls_new(cfg, &j.tls, ret_err) < 0)
-                        goto out;
-                j.plan.ca_bundle = net_tls_bundle(j.tls);
+                if (net_tls_new(cfg, &j->tls, ret_err) < 0)
+                        return -1;
+                j->plan.ca_bundle = net_tls_bundle(j->tls);
         }
         /* No credential: the system's roots alone (no CA of corral's). */
-        j.plan.trust_store = cfg->net == CORRAL_NET_ALLOW;
-        j.plan.ssl_certs_dir = zygote;
-        if (jail_plan_build(&j.plan, cfg, ret_err) < 0)
-                goto out;
-        if (j.plan.notice && io && io->on_notice)
-                io->on_notice(io->userdata, j.plan.notice);
-        j.plan.uid_inside = inside;
-        j.plan.gid_inside = inside;
-        j.plan.keep_caps = zygote;
-        j.plan.drop_groups = root;
-        j.plan.net = cfg->net;
+        j->plan.trust_store = cfg->net == CORRAL_NET_ALLOW;
+        j->plan.ssl_certs_dir = j->zygote;
+        if (jail_plan_build(&j->plan, cfg, ret_err) < 0)
+                return -1;
+        if (j->plan.notice && io && io->on_notice)
+                io->on_notice(io->userdata, j->plan.notice);
+        j->plan.uid_inside = inside;
+        j->plan.gid_inside = inside;
+        j->plan.keep_caps = j->zygote;
+        j->plan.drop_groups = root;
+        j->plan.net = cfg->net;
 
         /* Limits: cgroups where we can, rlimits where we cannot. */
         const struct cgroup_layout *layout = cgroup_host_layout();
@@ -794,98 +864,89 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
         struct cgroup_limits lim = { .memory_bytes = cfg->memory_bytes, .pids = cfg->pids, .cpus = cfg->cpus };
         corral_error *cg_err = NULL;
         if (layout->v2_dir || layout->v1_memory || layout->v1_pids) {
-                if (cgroup_create(layout, name, &lim, &j.cg, &cg_err) == 0) {
-                        j.have_cg = true;
+                if (cgroup_create(layout, name, &lim, &j->cg, &cg_err) == 0) {
+                        j->have_cg = true;
                 } else {
-                        cgroup_destroy(&j.cg);
+                        cgroup_destroy(&j->cg);
                 }
         }
-        j.backend = !j.have_cg || j.cg.memory == CG_NONE ? CORRAL_BACKEND_RLIMIT
-                    : j.cg.memory == CG_V2              ? CORRAL_BACKEND_CGROUP_V2
-                                                        : CORRAL_BACKEND_CGROUP_V1;
-        if (j.backend == CORRAL_BACKEND_RLIMIT) {
+        j->backend = !j->have_cg || j->cg.memory == CG_NONE ? CORRAL_BACKEND_RLIMIT
+                     : j->cg.memory == CG_V2               ? CORRAL_BACKEND_CGROUP_V2
+                                                           : CORRAL_BACKEND_CGROUP_V1;
+        if (j->backend == CORRAL_BACKEND_RLIMIT) {
                 if (cfg->require_cgroups) {
                         corral_make_error(ret_err, CORRAL_ERR_UNSUPPORTED, 0,
                                           "no usable cgroup for memory and process limits%s%s (see 'corral doctor')",
                                           cg_err ? ": " : "", cg_err ? cg_err->msg : "");
                         corral_error_free(cg_err);
-                        goto out;
+                        return -1;
                 }
                 if (io && io->on_notice)
                         io->on_notice(io->userdata, JAIL_NOTICE_RLIMITS);
         }
         corral_error_free(cg_err);
 
-        struct init_rlimit rl[12];
-        int n_rl = build_rlimits(cfg, j.backend, j.have_cg && j.cg.pids != CG_NONE, zygote, rl);
-        int orders = write_orders(cfg, bpf, rl, (uint32_t)n_rl, zygote ? CORRAL_INIT_FLAG_NO_LISTENER : 0, ret_err);
-        if (orders < 0)
-                goto out;
-        child_fds[3] = orders;
+        if (!premade) {
+                child_fds[3] = jail_orders(j, cfg, ret_err);
+                if (child_fds[3] < 0)
+                        return -1;
+        }
 
         /* Pipes; every end is CLOEXEC, the child dup2s what it keeps. */
         int p_out[2], p_err[2], p_status[2], p_sync[2];
         if (pipe2(p_out, O_CLOEXEC) < 0)
                 goto pipe_fail;
-        j.out_r = p_out[0];
+        j->out_r = p_out[0];
         child_fds[1] = p_out[1];
         if (pipe2(p_err, O_CLOEXEC) < 0)
                 goto pipe_fail;
-        j.err_r = p_err[0];
+        j->err_r = p_err[0];
         child_fds[2] = p_err[1];
         if (pipe2(p_status, O_CLOEXEC) < 0)
                 goto pipe_fail;
-        j.status_r = p_status[0];
+        j->status_r = p_status[0];
         child_fds[4] = p_status[1];
         if (pipe2(p_sync, O_CLOEXEC) < 0)
                 goto pipe_fail;
-        j.sync_w = p_sync[1];
+        j->sync_w = p_sync[1];
         child_fds[5] = p_sync[0];
-        if (sp && sp->stdin_socket >= 0) {
-                child_fds[0] = fcntl(sp->stdin_socket, F_DUPFD_CLOEXEC, 3);
-                if (child_fds[0] < 0)
-                        goto pipe_fail;
-        } else if (cfg->stdin_mode == CORRAL_STDIN_PIPE && io && io->stdin_fd >= 0) {
-                int p_in[2];
-                if (pipe2(p_in, O_CLOEXEC) < 0)
-                        goto pipe_fail;
-                child_fds[0] = p_in[0];
-                j.in.dst = p_in[1];
-                j.in.src = io->stdin_fd;
-                fcntl(j.in.dst, F_SETFL, O_NONBLOCK);
-        } else {
-                child_fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (child_fds[0] < 0)
-                        goto pipe_fail;
-        }
-        fcntl(j.out_r, F_SETFL, O_NONBLOCK);
-        fcntl(j.err_r, F_SETFL, O_NONBLOCK);
-        fcntl(j.status_r, F_SETFL, O_NONBLOCK);
+        if (!premade && (child_fds[0] = jail_stdin(j, cfg, io, sp)) < 0)
+                goto pipe_fail;
+        fcntl(j->out_r, F_SETFL, O_NONBLOCK);
+        fcntl(j->err_r, F_SETFL, O_NONBLOCK);
+        fcntl(j->status_r, F_SETFL, O_NONBLOCK);
 
-        j.plan.stdin_fd = child_fds[0];
-        j.plan.stdout_fd = child_fds[1];
-        j.plan.stderr_fd = child_fds[2];
-        j.plan.config_fd = child_fds[3];
-        j.plan.status_fd = child_fds[4];
-        j.plan.sync_fd = child_fds[5];
-        j.plan.sync_wfd = j.sync_w;
-        j.plan.init_fd = initfd;
-        j.plan.proxy_fd = -1;
+        j->plan.stdin_fd = child_fds[0];
+        j->plan.stdout_fd = child_fds[1];
+        j->plan.stderr_fd = child_fds[2];
+        j->plan.config_fd = child_fds[3];
+        j->plan.status_fd = child_fds[4];
+        j->plan.sync_fd = child_fds[5];
+        j->plan.sync_wfd = j->sync_w;
+        j->plan.init_fd = initfd;
+        j->plan.proxy_fd = -1;
+        j->plan.order_fd = -1;
+        j->plan.premade = premade;
+        if (premade) {
+                int sv[2];
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                        goto pipe_fail;
+                j->order_w = sv[0];
+                j->plan.order_fd = j->order_child = sv[1];
+        }
         if (cfg->net == CORRAL_NET_ALLOW) {
                 /* The proxy runs from now to teardown; the child sends its
                  * listening socket over this pair (enter.c). */
                 int sv[2];
-                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-                        corral_fail(ret_err, errno, "cannot start the network proxy");
-                        goto out;
-                }
-                j.proxy_child_fd = j.plan.proxy_fd = sv[1];
-                struct net_tls *tls = j.tls;
-                j.tls = NULL;
-                if (net_proxy_start(cfg, tls, sv[0], &j.proxy, ret_err) < 0)
-                        goto out;
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                        return corral_fail(ret_err, errno, "cannot start the network proxy");
+                j->proxy_child_fd = j->plan.proxy_fd = sv[1];
+                struct net_tls *tls = j->tls;
+                j->tls = NULL;
+                if (net_proxy_start(cfg, tls, sv[0], &j->proxy, ret_err) < 0)
+                        return -1;
                 if (io && io->on_net_conn)
-                        net_proxy_observe(j.proxy, io->on_net_conn, io->userdata);
+                        net_proxy_observe(j->proxy, io->on_net_conn, io->userdata);
         }
 
         uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
@@ -894,138 +955,409 @@ int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, co
          * with unshare() while we write its id maps and attach its cgroups. */
         struct clone_args ca;
         memset(&ca, 0, sizeof(ca));
-        ca.pidfd = (uint64_t)(uintptr_t)&j.pidfd;
+        ca.pidfd = (uint64_t)(uintptr_t)&j->pidfd;
         ca.exit_signal = 0;
-        if (j.have_cg && j.cg.v2_fd >= 0) {
+        if (j->have_cg && j->cg.v2_fd >= 0) {
                 ca.flags = flags | CLONE_INTO_CGROUP;
-                ca.cgroup = (uint64_t)j.cg.v2_fd;
-                j.cg.v2_cloned_into = true;
+                ca.cgroup = (uint64_t)j->cg.v2_fd;
+                j->cg.v2_cloned_into = true;
         } else {
                 ca.flags = flags;
         }
-        if (j.have_cg)
-                j.plan.n_cg_tasks_fds = cgroup_open_v1_tasks(&j.cg, j.plan.cg_tasks_fds);
-        j.t_clone = monotonic_ms();
+        if (j->have_cg)
+                j->plan.n_cg_tasks_fds = cgroup_open_v1_tasks(&j->cg, j->plan.cg_tasks_fds);
+        j->t_clone = monotonic_ms();
         long pid = syscall(SYS_clone3, &ca, sizeof(ca));
-        if (pid < 0 && j.cg.v2_cloned_into && (errno == EOPNOTSUPP || errno == EBUSY || errno == EINVAL)) {
-                j.cg.v2_cloned_into = false;
+        if (pid < 0 && j->cg.v2_cloned_into && (errno == EOPNOTSUPP || errno == EBUSY || errno == EINVAL)) {
+                j->cg.v2_cloned_into = false;
                 ca.flags = flags;
                 ca.cgroup = 0;
                 pid = syscall(SYS_clone3, &ca, sizeof(ca));
         }
         if (pid == 0)
-                jail_enter(&j.plan);
+                jail_enter(&j->plan);
         if (pid < 0) {
                 int e = errno;
-                corral_make_error(ret_err, e == EPERM || e == ENOSPC || e == EINVAL ? CORRAL_ERR_UNSUPPORTED
-                                                                                    : CORRAL_ERR_INTERNAL,
-                                  e, "cannot create the jail's namespaces (user namespaces may be disabled; see "
-                                     "'corral doctor')");
-                goto out;
+                return corral_make_error(ret_err, e == EPERM || e == ENOSPC || e == EINVAL ? CORRAL_ERR_UNSUPPORTED
+                                                                                           : CORRAL_ERR_INTERNAL,
+                                         e, "cannot create the jail's namespaces (user namespaces may be disabled; "
+                                            "see 'corral doctor')");
         }
-        j.pid = (pid_t)pid;
-        jail_close_cg_tasks(&j);
-        if (j.proxy_child_fd >= 0)
-                close(j.proxy_child_fd);
-        j.proxy_child_fd = -1;
-        for (int i = 0; i < 6; i++) {
-                if (child_fds[i] >= 0)
-                        close(child_fds[i]);
-                child_fds[i] = -1;
-        }
+        j->pid = (pid_t)pid;
+        jail_close_cg_tasks(j);
+        jail_close_child_fds(j);
 
         char extra[24 * JAIL_MAX_EXTRA_IDS + 1] = "";
         for (size_t i = 0, off = 0; sp && i < sp->n_extra_ids && i < JAIL_MAX_EXTRA_IDS; i++)
                 off += (size_t)snprintf(extra + off, sizeof(extra) - off, "%zu %u 1\n", i + 1, sp->extra_ids[i]);
-        if (write_id_maps(j.pid, inside, host_uid, host_gid, root, extra, ret_err) < 0 ||
-            (j.have_cg && cgroup_attach_v1(&j.cg, j.pid, ret_err) < 0)) {
-                stop_and_reap(&j);
-                goto out;
+        if (write_id_maps(j->pid, inside, host_uid, host_gid, root, extra, ret_err) < 0 ||
+            (j->have_cg && cgroup_attach_v1(&j->cg, j->pid, ret_err) < 0)) {
+                stop_and_reap(j);
+                return -1;
         }
         /* The write end stays open until teardown: the child reads its
          * closing as the supervisor's death (enter.c). */
         /* The child may have died already: EPIPE, not SIGPIPE. */
         struct sigpipe_guard g;
         sigpipe_block(&g);
-        int go = write_all(j.sync_w, "g", 1);
+        int go = write_all(j->sync_w, "g", 1);
         int e = errno;
         sigpipe_unblock(&g);
-        if (go < 0) {
-                corral_fail(ret_err, e, "cannot start the jail");
-                goto out;
-        }
+        if (go < 0)
+                return corral_fail(ret_err, e, "cannot start the jail");
+        return 0;
 
-        if (supervise(&j, ret_err) < 0) {
-                stop_and_reap(&j);
-                goto out;
+pipe_fail:
+        return corral_fail(ret_err, errno, "cannot create pipes for the jail");
+}
+
+/* Supervise a started jail to its end and fill ret. */
+static int jail_finish(struct jail *j, corral_jail_result *ret, corral_error **ret_err)
+{
+        if (supervise(j, ret_err) < 0) {
+                stop_and_reap(j);
+                return -1;
         }
-        if (j.init_failed || j.setup_failed) {
-                setup_error(&j, ret_err);
-                goto out;
-        }
-        if (!j.exited && !j.timed_out && !j.violation && !j.cancelled && !j.cpu_exceeded) {
-                if (j.setup_failed || j.init_failed)
-                        setup_error(&j, ret_err);
-                else
-                        corral_fail(ret_err, 0, "the jail's init ended without a report");
-                goto out;
-        }
+        if (j->init_failed || j->setup_failed)
+                return setup_error(j, ret_err);
+        if (!j->exited && !j->timed_out && !j->violation && !j->cancelled && !j->cpu_exceeded)
+                return corral_fail(ret_err, 0, "the jail's init ended without a report");
 
         struct cgroup_stats st = { 0 };
-        if (j.have_cg)
-                cgroup_read_stats(&j.cg, &st);
-        classify(&j, &st, ret);
-        jail_denied_to_result(&j.denied, ret);
-        ret->backend = j.backend;
+        if (j->have_cg)
+                cgroup_read_stats(&j->cg, &st);
+        classify(j, &st, ret);
+        jail_denied_to_result(&j->denied, ret);
+        ret->backend = j->backend;
+        ret->stdout_truncated = j->out.truncated;
+        ret->stderr_truncated = j->err.truncated;
+        ret->stdout_total = j->out.total;
+        ret->stderr_total = j->err.total;
+        if (j->io == NULL || j->io->capture) {
+                ret->stdout_buf = capbuf_detach(&j->out, &ret->stdout_len);
+                ret->stderr_buf = capbuf_detach(&j->err, &ret->stderr_len);
+        }
+        double start = j->t_seccomp > 0 ? j->t_seccomp : j->t_clone;
+        ret->wall_ms = j->t_exit_seen - start;
+        ret->cpu_ms = st.have_cpu ? (double)st.cpu_usec / 1000.0
+                                  : (double)(j->ru.ru_utime.tv_sec + j->ru.ru_stime.tv_sec) * 1e3 +
+                                            (double)(j->ru.ru_utime.tv_usec + j->ru.ru_stime.tv_usec) / 1e3;
+        ret->memory_peak_bytes = st.memory_peak ? st.memory_peak : (uint64_t)j->ru.ru_maxrss * 1024u;
+        ret->phases.prepare = j->t_clone - j->t_start;
+        if (j->t_child > 0)
+                ret->phases.clone = j->t_child - j->t_clone;
+        if (j->t_root > 0 && j->t_child > 0)
+                ret->phases.mounts = j->t_root - j->t_child;
+        if (j->t_init > 0 && j->t_root > 0)
+                ret->phases.exec = j->t_init - j->t_root;
+        if (j->t_seccomp > 0 && j->t_init > 0)
+                ret->phases.seccomp = j->t_seccomp - j->t_init;
+        return 0;
+}
+
+/* Undo what jail_start() made; rc 0: ret holds the result. */
+static void jail_teardown(struct jail *j, int rc, corral_jail_result *ret)
+{
+        jail_close_cg_tasks(j);
+        jail_close_child_fds(j);
+        jail_close_fds(j);
+        if (j->proxy_child_fd >= 0)
+                close(j->proxy_child_fd);
+        j->proxy_child_fd = -1;
+        /* The jail is gone: its end of every connection is closed. */
+        net_proxy_stop(j->proxy, rc == 0 ? ret : NULL);
+        j->proxy = NULL;
+        net_tls_free(j->tls);
+        j->tls = NULL;
+        if (j->have_cg)
+                cgroup_destroy(&j->cg);
+        if (j->have_cg && rc == 0)
+                cgroup_sweep_stale();
+        j->have_cg = false;
+        uidpool_release(&j->lease);
+        jail_plan_release(&j->plan);
+        capbuf_release(&j->out);
+        capbuf_release(&j->err);
+        if (rc == 0 && j->t_exit_seen > 0)
+                ret->phases.teardown = monotonic_ms() - j->t_exit_seen;
+}
+
+int jail_run_special(const corral_jail_config *cfg, const corral_jail_io *io, const struct jail_special *sp,
+                     corral_jail_result *ret, corral_error **ret_err)
+{
+        memset(ret, 0, sizeof(*ret));
+        struct jail j;
+        jail_init(&j, cfg, io);
+        int rc = jail_start(&j, sp, false, ret_err) < 0 || jail_finish(&j, ret, ret_err) < 0 ? -1 : 0;
+        jail_teardown(&j, rc, ret);
+        return rc;
+}
+
+/* ---- pre-made jails ---- */
+
+#define PREMADE_READY_TIMEOUT_MS 20000.0
+
+struct jail_premade {
+        struct jail j;
+        corral_jail_config made; /* the configuration it was made with (a copy) */
+        double t_ready;
+};
+
+int jail_premade_make(const corral_jail_config *cfg, struct jail_premade **ret, corral_error **ret_err)
+{
+        if (cfg->net == CORRAL_NET_ALLOW || cfg->net == CORRAL_NET_HOST || cfg->script)
+                return corral_usage(ret_err, "a jail made in advance has its own network namespace without a proxy "
+                                             "and no script");
+        struct jail_premade *pm = calloc(1, sizeof(*pm));
+        if (pm == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot make a jail in advance");
+        if (corral_jail_config_copy(&pm->made, cfg, ret_err) < 0) {
+                free(pm);
+                return -1;
+        }
+        jail_init(&pm->j, &pm->made, NULL);
+        if (jail_start(&pm->j, NULL, true, ret_err) < 0)
+                goto fail;
+        char ready = 0;
+        ssize_t n = unix_recv_fds_until(pm->j.order_w, &ready, 1, NULL, 0, NULL, NULL,
+                                        monotonic_ms() + PREMADE_READY_TIMEOUT_MS);
+        if (n != 1 || ready != JAIL_PREMADE_READY) {
+                int e = n < 0 ? errno : EPROTO;
+                read_status(&pm->j); /* written before it ended, if it failed */
+                if (pm->j.setup_failed)
+                        setup_error(&pm->j, ret_err);
+                else
+                        corral_fail(ret_err, e, "the jail made in advance ended before it was ready");
+                stop_and_reap(&pm->j);
+                goto fail;
+        }
+        pm->t_ready = monotonic_ms();
+        *ret = pm;
+        return 0;
+fail:
+        jail_teardown(&pm->j, -1, NULL);
+        corral_jail_config_release(&pm->made);
+        free(pm);
+        return -1;
+}
+
+double jail_premade_idle_ms(const struct jail_premade *pm)
+{
+        return monotonic_ms() - pm->t_ready;
+}
+
+enum corral_limits_backend jail_premade_backend(const struct jail_premade *pm)
+{
+        return pm->j.backend;
+}
+
+pid_t jail_premade_pid(const struct jail_premade *pm)
+{
+        return pm->j.pid;
+}
+
+const char *jail_premade_misfit(const struct jail_premade *pm, const corral_jail_config *cfg)
+{
+        const corral_jail_config *m = &pm->made;
+        const struct jail *j = &pm->j;
+        if (cfg->rootfs)
+                return "a root file system of its own";
+        if (cfg->net != m->net)
+                return "another network";
+        if (cfg->uid_base != m->uid_base || cfg->uid_count != m->uid_count)
+                return "another uid range";
+        if (cfg->script)
+                return "a script";
+        if (cfg->n_binds > JAIL_TREES_MAX_BINDS)
+                return "too many binds";
+        size_t dests = 0;
+        for (size_t i = 0; i < cfg->n_binds; i++)
+                dests += strlen(cfg->binds[i].dst) + 1;
+        if (dests > JAIL_PREMADE_MAX_DESTS)
+                return "too many binds";
+        if (cfg->require_cgroups && j->backend == CORRAL_BACKEND_RLIMIT)
+                return "cgroups required";
+        if (cfg->cpus > 0 && !(j->have_cg && ((j->cg.v2 && j->cg.layout->v2_cpu) || j->cg.v1_cpu)))
+                return "a CPU share";
+        if (cfg->workspace) {
+                /* plan.c's checks of a direct jail's workspace; one that
+                 * fails them is left to the direct jail, which says why. */
+                cleanup_free char *real = realpath(cfg->workspace, NULL);
+                struct stat st;
+                if (real == NULL || stat(real, &st) < 0 || !S_ISDIR(st.st_mode) || jail_path_is_system(real))
+                        return "a workspace a jail may not have";
+        }
+        for (size_t i = 0; i < cfg->n_binds; i++) {
+                if (!cfg->binds[i].writable || cfg->binds[i].src_fd >= 0)
+                        continue;
+                cleanup_free char *real = realpath(cfg->binds[i].src, NULL);
+                if (real == NULL || jail_path_is_system(real))
+                        return "a writable bind a jail may not have";
+        }
+        return NULL;
+}
+
+void jail_premade_free(struct jail_premade *pm)
+{
+        if (pm == NULL)
+                return;
+        stop_and_reap(&pm->j);
+        jail_teardown(&pm->j, -1, NULL);
+        corral_jail_config_release(&pm->made);
+        free(pm);
+}
+
+/* The claim (jail_premade_run()) up to the orders sent: -1 and nothing of
+ * the caller has reached the jail. */
+static int premade_claim(struct jail_premade *pm, const corral_jail_config *cfg, const corral_jail_io *io,
+                         corral_error **ret_err)
+{
+        struct jail *j = &pm->j;
+        const char *misfit = jail_premade_misfit(pm, cfg);
+        if (misfit)
+                return corral_make_error(ret_err, CORRAL_ERR_UNSUPPORTED, 0, "the jail made in advance does not fit: %s",
+                                         misfit);
+        j->cfg = cfg;
+        j->io = io;
+        jail_set_caps(j, cfg, io);
+        /* Whatever the child said so far (that it started); from now on
+         * the phases are the claim's. */
+        read_status(j);
+        if (j->setup_failed)
+                return setup_error(j, ret_err);
+        j->t_start = j->t_clone = j->t_child = monotonic_ms();
+        struct cgroup_limits lim = { .memory_bytes = cfg->memory_bytes, .pids = cfg->pids, .cpus = cfg->cpus };
+        if (j->have_cg && cgroup_set_limits(&j->cg, &lim, ret_err) < 0)
+                return -1;
+        int fds[2 + 1 + JAIL_TREES_MAX_BINDS];
+        int nfds = 0, rc = -1;
+        struct jail_premade_claim *c = calloc(1, sizeof(*c));
+        if (c == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot claim a jail made in advance");
+        if ((fds[nfds] = jail_orders(j, cfg, ret_err)) < 0)
+                goto out;
+        nfds++;
+        if ((fds[nfds] = jail_stdin(j, cfg, io, NULL)) < 0) {
+                corral_fail(ret_err, errno, "cannot create pipes for the jail");
+                goto out;
+        }
+        nfds++;
+        c->disk_bytes = cfg->disk_bytes;
+        if (cfg->workspace || cfg->n_binds > 0) {
+                if (jail_trees_make(cfg, j->host_uid, j->leased, fds + nfds, ret_err) < 0)
+                        goto out;
+                if (cfg->workspace) {
+                        c->workspace = 1;
+                        nfds++;
+                } else {
+                        close(fds[nfds]); /* its own tmpfs is there already */
+                        memmove(fds + nfds, fds + nfds + 1, cfg->n_binds * sizeof(int));
+                }
+                nfds += (int)cfg->n_binds;
+                for (size_t i = 0; i < cfg->n_binds; i++) {
+                        size_t n = strlen(cfg->binds[i].dst) + 1;
+                        memcpy(c->dsts + c->dsts_len, cfg->binds[i].dst, n);
+                        c->dsts_len += (uint32_t)n;
+                }
+        }
+        c->n_trees = (uint32_t)nfds - 2;
+        if (unix_send_fds(j->order_w, c, offsetof(struct jail_premade_claim, dsts) + c->dsts_len, fds, nfds) < 0) {
+                corral_fail(ret_err, errno, "cannot hand the jail made in advance its orders");
+                goto out;
+        }
+        rc = 0;
+out:
+        for (int i = 0; i < nfds; i++)
+                close(fds[i]);
+        free(c);
+        return rc;
+}
+
+void jail_premade_take_output(struct jail_premade *pm, int *ret_stdout, int *ret_stderr)
+{
+        *ret_stdout = pm->j.out_r;
+        *ret_stderr = pm->j.err_r;
+        pm->j.out_r = pm->j.err_r = -1;
+}
+
+int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const corral_jail_io *io, int cancel_to,
+                     corral_jail_result *ret, corral_error **ret_err)
+{
+        struct jail j;
+        memset(&j, 0, sizeof(j));
+        j.io = io;
+        jail_set_caps(&j, cfg, io);
+        cleanup_close int ep = epoll_create1(EPOLL_CLOEXEC);
+        if (ep < 0)
+                return corral_fail(ret_err, errno, "cannot read the jail's output");
+        int fds[2] = { out_r, err_r };
+        bool open[2] = { false, false };
+        for (int i = 0; i < 2; i++) {
+                struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
+                if (fds[i] >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev) < 0)
+                        return corral_fail(ret_err, errno, "cannot read the jail's output");
+                open[i] = fds[i] >= 0;
+        }
+        int cancel = io && io->cancel_fd > 0 && cancel_to >= 0 ? io->cancel_fd : -1;
+        struct epoll_event cev = { .events = EPOLLIN, .data.u32 = 2 };
+        if (cancel >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, cancel, &cev) < 0)
+                return corral_fail(ret_err, errno, "cannot read the jail's output");
+        /* Until every writer is gone: the jail's whole pid namespace. */
+        while (open[0] || open[1]) {
+                struct epoll_event evs[3];
+                int n = epoll_wait(ep, evs, 3, -1);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        capbuf_release(&j.out);
+                        capbuf_release(&j.err);
+                        return corral_fail(ret_err, errno, "cannot read the jail's output");
+                }
+                for (int i = 0; i < n; i++) {
+                        int s = (int)evs[i].data.u32;
+                        if (s == 2) {
+                                /* The caller cancels: its supervisor hears
+                                 * the hang-up and kills the jail. */
+                                shutdown(cancel_to, SHUT_WR);
+                                epoll_ctl(ep, EPOLL_CTL_DEL, cancel, NULL);
+                                continue;
+                        }
+                        if (!(open[s] = pump_output(&j, fds[s], s == 0 ? &j.out : &j.err, s + 1)))
+                                epoll_ctl(ep, EPOLL_CTL_DEL, fds[s], NULL);
+                }
+        }
         ret->stdout_truncated = j.out.truncated;
         ret->stderr_truncated = j.err.truncated;
         ret->stdout_total = j.out.total;
         ret->stderr_total = j.err.total;
+        free(ret->stdout_buf);
+        free(ret->stderr_buf);
+        ret->stdout_buf = ret->stderr_buf = NULL;
+        ret->stdout_len = ret->stderr_len = 0;
         if (io == NULL || io->capture) {
                 ret->stdout_buf = capbuf_detach(&j.out, &ret->stdout_len);
                 ret->stderr_buf = capbuf_detach(&j.err, &ret->stderr_len);
         }
-        double start = j.t_seccomp > 0 ? j.t_seccomp : j.t_clone;
-        ret->wall_ms = j.t_exit_seen - start;
-        ret->cpu_ms = st.have_cpu ? (double)st.cpu_usec / 1000.0
-                                  : (double)(j.ru.ru_utime.tv_sec + j.ru.ru_stime.tv_sec) * 1e3 +
-                                            (double)(j.ru.ru_utime.tv_usec + j.ru.ru_stime.tv_usec) / 1e3;
-        ret->memory_peak_bytes = st.memory_peak ? st.memory_peak : (uint64_t)j.ru.ru_maxrss * 1024u;
-        ret->phases.prepare = j.t_clone - j.t_start;
-        if (j.t_child > 0)
-                ret->phases.clone = j.t_child - j.t_clone;
-        if (j.t_root > 0 && j.t_child > 0)
-                ret->phases.mounts = j.t_root - j.t_child;
-        if (j.t_init > 0 && j.t_root > 0)
-                ret->phases.exec = j.t_init - j.t_root;
-        if (j.t_seccomp > 0 && j.t_init > 0)
-                ret->phases.seccomp = j.t_seccomp - j.t_init;
-        rc = 0;
-        goto out;
-
-pipe_fail:
-        corral_fail(ret_err, errno, "cannot create pipes for the jail");
-out:
-        jail_close_cg_tasks(&j);
-        for (int i = 0; i < 6; i++)
-                if (child_fds[i] >= 0)
-                        close(child_fds[i]);
-        jail_close_fds(&j);
-        if (j.proxy_child_fd >= 0)
-                close(j.proxy_child_fd);
-        /* The jail is gone: its end of every connection is closed. */
-        net_proxy_stop(j.proxy, rc == 0 ? ret : NULL);
-        net_tls_free(j.tls);
-        if (j.have_cg)
-                cgroup_destroy(&j.cg);
-        if (j.have_cg && rc == 0)
-                cgroup_sweep_stale();
-        uidpool_release(&j.lease);
-        jail_plan_release(&j.plan);
         capbuf_release(&j.out);
         capbuf_release(&j.err);
-        if (rc == 0 && j.t_exit_seen > 0)
-                ret->phases.teardown = monotonic_ms() - j.t_exit_seen;
+        return 0;
+}
+
+int jail_premade_run(struct jail_premade *pm, const corral_jail_config *cfg, const corral_jail_io *io,
+                     corral_jail_result *ret, corral_error **ret_err)
+{
+        memset(ret, 0, sizeof(*ret));
+        int rc;
+        if (corral_jail_config_validate(cfg, ret_err) < 0 || premade_claim(pm, cfg, io, ret_err) < 0) {
+                rc = JAIL_PREMADE_UNCLAIMED;
+                stop_and_reap(&pm->j);
+                jail_teardown(&pm->j, -1, NULL);
+        } else {
+                rc = jail_finish(&pm->j, ret, ret_err) < 0 ? -1 : 0;
+                jail_teardown(&pm->j, rc, ret);
+        }
+        corral_jail_config_release(&pm->made);
+        free(pm);
         return rc;
 }
 

@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -316,4 +318,82 @@ const char *nearest_name(const char *word, const char *const *names)
 double round_ms(double ms)
 {
         return round(ms * 100.0) / 100.0;
+}
+
+/* Wait for one message on fd (monotonic deadline); -1 with errno. */
+ssize_t unix_recv_fds_until(int fd, void *buf, size_t len, int *fds, int max_fds, int *ret_nfds,
+                            struct ucred *ret_cred, double deadline)
+{
+        for (;;) {
+                double left = deadline - monotonic_ms();
+                if (left <= 0) {
+                        errno = ETIMEDOUT;
+                        return -1;
+                }
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int r = poll(&p, 1, (int)ceil(left));
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -1;
+                if (r == 0)
+                        continue;
+                break;
+        }
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * (UNIX_MAX_FDS)) + CMSG_SPACE(sizeof(struct ucred))];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { buf, len };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (ret_nfds)
+                *ret_nfds = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); n >= 0 && c; c = CMSG_NXTHDR(&m, c)) {
+                if (c->cmsg_level != SOL_SOCKET)
+                        continue;
+                if (c->cmsg_type == SCM_CREDENTIALS && ret_cred)
+                        memcpy(ret_cred, CMSG_DATA(c), sizeof(*ret_cred));
+                if (c->cmsg_type == SCM_RIGHTS) {
+                        int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                        for (int i = 0; i < k; i++) {
+                                int f;
+                                memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                                if (fds && ret_nfds && *ret_nfds < max_fds)
+                                        fds[(*ret_nfds)++] = f;
+                                else
+                                        close(f);
+                        }
+                }
+        }
+        return n;
+}
+
+int unix_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
+{
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * (UNIX_MAX_FDS))];
+                struct cmsghdr align;
+        } u;
+        if (nfds > UNIX_MAX_FDS) {
+                errno = EINVAL;
+                return -1;
+        }
+        memset(&u, 0, sizeof(u));
+        struct iovec iov = { (void *)buf, len };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (nfds > 0) {
+                m.msg_control = u.buf;
+                m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+                struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+        }
+        ssize_t n;
+        do
+                n = sendmsg(sock, &m, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        return n == (ssize_t)len ? 0 : -1;
 }

@@ -84,6 +84,18 @@ CORRAL_HIDDEN double round_ms(double ms);
 /* write() all of buf, retrying on EINTR/short writes; -1 on error. */
 CORRAL_HIDDEN int write_all(int fd, const void *buf, size_t len);
 
+/* One message on a unix socket with up to UNIX_MAX_FDS descriptors
+ * (SCM_RIGHTS).  unix_recv_fds_until() waits until the monotonic deadline
+ * (ms), keeps at most max_fds of the descriptors it gets (CLOEXEC; the
+ * rest are closed), their count in *ret_nfds, and the sender's
+ * credentials in *ret_cred when given and sent; -1 with errno (ETIMEDOUT).
+ * unix_send_fds() sends all of buf or fails (-1, errno; never SIGPIPE). */
+#define UNIX_MAX_FDS 68
+struct ucred;
+CORRAL_HIDDEN ssize_t unix_recv_fds_until(int fd, void *buf, size_t len, int *fds, int max_fds, int *ret_nfds,
+                                          struct ucred *ret_cred, double deadline);
+CORRAL_HIDDEN int unix_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds);
+
 /* SIGPIPE without a process-wide setting (a library must not change the
  * caller's signal dispositions).  Sockets: send(..., MSG_NOSIGNAL).  Pipes:
  * a write whose reader is gone raises SIGPIPE in the writing thread, so

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "exec-pool.h"
 #include "host.h"
 #include "wire.h"
 #include "../lib/probe.h"
@@ -31,7 +32,7 @@
  * find corral's parts, nothing else (an API key stays with the client). */
 static const char *const daemon_env_keep[] = {
         "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME",
-        "CORRAL_CACHE_DIR", "CORRAL_INIT", "CORRAL_SESSION_DRIVER", "CORRAL_ZYGOTE", "CORRAL_WARM_POOL",
+        "CORRAL_CACHE_DIR", "CORRAL_INIT", "CORRAL_SESSION_DRIVER", "CORRAL_ZYGOTE", "CORRAL_WARM_POOL", "CORRAL_EXEC_POOL",
         "CORRAL_SESSION_LINGER", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
 };
 
@@ -681,4 +682,10 @@ void session_client_probe(json_t *checks)
                           NULL);
         }
         corral_error_free(err);
+}
+
+int session_client_exec_claim(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
+                              corral_error **ret_err)
+{
+        return exec_pool_claim(cfg, io, ret, ret_err);
 }

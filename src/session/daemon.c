@@ -40,6 +40,7 @@
 
 #include "../lib/util.h"
 #include "daemon.h"
+#include "exec-pool.h"
 #include "host.h"
 #include "warm.h"
 #include "wire.h"
@@ -64,6 +65,7 @@ struct daemon {
         char *dir;
         int ending_fd;           /* eventfd: the daemon is ending; running steps are cancelled */
         int wake_fd;             /* eventfd: the main loop looks again */
+        struct exec_pool *pool;  /* jails made in advance for `corral exec`, or NULL (exec-pool.h) */
         double linger_s;
         pthread_mutex_t lock;
         pthread_cond_t quiet;    /* conns went down */
@@ -434,6 +436,7 @@ static void serve_host(struct conn *c, const char *op, json_t *req)
                         json_object_set_new(r, "t", json_string("host"));
                         json_object_set_new(r, "pid", json_integer(getpid()));
                         json_object_set_new(r, "linger_s", json_real(d->linger_s));
+                        json_object_set_new(r, "exec_pool", d->pool ? exec_pool_status(d->pool) : json_null());
                 }
                 reply(c->fd, r);
         } else if (strcmp(op, "list") == 0) {
@@ -443,6 +446,8 @@ static void serve_host(struct conn *c, const char *op, json_t *req)
                 json_array_foreach(all, i, e)
                         with_socket(d, e);
                 reply(c->fd, all ? json_pack("{s:s,s:o}", "t", "list", "sessions", all) : NULL);
+        } else if (strcmp(op, "exec-claim") == 0) {
+                exec_pool_serve_claim(d->pool, c->fd, req);
         } else if (strcmp(op, "prewarm") == 0) {
                 session_host_prewarm(d->h);
                 reply(c->fd, json_pack("{s:s}", "t", "prewarming"));
@@ -684,6 +689,9 @@ void session_daemon_main(int ready_fd, int cancel_fd)
         struct session_host_options hopt = { .on_session_end = on_session_end, .userdata = &d };
         if (session_host_new(&hopt, &d.h, &err) < 0)
                 goto fail;
+        int pool_target = exec_pool_target_from_env(&err);
+        if (pool_target < 0)
+                goto fail;
         d.dir = wire_runtime_dir(true, &err);
         if (d.dir == NULL)
                 goto fail;
@@ -722,6 +730,11 @@ void session_daemon_main(int ready_fd, int cancel_fd)
                 corral_fail(&err, errno, "cannot listen on '%s'", sa.sun_path);
                 goto fail;
         }
+        /* Jails made in advance once the host is ours (a host that lost
+         * the race above made none). */
+        d.pool = exec_pool_new(pool_target, &err);
+        if (pool_target > 0 && d.pool == NULL)
+                goto fail;
         report_ready(ready_fd, NULL, false);
         serve(&d, host_fd, cancel_fd);
         /* Ending: no new connection; running steps cancelled; the
@@ -735,6 +748,7 @@ void session_daemon_main(int ready_fd, int cancel_fd)
         while (d.conns > 0)
                 pthread_cond_wait(&d.quiet, &d.lock);
         pthread_mutex_unlock(&d.lock);
+        exec_pool_free(d.pool);
         session_host_free(d.h);
         for (struct listener *l = d.listeners; l; l = l->next) {
                 if (!l->ended)

@@ -11,9 +11,9 @@
  * can do is done here at claim time: the session's cgroup (its init is moved
  * there before it forks the interpreter; rlimits without one) and its
  * workspace and its binds (beneath /workspace), passed as detached mounts:
- * cloned and idmapped to the session's own host uid as root
- * (workspace_tree(), bind_tree()), cloned in a user and mount namespace of
- * our own as an ordinary user (trees_user()).
+ * cloned and idmapped to the session's own host uid as root, cloned in a
+ * user and mount namespace of our own as an ordinary user (the library's
+ * jail_trees_make(), src/lib/trees.c, which pre-made jails use too).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -45,6 +45,8 @@
 #define POOL_MAX 8
 #define ZYGOTE_START_TIMEOUT_MS 120000.0
 #define FORK_TIMEOUT_MS 20000.0
+_Static_assert(ZYGOTE_MAX_BINDS <= JAIL_TREES_MAX_BINDS && ZYGOTE_MAX_BINDS + 4 <= UNIX_MAX_FDS,
+               "the library's trees and fd passing take a session's binds");
 #define REFILL_DELAY_MS 50
 #define ZYGOTE_SESSION_IDS 32    /* live sessions per zygote with a host uid each (root) */
 
@@ -249,84 +251,6 @@ static void *zygote_thread(void *arg)
         return NULL;
 }
 
-/* Wait for one message on fd (monotonic deadline); -1 with errno. */
-static ssize_t recv_msg_until(int fd, void *buf, size_t len, int *fds, int max_fds, int *ret_nfds,
-                              struct ucred *ret_cred, double deadline)
-{
-        for (;;) {
-                double left = deadline - monotonic_ms();
-                if (left <= 0) {
-                        errno = ETIMEDOUT;
-                        return -1;
-                }
-                struct pollfd p = { .fd = fd, .events = POLLIN };
-                int r = poll(&p, 1, (int)ceil(left));
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r < 0)
-                        return -1;
-                if (r == 0)
-                        continue;
-                break;
-        }
-        union {
-                char buf[CMSG_SPACE(sizeof(int) * (ZYGOTE_MAX_BINDS + 4)) + CMSG_SPACE(sizeof(struct ucred))];
-                struct cmsghdr align;
-        } u;
-        struct iovec iov = { buf, len };
-        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-        ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        if (ret_nfds)
-                *ret_nfds = 0;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); n >= 0 && c; c = CMSG_NXTHDR(&m, c)) {
-                if (c->cmsg_level != SOL_SOCKET)
-                        continue;
-                if (c->cmsg_type == SCM_CREDENTIALS && ret_cred)
-                        memcpy(ret_cred, CMSG_DATA(c), sizeof(*ret_cred));
-                if (c->cmsg_type == SCM_RIGHTS) {
-                        int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-                        for (int i = 0; i < k; i++) {
-                                int f;
-                                memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-                                if (fds && ret_nfds && *ret_nfds < max_fds)
-                                        fds[(*ret_nfds)++] = f;
-                                else
-                                        close(f);
-                        }
-                }
-        }
-        return n;
-}
-
-static int send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
-{
-        union {
-                char buf[CMSG_SPACE(sizeof(int) * (ZYGOTE_MAX_BINDS + 4))];
-                struct cmsghdr align;
-        } u;
-        if (nfds > ZYGOTE_MAX_BINDS + 4) {
-                errno = EINVAL;
-                return -1;
-        }
-        memset(&u, 0, sizeof(u));
-        struct iovec iov = { (void *)buf, len };
-        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (nfds > 0) {
-                m.msg_control = u.buf;
-                m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-                struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-                memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-        }
-        ssize_t n;
-        do
-                n = sendmsg(sock, &m, MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        return n == (ssize_t)len ? 0 : -1;
-}
-
 static const char *zstep_name(int step)
 {
         static const char *const names[] = {
@@ -363,7 +287,7 @@ static struct warm *pool_fork(char **ret_why)
         int theirs[3] = { fr[1], ctl[1], dg[1] };
         pthread_mutex_lock(&Z.lock);
         int zctl = Z.ready ? Z.ctl : -1;
-        int r = zctl >= 0 ? send_with_fds(zctl, &req, 1, theirs, 3) : -1;
+        int r = zctl >= 0 ? unix_send_fds(zctl, &req, 1, theirs, 3) : -1;
         pthread_mutex_unlock(&Z.lock);
         for (int i = 0; i < 3; i++)
                 close(theirs[i]);
@@ -372,7 +296,7 @@ static struct warm *pool_fork(char **ret_why)
                 goto fail;
         struct init_msg m;
         struct ucred cred = { 0 };
-        ssize_t n = recv_msg_until(w->ctl, &m, sizeof(m), NULL, 0, NULL, &cred, monotonic_ms() + FORK_TIMEOUT_MS);
+        ssize_t n = unix_recv_fds_until(w->ctl, &m, sizeof(m), NULL, 0, NULL, &cred, monotonic_ms() + FORK_TIMEOUT_MS);
         if (n != (ssize_t)sizeof(m) || m.type != MSG_INIT_START || cred.pid <= 0) {
                 if (n == (ssize_t)sizeof(m) && m.type == MSG_SETUP_FAILED && ret_why &&
                     asprintf(ret_why, "cannot %s: %s", zstep_name(m.a), strerror(m.b)) < 0)
@@ -550,7 +474,7 @@ static int zygote_start(corral_error **ret_err)
         msg[0] = ZYGOTE_MSG_BPF;
         memcpy(msg + 1, bpf->eperm, sizeof(bpf->eperm));
         memcpy(msg + 1 + sizeof(bpf->eperm), bpf->insns, bpf->len * sizeof(bpf->insns[0]));
-        int r = send_with_fds(Z.ctl, msg, len, NULL, 0);
+        int r = unix_send_fds(Z.ctl, msg, len, NULL, 0);
         free(msg);
         if (r < 0) {
                 corral_fail(ret_err, errno, "cannot send the zygote its filter");
@@ -559,7 +483,7 @@ static int zygote_start(corral_error **ret_err)
         char buf[1024];
         struct ucred cred = { 0 };
         pthread_mutex_unlock(&Z.lock);
-        ssize_t n = recv_msg_until(Z.ctl, buf, sizeof(buf) - 1, NULL, 0, NULL, &cred,
+        ssize_t n = unix_recv_fds_until(Z.ctl, buf, sizeof(buf) - 1, NULL, 0, NULL, &cred,
                                    monotonic_ms() + ZYGOTE_START_TIMEOUT_MS);
         pthread_mutex_lock(&Z.lock);
         struct zygote_ready ready;
@@ -745,24 +669,6 @@ int warm_pool_size(void)
         return n;
 }
 
-/* dst relative to /workspace, or NULL unless it lies strictly beneath it
- * with no empty, "." or ".." component. */
-static const char *bind_beneath_workspace(const char *dst)
-{
-        if (strncmp(dst, "/workspace/", 11) != 0 || dst[11] == '\0')
-                return NULL;
-        const char *rel = dst + 11;
-        for (const char *c = rel; *c;) {
-                size_t n = strcspn(c, "/");
-                if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-                        return NULL;
-                c += n;
-                if (*c == '/' && *++c == '\0')
-                        return NULL;
-        }
-        return rel;
-}
-
 int warm_supported(const corral_jail_config *cfg, corral_error **ret_err)
 {
         if (cfg->rootfs)
@@ -775,7 +681,7 @@ int warm_supported(const corral_jail_config *cfg, corral_error **ret_err)
         for (size_t i = 0; i < cfg->n_binds; i++) {
                 /* The zygote's root is the host's, read-only: a session's
                  * binds go where it can make mount points, its workspace. */
-                const char *rel = bind_beneath_workspace(cfg->binds[i].dst);
+                const char *rel = jail_bind_beneath_workspace(cfg->binds[i].dst);
                 if (rel == NULL)
                         return corral_usage(ret_err, "warm sessions take binds only beneath /workspace (not '%s'): "
                                                      "start a cold session",
@@ -812,421 +718,6 @@ int warm_supported(const corral_jail_config *cfg, corral_error **ret_err)
         return 0;
 }
 
-/* A detached mount for the session's /workspace: the host directory,
- * idmapped so the zygote's uid writes as its owner, or a fresh tmpfs. */
-static int workspace_tree(const corral_jail_config *cfg, uint32_t host_uid, corral_error **ret_err)
-{
-        if (cfg->workspace) {
-                cleanup_free char *real = realpath(cfg->workspace, NULL);
-                if (real == NULL)
-                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "workspace '%s'", cfg->workspace);
-                corral_error *e = NULL;
-                int fd = idmap_open_tree(real, true, host_uid, true, &e);
-                if (fd >= 0) {
-                        corral_error_free(e);
-                        return fd;
-                }
-                if (ret_err)
-                        *ret_err = e;
-                else
-                        corral_error_free(e);
-                return -1;
-        }
-        int fs = (int)syscall(SYS_fsopen, "tmpfs", 1 /* FSOPEN_CLOEXEC */);
-        if (fs < 0)
-                return corral_fail(ret_err, errno, "cannot create the session's workspace (tmpfs)");
-        char size[64];
-        snprintf(size, sizeof(size), "%" PRIu64, cfg->disk_bytes);
-        char uid[32];
-        snprintf(uid, sizeof(uid), "%u", host_uid);
-        int mnt = -1;
-        if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0) == 0 &&
-            syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) == 0 &&
-            syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "uid", uid, 0) == 0 &&
-            syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "gid", uid, 0) == 0 &&
-            syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-                mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-        int e = errno;
-        close(fs);
-        if (mnt < 0)
-                return corral_fail(ret_err, e, "cannot create the session's workspace (tmpfs)");
-        return mnt;
-}
-
-/* Make rel's mount point beneath the directory root (the host workspace,
- * or the session's tmpfs), parents included, never through a symlink: one
- * component at a time, O_NOFOLLOW.  The session's init, which attaches the
- * bind, may not create files there (the idmap has no place for its uid). */
-static int make_mountpoint(int root, const char *rel, bool is_dir)
-{
-        char path[PATH_MAX];
-        if (snprintf(path, sizeof(path), "%s", rel) >= (int)sizeof(path)) {
-                errno = ENAMETOOLONG;
-                return -1;
-        }
-        int dir = fcntl(root, F_DUPFD_CLOEXEC, 3);
-        for (char *comp = path; dir >= 0;) {
-                char *slash = strchr(comp, '/');
-                if (slash)
-                        *slash = '\0';
-                if (slash || is_dir) {
-                        (void)mkdirat(dir, comp, 0755);
-                } else {
-                        int f = openat(dir, comp, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-                        if (f >= 0)
-                                close(f);
-                }
-                int next = openat(dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC | (slash || is_dir ? O_DIRECTORY : 0));
-                int e = errno;
-                close(dir);
-                if (next < 0) {
-                        errno = e;
-                        return -1;
-                }
-                if (slash == NULL) {
-                        struct stat st;
-                        bool ok = fstat(next, &st) == 0 && (is_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
-                        close(next);
-                        errno = ok ? 0 : ELOOP;
-                        return ok ? 0 : -1;
-                }
-                dir = next;
-                comp = slash + 1;
-        }
-        return -1;
-}
-
-/* Every bind's mount point beneath root. */
-static int make_mountpoints(int root, const corral_jail_config *cfg, corral_error **ret_err)
-{
-        for (size_t i = 0; i < cfg->n_binds; i++) {
-                const struct corral_bind *b = &cfg->binds[i];
-                struct stat st;
-                if (b->src_fd >= 0 ? fstat(b->src_fd, &st) < 0 : stat(b->src, &st) < 0)
-                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "bind source '%s'", b->src);
-                if (make_mountpoint(root, bind_beneath_workspace(b->dst), S_ISDIR(st.st_mode)) < 0)
-                        return corral_fail(ret_err, errno, "cannot make the mount point '%s' of bind '%s'", b->dst,
-                                           b->src);
-        }
-        return 0;
-}
-
-/* A bind's tree as root: as plan.c makes a cold jail's (an fd's own mount
- * cloned, idmapped to the session's uid where the filesystem allows; a
- * path's mount cloned, idmapped when it is a writable directory). */
-static int bind_tree(const struct corral_bind *b, uint32_t host_uid, corral_error **ret_err)
-{
-        corral_error *e = NULL;
-        if (b->src_fd >= 0) {
-                int tree = idmap_open_tree_fd(b->src_fd, b->src, true, host_uid, false, &e);
-                corral_error_free(e);
-                return tree >= 0 ? tree : idmap_open_tree_fd(b->src_fd, b->src, true, 0, false, ret_err);
-        }
-        cleanup_free char *real = realpath(b->src, NULL);
-        struct stat st;
-        if (real == NULL || stat(real, &st) < 0)
-                return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "bind source '%s'", b->src);
-        if (b->writable && jail_path_is_system(real))
-                return corral_usage(ret_err, "refusing to give the jail write access to the system directory '%s'",
-                                    real);
-        bool idmap = b->writable && S_ISDIR(st.st_mode);
-        int tree = idmap_open_tree(real, !b->writable, idmap ? host_uid : 0, b->writable, &e);
-        if (tree < 0 && idmap) {
-                corral_error_clear(&e);
-                tree = idmap_open_tree(real, false, 0, b->writable, &e);
-        }
-        if (tree < 0) {
-                if (ret_err)
-                        *ret_err = e;
-                else
-                        corral_error_free(e);
-        } else {
-                corral_error_free(e);
-        }
-        return tree;
-}
-
-/* What the helper of trees_user() reports: 0 done (the trees come with
- * it), else the step that failed, for which tree (0 the workspace, i the
- * i-th bind) and its errno. */
-struct ws_reply {
-        int32_t step;
-        int32_t which;
-        int32_t err;
-};
-
-enum { WS_STEP_MAP = 1, WS_STEP_OPEN, WS_STEP_SAME, WS_STEP_CLONE, WS_STEP_FLAGS, WS_STEP_TMPFS };
-
-/* A host path for the helper to clone, and what it must still be. */
-struct ws_source {
-        char *real;
-        struct stat want;
-        bool writable;
-};
-
-/* In the helper: clone src's mount (recursive: the host's mounts beneath
- * are locked together with it in our namespace, and a lone clone of their
- * parent is refused), with its flags.  A ws_reply step, or 0. */
-static int helper_clone(const struct ws_source *src, int *ret_tree, int *ret_errno)
-{
-        int fd = open(src->real, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        *ret_tree = -1;
-        if (fd < 0) {
-                *ret_errno = errno;
-                return WS_STEP_OPEN;
-        }
-        if (fstat(fd, &st) < 0 || st.st_dev != src->want.st_dev || st.st_ino != src->want.st_ino) {
-                *ret_errno = ESTALE; /* swapped since the caller resolved it */
-                close(fd);
-                return WS_STEP_SAME;
-        }
-        int tree = (int)syscall(SYS_open_tree, fd, "", AT_EMPTY_PATH | AT_RECURSIVE | 1 /* OPEN_TREE_CLONE */ |
-                                                                O_CLOEXEC);
-        *ret_errno = errno;
-        close(fd);
-        if (tree < 0)
-                return WS_STEP_CLONE;
-        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                               (src->writable ? 0 : MOUNT_ATTR_RDONLY) };
-        if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
-                *ret_errno = errno;
-                close(tree);
-                return WS_STEP_FLAGS;
-        }
-        *ret_tree = tree;
-        return 0;
-}
-
-static __attribute__((noreturn)) void ws_helper(int sock, const struct ws_source *ws, const struct ws_source *binds,
-                                                 const corral_jail_config *cfg, uid_t uid, gid_t gid)
-{
-        /* A fresh user and mount namespace of our own (clone3 made them):
-         * its copy of the host's mounts is ours to clone, and tmpfs may be
-         * made here.  We stay the caller's host uid for every permission
-         * check, so the trees are what the caller may reach and no more.
-         * The map (our own ids, as themselves) is for the tmpfs, which
-         * belongs to this namespace: nobody could create a file in it
-         * otherwise (EOVERFLOW). */
-        struct ws_reply r = { 0, 0, 0 };
-        int trees[1 + ZYGOTE_MAX_BINDS];
-        size_t n = 0;
-        char map[64];
-        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-        if (write_file_at(AT_FDCWD, "/proc/self/uid_map", map) < 0 ||
-            write_file_at(AT_FDCWD, "/proc/self/setgroups", "deny") < 0 ||
-            (snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid),
-             write_file_at(AT_FDCWD, "/proc/self/gid_map", map) < 0)) {
-                r = (struct ws_reply){ WS_STEP_MAP, 0, errno };
-        } else if (ws->real) {
-                int e = 0;
-                r.step = helper_clone(ws, &trees[0], &e);
-                r.err = e;
-        } else {
-                char size[32];
-                snprintf(size, sizeof(size), "%" PRIu64, cfg->disk_bytes);
-                int fs = (int)syscall(SYS_fsopen, "tmpfs", 1 /* FSOPEN_CLOEXEC */);
-                /* No uid= option: the root directory is created as our
-                 * uid, the session's owner. */
-                trees[0] = -1;
-                if (fs >= 0 && syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0) == 0 &&
-                    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) == 0 &&
-                    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-                        trees[0] = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-                                                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-                if (trees[0] < 0 || make_mountpoints(trees[0], cfg, NULL) < 0)
-                        r = (struct ws_reply){ WS_STEP_TMPFS, 0, errno };
-        }
-        if (r.step == 0)
-                n = 1;
-        for (size_t i = 0; r.step == 0 && i < cfg->n_binds; i++) {
-                int e = 0;
-                r.step = helper_clone(&binds[i], &trees[n], &e);
-                r.which = (int32_t)i + 1;
-                r.err = e;
-                if (r.step == 0)
-                        n++;
-        }
-        if (r.step != 0) {
-                while (n > 0)
-                        close(trees[--n]);
-        } else {
-                r.which = 0;
-        }
-        send_with_fds(sock, &r, sizeof(r), trees, (int)n);
-        _exit(0);
-}
-
-/* The detached mounts of the session's workspace and binds for an ordinary
- * user, who may not call open_tree() or fsopen() in the host's namespaces:
- * a child in a user and mount namespace of its own makes them and hands
- * them over, into trees (1 + cfg->n_binds).  The session's init attaches
- * them in its own mount namespace as for root; there is no idmapping (the
- * zygote's uid 0 is the caller's own uid, the owner of the directory) and
- * nothing is staged in a shared place. */
-static int trees_user(const corral_jail_config *cfg, int *trees, corral_error **ret_err)
-{
-        struct ws_source ws = { 0 };
-        struct ws_source binds[ZYGOTE_MAX_BINDS];
-        size_t nb = 0;
-        int rc = -1;
-        if (cfg->workspace) {
-                ws.real = realpath(cfg->workspace, NULL);
-                if (ws.real == NULL) {
-                        corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "workspace '%s'", cfg->workspace);
-                        goto out;
-                }
-                if (stat(ws.real, &ws.want) < 0 || !S_ISDIR(ws.want.st_mode)) {
-                        corral_usage(ret_err, "workspace '%s' is not a directory", cfg->workspace);
-                        goto out;
-                }
-                ws.writable = true;
-                int root = open(ws.real, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (root < 0 || make_mountpoints(root, cfg, ret_err) < 0) {
-                        if (root < 0)
-                                corral_fail(ret_err, errno, "workspace '%s'", cfg->workspace);
-                        else
-                                close(root);
-                        goto out;
-                }
-                close(root);
-        }
-        for (; nb < cfg->n_binds; nb++) {
-                const struct corral_bind *b = &cfg->binds[nb];
-                struct ws_source *src = &binds[nb];
-                src->writable = b->writable && b->src_fd < 0;
-                if (b->src_fd >= 0) {
-                        /* By the path its fd has now, checked to be that
-                         * very file (device and inode) as plan.c does. */
-                        char link[64], target[PATH_MAX];
-                        snprintf(link, sizeof(link), "/proc/self/fd/%d", b->src_fd);
-                        ssize_t n = readlink(link, target, sizeof(target) - 1);
-                        if (n <= 0 || target[0] != '/' || fstat(b->src_fd, &src->want) < 0) {
-                                corral_fail(ret_err, n < 0 ? errno : ENOENT, "bind source '%s'", b->src);
-                                goto out;
-                        }
-                        target[n] = '\0';
-                        src->real = strdup(target);
-                } else {
-                        src->real = realpath(b->src, NULL);
-                        if (src->real == NULL || stat(src->real, &src->want) < 0) {
-                                corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "bind source '%s'", b->src);
-                                free(src->real);
-                                goto out;
-                        }
-                        if (b->writable && jail_path_is_system(src->real)) {
-                                corral_usage(ret_err, "refusing to give the jail write access to the system "
-                                                      "directory '%s'",
-                                             src->real);
-                                free(src->real);
-                                goto out;
-                        }
-                }
-                if (src->real == NULL) {
-                        corral_fail(ret_err, ENOMEM, "bind source '%s'", b->src);
-                        goto out;
-                }
-        }
-        int sv[2];
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-                corral_fail(ret_err, errno, "cannot create the session's workspace");
-                goto out;
-        }
-        uid_t uid = getuid();
-        gid_t gid = getgid();
-        int pidfd = -1;
-        struct clone_args ca;
-        memset(&ca, 0, sizeof(ca));
-        ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_PIDFD;
-        ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
-        ca.exit_signal = 0;
-        long pid = syscall(SYS_clone3, &ca, sizeof(ca));
-        if (pid == 0) {
-                close(sv[0]);
-                ws_helper(sv[1], &ws, binds, cfg, uid, gid);
-        }
-        int e = errno;
-        close(sv[1]);
-        if (pid < 0) {
-                close(sv[0]);
-                corral_fail(ret_err, e, "cannot create a user namespace for the session's workspace");
-                goto out;
-        }
-        struct ws_reply r = { 0, 0, 0 };
-        int nfds = 0;
-        ssize_t n = recv_msg_until(sv[0], &r, sizeof(r), trees, (int)(1 + nb), &nfds, NULL,
-                                   monotonic_ms() + FORK_TIMEOUT_MS);
-        e = errno;
-        close(sv[0]);
-        siginfo_t si;
-        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-        syscall(SYS_waitid, 3 /* P_PIDFD */, pidfd, &si, WEXITED | __WALL, NULL);
-        close(pidfd);
-        if (n == (ssize_t)sizeof(r) && r.step == 0 && nfds == (int)(1 + nb)) {
-                rc = 0;
-                goto out;
-        }
-        for (int i = 0; i < nfds; i++)
-                close(trees[i]);
-        if (n != (ssize_t)sizeof(r)) {
-                corral_fail(ret_err, n < 0 ? e : EPROTO, "cannot create the session's workspace");
-                goto out;
-        }
-        static const char *const what[] = { [WS_STEP_MAP] = "map the ids for",
-                                            [WS_STEP_OPEN] = "open", [WS_STEP_SAME] = "recheck",
-                                            [WS_STEP_CLONE] = "clone the mount of",
-                                            [WS_STEP_FLAGS] = "set flags on", [WS_STEP_TMPFS] = "mount a tmpfs for" };
-        const char *w = r.step > 0 && (size_t)r.step < ARRAY_SIZE(what) ? what[r.step] : "set up";
-        if (r.which > 0 && (size_t)r.which <= nb)
-                corral_fail(ret_err, r.err, "cannot %s the bind source '%s' in a user namespace of corral's", w,
-                            cfg->binds[r.which - 1].src);
-        else if (ws.real)
-                corral_fail(ret_err, r.err, "cannot %s the workspace '%s' in a user namespace of corral's", w,
-                            ws.real);
-        else
-                corral_fail(ret_err, r.err, "cannot %s the session's workspace in a user namespace of corral's", w);
-out:
-        free(ws.real);
-        for (size_t i = 0; i < nb; i++)
-                free(binds[i].real);
-        return rc;
-}
-
-/* The session's detached mounts into trees: its workspace, then each bind
- * (1 + cfg->n_binds fds).  leased: the session has a host uid of its own
- * (root); else it runs as the caller. */
-static int session_trees(const corral_jail_config *cfg, uint32_t host_uid, bool leased, int *trees,
-                         corral_error **ret_err)
-{
-        if (!leased)
-                return trees_user(cfg, trees, ret_err);
-        if (cfg->workspace && cfg->n_binds > 0) {
-                cleanup_free char *real = realpath(cfg->workspace, NULL);
-                int root = real ? open(real, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-                if (root < 0)
-                        return corral_make_error(ret_err, CORRAL_ERR_USAGE, errno, "workspace '%s'", cfg->workspace);
-                int r = make_mountpoints(root, cfg, ret_err);
-                close(root);
-                if (r < 0)
-                        return -1;
-        }
-        trees[0] = workspace_tree(cfg, host_uid, ret_err);
-        if (trees[0] < 0)
-                return -1;
-        if (!cfg->workspace && make_mountpoints(trees[0], cfg, ret_err) < 0) {
-                close(trees[0]);
-                return -1;
-        }
-        for (size_t i = 0; i < cfg->n_binds; i++) {
-                trees[i + 1] = bind_tree(&cfg->binds[i], host_uid, ret_err);
-                if (trees[i + 1] < 0) {
-                        for (size_t j = 0; j <= i; j++)
-                                close(trees[j]);
-                        return -1;
-                }
-        }
-        return 0;
-}
 
 static atomic_uint warm_seq;
 
@@ -1341,7 +832,7 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
 
         int trees[3 + ZYGOTE_MAX_BINDS];
         int ntrees = 1 + (int)cfg->n_binds;
-        if (session_trees(cfg, host_uid, w->slot > 0, trees, ret_err) < 0) {
+        if (jail_trees_make(cfg, host_uid, w->slot > 0, trees, ret_err) < 0) {
                 warm_free(w);
                 return -1;
         }
@@ -1427,10 +918,10 @@ int warm_claim(const corral_jail_config *cfg, double timeout_s, struct warm **re
         }
         memcpy(msg.data + offsetof(struct zygote_claim, envc), &envc, sizeof(envc));
         for (size_t i = 0; i < cfg->n_binds; i++) {
-                const char *rel = bind_beneath_workspace(cfg->binds[i].dst); /* warm_supported() checked */
+                const char *rel = jail_bind_beneath_workspace(cfg->binds[i].dst); /* warm_supported() checked */
                 capbuf_append(&msg, rel, strlen(rel) + 1);
         }
-        int r = msg.truncated ? (errno = E2BIG, -1) : send_with_fds(w->ctl, msg.data, msg.len, trees, ntrees);
+        int r = msg.truncated ? (errno = E2BIG, -1) : unix_send_fds(w->ctl, msg.data, msg.len, trees, ntrees);
         int e = errno;
         capbuf_release(&msg);
         for (int i = 0; i < ntrees; i++)

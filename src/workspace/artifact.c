@@ -1445,8 +1445,21 @@ char *artifact_result_to_json(const corral_jail_result *res, int ws_fd, struct w
         return text;
 }
 
+static int run_direct(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret_res,
+                      void *userdata, corral_error **ret_err)
+{
+        (void)userdata;
+        return corral_jail_run(cfg, io, ret_res, ret_err);
+}
+
 int artifact_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret_res,
                       char **ret_json, corral_error **ret_err)
+{
+        return artifact_jail_run_by(cfg, io, run_direct, NULL, ret_res, ret_json, ret_err);
+}
+
+int artifact_jail_run_by(const corral_jail_config *cfg, const corral_jail_io *io, artifact_runner run,
+                         void *userdata, corral_jail_result *ret_res, char **ret_json, corral_error **ret_err)
 {
         *ret_json = NULL;
         cleanup_close int ws_fd = -1;
@@ -1462,7 +1475,7 @@ int artifact_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, c
                 if (ws_snapshot_dir(ws_fd, WS_SNAPSHOT_ALL, &before, ret_err) < 0)
                         return corral_error_prefix(ret_err, "cannot snapshot the workspace '%s'", cfg->workspace);
         }
-        int rc = corral_jail_run(cfg, io, ret_res, ret_err);
+        int rc = run(cfg, io, ret_res, userdata, ret_err);
         if (rc == 0) {
                 *ret_json = artifact_result_to_json(ret_res, ws_fd, before, ret_err);
                 if (*ret_json == NULL) {

@@ -137,6 +137,13 @@ CORRAL_HIDDEN char *artifact_result_to_json(const corral_jail_result *res, int w
  * *ret_res then. */
 CORRAL_HIDDEN int artifact_jail_run(const corral_jail_config *cfg, const corral_jail_io *io,
                                     corral_jail_result *ret_res, char **ret_json, corral_error **ret_err);
+/* The same with another way to run the jail (corral exec: a pooled jail
+ * where one fits), called as corral_jail_run() is. */
+typedef int (*artifact_runner)(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret_res,
+                               void *userdata, corral_error **ret_err);
+CORRAL_HIDDEN int artifact_jail_run_by(const corral_jail_config *cfg, const corral_jail_io *io, artifact_runner run,
+                                       void *userdata, corral_jail_result *ret_res, char **ret_json,
+                                       corral_error **ret_err);
 /* Tests: watch at most n directories per snapshot (0: the default, 8,192;
  * a tree with more is walked whole every time). */
 CORRAL_HIDDEN void ws_snapshot_max_watches(size_t n);

@@ -1,0 +1,431 @@
+/* exec-pool.c: pre-made one-shot jails kept by the session host
+ * (exec-pool.h, docs/exec-pool.md).
+ *
+ * One thread makes jails while the pool is short of its target, oldest
+ * first out; the lock is never held while a jail is made or torn down.  A
+ * jail handed out is its taker's: the pool never sees it again (each jail
+ * is used once).  Fallbacks are counted by reason, a fixed short list.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../lib/jail-internal.h"
+#include "client.h"
+#include "exec-pool.h"
+#include "wire.h"
+
+#define MAX_WHY 12
+#define EXEC_CLAIM_GO_MS 5000 /* how long a claimed jail waits for its client's go */
+
+struct exec_pool {
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        pthread_t thread;
+        bool stopping;
+        int target;
+        struct jail_premade *ready[EXEC_POOL_MAX]; /* oldest first */
+        int n;
+        unsigned long made, claimed, failed, replaced;
+        struct {
+                const char *why;
+                unsigned long n;
+        } fallbacks[MAX_WHY];
+        char last_error[256];
+};
+
+int exec_pool_target_from_env(corral_error **ret_err)
+{
+        const char *v = getenv("CORRAL_EXEC_POOL");
+        if (v == NULL || v[0] == '\0')
+                return EXEC_POOL_DEFAULT;
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || *end || end == v || n < 0 || n > EXEC_POOL_MAX)
+                return corral_usage(ret_err, "CORRAL_EXEC_POOL must be a number of jails from 0 (no pool) to %d, "
+                                             "not '%s'",
+                                    EXEC_POOL_MAX, v);
+        return (int)n;
+}
+
+/* The configuration every jail of the pool is made with: the library's
+ * defaults; a claim brings its own limits, disk, workspace and binds. */
+static int pool_config(corral_jail_config *cfg, corral_error **ret_err)
+{
+        char *argv[] = { (char *)"python3", NULL };
+        corral_jail_config_init(cfg);
+        return corral_jail_config_set_argv(cfg, argv, ret_err);
+}
+
+static void count_fallback(struct exec_pool *p, const char *why)
+{
+        for (int i = 0; i < MAX_WHY; i++) {
+                if (p->fallbacks[i].why == NULL)
+                        p->fallbacks[i].why = why;
+                if (p->fallbacks[i].why == why || strcmp(p->fallbacks[i].why, why) == 0) {
+                        p->fallbacks[i].n++;
+                        return;
+                }
+        }
+}
+
+static void *pool_thread(void *arg)
+{
+        struct exec_pool *p = arg;
+        corral_jail_config cfg;
+        corral_error *err = NULL;
+        if (pool_config(&cfg, &err) < 0) {
+                pthread_mutex_lock(&p->lock);
+                snprintf(p->last_error, sizeof(p->last_error), "%s", err ? err->msg : "?");
+                pthread_mutex_unlock(&p->lock);
+                corral_error_free(err);
+                return NULL;
+        }
+        unsigned failures = 0;
+        pthread_mutex_lock(&p->lock);
+        while (!p->stopping) {
+                /* One idle too long: out first, made again below. */
+                if (p->n > 0 && jail_premade_idle_ms(p->ready[0]) >= EXEC_POOL_IDLE_MS) {
+                        struct jail_premade *old = p->ready[0];
+                        memmove(p->ready, p->ready + 1, (size_t)(p->n - 1) * sizeof(p->ready[0]));
+                        p->n--;
+                        p->replaced++;
+                        pthread_mutex_unlock(&p->lock);
+                        jail_premade_free(old);
+                        pthread_mutex_lock(&p->lock);
+                        continue;
+                }
+                if (p->n < p->target) {
+                        pthread_mutex_unlock(&p->lock);
+                        struct jail_premade *pm = NULL;
+                        int r = jail_premade_make(&cfg, &pm, &err);
+                        pthread_mutex_lock(&p->lock);
+                        if (r == 0 && !p->stopping) {
+                                p->ready[p->n++] = pm;
+                                p->made++;
+                                failures = 0;
+                                continue;
+                        }
+                        if (r == 0) {
+                                pthread_mutex_unlock(&p->lock);
+                                jail_premade_free(pm);
+                                pthread_mutex_lock(&p->lock);
+                                break;
+                        }
+                        p->failed++;
+                        snprintf(p->last_error, sizeof(p->last_error), "%s", err ? err->msg : "?");
+                        corral_error_clear(&err);
+                        failures++;
+                }
+                /* Wait for a take, the next idle deadline, or (after a
+                 * failure) a while before trying again. */
+                double wait_ms = p->n > 0 ? EXEC_POOL_IDLE_MS - jail_premade_idle_ms(p->ready[0]) : 1e9;
+                if (p->n < p->target) {
+                        double backoff = failures < 6 ? 100.0 * (1u << failures) : 5000.0;
+                        wait_ms = wait_ms < backoff ? wait_ms : backoff;
+                }
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                double ns = (double)ts.tv_nsec + (wait_ms > 1e9 ? 1e9 : wait_ms) * 1e6;
+                ts.tv_sec += (time_t)(ns / 1e9);
+                ts.tv_nsec = (long)(ns - (double)(time_t)(ns / 1e9) * 1e9);
+                pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+        }
+        pthread_mutex_unlock(&p->lock);
+        corral_jail_config_release(&cfg);
+        return NULL;
+}
+
+struct exec_pool *exec_pool_new(int target, corral_error **ret_err)
+{
+        if (target <= 0)
+                return NULL;
+        struct exec_pool *p = calloc(1, sizeof(*p));
+        if (p == NULL) {
+                corral_fail(ret_err, ENOMEM, "cannot start the pool of jails made in advance");
+                return NULL;
+        }
+        pthread_mutex_init(&p->lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_cond_init(&p->wake, &ca);
+        pthread_condattr_destroy(&ca);
+        p->target = target > EXEC_POOL_MAX ? EXEC_POOL_MAX : target;
+        int e = pthread_create(&p->thread, NULL, pool_thread, p);
+        if (e != 0) {
+                corral_fail(ret_err, e, "cannot start the pool of jails made in advance");
+                pthread_cond_destroy(&p->wake);
+                pthread_mutex_destroy(&p->lock);
+                free(p);
+                return NULL;
+        }
+        return p;
+}
+
+struct jail_premade *exec_pool_take(struct exec_pool *p, const corral_jail_config *cfg, const char **ret_why)
+{
+        struct jail_premade *pm = NULL;
+        const char *why = NULL;
+        pthread_mutex_lock(&p->lock);
+        if (p->n == 0) {
+                why = "none ready";
+        } else if ((why = jail_premade_misfit(p->ready[0], cfg)) == NULL) {
+                pm = p->ready[0];
+                memmove(p->ready, p->ready + 1, (size_t)(p->n - 1) * sizeof(p->ready[0]));
+                p->n--;
+                p->claimed++;
+                pthread_cond_signal(&p->wake);
+        }
+        if (why)
+                count_fallback(p, why);
+        pthread_mutex_unlock(&p->lock);
+        if (ret_why)
+                *ret_why = why;
+        return pm;
+}
+
+json_t *exec_pool_status(struct exec_pool *p)
+{
+        pthread_mutex_lock(&p->lock);
+        json_t *fb = json_object();
+        for (int i = 0; i < MAX_WHY && p->fallbacks[i].why; i++)
+                json_object_set_new(fb, p->fallbacks[i].why, json_integer((json_int_t)p->fallbacks[i].n));
+        json_t *r = json_pack("{s:i,s:i,s:I,s:I,s:I,s:I,s:o}", "size", p->n, "target", p->target, "made",
+                              (json_int_t)p->made, "claimed", (json_int_t)p->claimed, "failed",
+                              (json_int_t)p->failed, "replaced", (json_int_t)p->replaced, "fallbacks", fb);
+        if (r && p->last_error[0])
+                json_object_set_new(r, "last_error", json_string(p->last_error));
+        pthread_mutex_unlock(&p->lock);
+        return r;
+}
+
+void exec_pool_free(struct exec_pool *p)
+{
+        if (p == NULL)
+                return;
+        pthread_mutex_lock(&p->lock);
+        p->stopping = true;
+        pthread_cond_signal(&p->wake);
+        pthread_mutex_unlock(&p->lock);
+        pthread_join(p->thread, NULL);
+        for (int i = 0; i < p->n; i++)
+                jail_premade_free(p->ready[i]);
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+}
+
+/* ---- the claim over host.sock ---- */
+
+static void reply(int fd, json_t *r)
+{
+        if (r)
+                wire_write(fd, r);
+        json_decref(r);
+}
+
+void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req)
+{
+        corral_jail_config cfg;
+        corral_jail_config_init(&cfg);
+        corral_error *err = NULL;
+        const json_t *profile = json_object_get(req, "profile");
+        const json_t *jargv = json_object_get(req, "argv");
+        char *text = json_is_object(profile) ? json_dumps(profile, JSON_COMPACT) : NULL;
+        size_t argc = json_is_array(jargv) ? json_array_size(jargv) : 0;
+        char **argv = calloc(argc + 1, sizeof(*argv));
+        bool ok = text && argv && argc > 0;
+        for (size_t i = 0; ok && i < argc; i++)
+                ok = (argv[i] = (char *)json_string_value(json_array_get(jargv, i))) != NULL;
+        if (!ok) {
+                corral_usage(&err, "an exec-claim needs a profile (an object) and argv (strings)");
+        } else if (corral_jail_config_load_profile_text(&cfg, text, strlen(text), "exec-claim", &err) == 0 &&
+                   corral_jail_config_set_argv(&cfg, argv, &err) == 0 &&
+                   corral_jail_config_validate(&cfg, &err) == 0) {
+                const char *why = NULL;
+                struct jail_premade *pm = p ? exec_pool_take(p, &cfg, &why) : NULL;
+                if (pm == NULL) {
+                        /* Nothing of the claim reached a jail: the client
+                         * starts one directly. */
+                        reply(fd, json_pack("{s:s,s:s}", "t", "fallback", "why", why ? why : "no pool"));
+                        goto out;
+                }
+                int out[2];
+                jail_premade_take_output(pm, &out[0], &out[1]);
+                json_t *claimed = json_pack("{s:s}", "t", "claimed");
+                if (claimed && jail_premade_backend(pm) == CORRAL_BACKEND_RLIMIT)
+                        /* what a direct jail's caller hears before its program runs */
+                        json_object_set_new(claimed, "notice", json_string(JAIL_NOTICE_RLIMITS));
+                int sent = claimed ? wire_write_fds(fd, claimed, out, 2) : -1;
+                json_decref(claimed);
+                close(out[0]);
+                close(out[1]);
+                /* The client says go once it has the pipes in time; a
+                 * client that gave up waiting (and starts a direct jail)
+                 * hangs up instead, and nothing of the claim ran: a
+                 * program never runs twice. */
+                json_t *go = sent < 0 ? NULL : wire_read(fd, EXEC_CLAIM_GO_MS);
+                const char *gop = json_string_value(json_object_get(go, "op"));
+                bool going = gop && strcmp(gop, "go") == 0;
+                json_decref(go);
+                if (!going) {
+                        jail_premade_free(pm);
+                        goto out;
+                }
+                /* The connection is held for the jail's life: its hang-up
+                 * (the client killed) is the jail's cancel, at once. */
+                corral_jail_io io = { .stdin_fd = -1, .cancel_fd = fd };
+                corral_jail_result res;
+                int rc = jail_premade_run(pm, &cfg, &io, &res, &err);
+                if (rc == 0) {
+                        char *r = corral_jail_result_to_json(&res);
+                        json_t *rj = r ? json_loads(r, 0, NULL) : NULL;
+                        free(r);
+                        reply(fd, rj ? json_pack("{s:s,s:o}", "t", "result", "result", rj) : NULL);
+                        corral_jail_result_release(&res);
+                } else if (rc == JAIL_PREMADE_UNCLAIMED) {
+                        reply(fd, json_pack("{s:s,s:s}", "t", "fallback", "why", err ? err->msg : "unclaimed"));
+                } else {
+                        reply(fd, json_pack("{s:s,s:s,s:i}", "t", "error", "message",
+                                            err ? err->msg : "the jail failed", "kind",
+                                            err ? err->kind : CORRAL_ERR_INTERNAL));
+                }
+                goto out;
+        }
+        reply(fd, json_pack("{s:s,s:s,s:i}", "t", "error", "message", err ? err->msg : "bad exec-claim", "kind",
+                            err ? err->kind : CORRAL_ERR_USAGE));
+out:
+        corral_error_free(err);
+        corral_jail_config_release(&cfg);
+        free(argv);
+        free(text);
+}
+
+/* ---- the client's side (corral exec) ---- */
+
+/* How long the client waits for a pooled jail before it starts one itself
+ * (a direct jail costs about that much). */
+static int claim_wait_ms(void)
+{
+        const char *v = getenv("CORRAL_EXEC_POOL_WAIT_MS");
+        long n = v && *v ? strtol(v, NULL, 10) : 50;
+        return n > 0 && n < 60000 ? (int)n : 50;
+}
+
+/* Whether cfg could be served by the pool at all, known without asking:
+ * what the profile the host gets cannot say (a bind by descriptor, a
+ * relative path, the uid range, the address-space limit, stdin), and what
+ * no pooled jail has (its own root, the host's network, a proxy, a script). */
+static bool claimable(const corral_jail_config *cfg)
+{
+        corral_jail_config d;
+        corral_jail_config_init(&d);
+        bool ok = !cfg->rootfs && !cfg->script && cfg->net != CORRAL_NET_HOST && cfg->net != CORRAL_NET_ALLOW &&
+                  cfg->stdin_mode != CORRAL_STDIN_PIPE && !cfg->no_timeout && !cfg->stream_unlimited &&
+                  cfg->uid_base == d.uid_base && cfg->uid_count == d.uid_count &&
+                  cfg->address_space_bytes == d.address_space_bytes &&
+                  (cfg->workspace == NULL || cfg->workspace[0] == '/');
+        for (size_t i = 0; ok && i < cfg->n_binds; i++)
+                ok = cfg->binds[i].src_fd < 0 && cfg->binds[i].src[0] == '/';
+        corral_jail_config_release(&d);
+        return ok;
+}
+
+int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
+                    corral_error **ret_err)
+{
+        const char *env = getenv("CORRAL_EXEC_POOL");
+        if ((env && strcmp(env, "0") == 0) || !claimable(cfg))
+                return 1;
+        corral_error *e = NULL;
+        int fd = session_client_connect_host(false, &e);
+        corral_error_free(e);
+        if (fd < 0)
+                return 1;
+        int rc = 1, out[2] = { -1, -1 };
+        size_t nfds = 0;
+        json_t *msg = NULL;
+        char *profile = corral_jail_config_to_profile_json(cfg);
+        json_t *req = json_pack("{s:s,s:o,s:[]}", "op", "exec-claim", "profile",
+                                profile ? json_loads(profile, 0, NULL) : NULL, "argv");
+        for (size_t i = 0; req && cfg->argv[i]; i++)
+                json_array_append_new(json_object_get(req, "argv"), json_string(cfg->argv[i]));
+        free(profile);
+        if (req == NULL || wire_write(fd, req) < 0)
+                goto out;
+        msg = wire_read_fds(fd, claim_wait_ms(), out, 2, &nfds);
+        const char *t = json_string_value(json_object_get(msg, "t"));
+        if (t == NULL || strcmp(t, "claimed") != 0 || nfds != 2)
+                goto out; /* no jail, or too late: we hang up, the host tears it down */
+        json_t *go = json_pack("{s:s}", "op", "go");
+        int sent = go ? wire_write(fd, go) : -1;
+        json_decref(go);
+        if (sent < 0)
+                goto out;
+        /* From here the program may run: it is never started again. */
+        rc = -1;
+        const char *notice = json_string_value(json_object_get(msg, "notice"));
+        if (notice && strcmp(notice, JAIL_NOTICE_RLIMITS) == 0 && io && io->on_notice)
+                io->on_notice(io->userdata, JAIL_NOTICE_RLIMITS);
+        corral_jail_result output;
+        memset(&output, 0, sizeof(output));
+        if (jail_output_pump(out[0], out[1], cfg, io, fd, &output, ret_err) < 0)
+                goto out;
+        json_decref(msg);
+        msg = wire_read(fd, -1);
+        t = json_string_value(json_object_get(msg, "t"));
+        if (t == NULL) {
+                corral_jail_result_release(&output);
+                corral_fail(ret_err, 0, "the session host ended while the program ran");
+                goto out;
+        }
+        if (strcmp(t, "result") == 0 && jail_result_from_json(json_object_get(msg, "result"), ret) == 0) {
+                ret->stdout_buf = output.stdout_buf;
+                ret->stdout_len = output.stdout_len;
+                ret->stderr_buf = output.stderr_buf;
+                ret->stderr_len = output.stderr_len;
+                ret->stdout_total = output.stdout_total;
+                ret->stderr_total = output.stderr_total;
+                ret->stdout_truncated = output.stdout_truncated;
+                ret->stderr_truncated = output.stderr_truncated;
+                /* The classifier's one rule that reads stderr, which the
+                 * host did not see (outcome.c: an allocation that failed
+                 * under RLIMIT_AS), applied here as a direct jail does. */
+                if (ret->backend == CORRAL_BACKEND_RLIMIT && ret->status == CORRAL_STATUS_ERROR &&
+                    !ret->stderr_truncated && jail_outcome_memory_error(ret->stderr_buf, ret->stderr_len)) {
+                        ret->status = CORRAL_STATUS_OOM;
+                        ret->limit = CORRAL_LIMIT_MEMORY;
+                        free(ret->reason);
+                        if (asprintf(&ret->reason, "memory limit of %" PRIu64 " MiB reached (allocation failed "
+                                                   "under RLIMIT_AS)",
+                                     cfg->memory_bytes >> 20) < 0)
+                                ret->reason = NULL;
+                }
+                rc = 0;
+        } else if (strcmp(t, "fallback") == 0) {
+                corral_jail_result_release(&output);
+                rc = 1; /* failed before the program started */
+        } else {
+                corral_jail_result_release(&output);
+                const char *m = json_string_value(json_object_get(msg, "message"));
+                corral_make_error(ret_err, (int)json_integer_value(json_object_get(msg, "kind")), 0, "%s",
+                                  m ? m : "the session host could not run the jail");
+                if (strcmp(t, "result") == 0)
+                        corral_jail_result_release(ret);
+        }
+out:
+        for (size_t i = 0; i < nfds && i < 2; i++)
+                close(out[i]);
+        json_decref(req);
+        json_decref(msg);
+        close(fd);
+        return rc;
+}

@@ -1,0 +1,62 @@
+/* exec-pool.h: the session host's pool of pre-made one-shot jails for
+ * `corral exec` (docs/exec-pool.md).
+ *
+ * exec_pool_new() starts a background thread that keeps up to `target`
+ * jails made in advance (jail_premade_make(), the library's default
+ * configuration) and replaces one idle for EXEC_POOL_IDLE_MS; it never
+ * makes one on a caller's path.  exec_pool_take() hands one that fits a
+ * configuration to its caller (who claims it with jail_premade_run()) and
+ * wakes the thread to refill, or says why there is none (counted as a
+ * fallback).  exec_pool_status() is what `corral session status` shows.
+ * Thread-safe.
+ *
+ * Internal to src/session/: the daemon owns the pool.
+ */
+#ifndef CORRAL_SESSION_EXEC_POOL_H
+#define CORRAL_SESSION_EXEC_POOL_H
+
+#include <corral/jail.h>
+#include <jansson.h>
+
+#define EXEC_POOL_DEFAULT 2
+#define EXEC_POOL_MAX 16
+#define EXEC_POOL_IDLE_MS (10 * 60 * 1000.0)
+
+struct exec_pool;
+struct jail_premade;
+
+/* CORRAL_EXEC_POOL from the environment: EXEC_POOL_DEFAULT when unset,
+ * 0 (off) to EXEC_POOL_MAX; -1 (error set) for anything else. */
+int exec_pool_target_from_env(corral_error **ret_err);
+/* NULL when target is 0 or the thread cannot start (error set then). */
+struct exec_pool *exec_pool_new(int target, corral_error **ret_err);
+/* A ready jail for cfg, or NULL with *ret_why (static) saying why not. */
+struct jail_premade *exec_pool_take(struct exec_pool *p, const corral_jail_config *cfg, const char **ret_why);
+/* {"size", "target", "made", "claimed", "failed", "replaced", "fallbacks": {WHY: N}} */
+json_t *exec_pool_status(struct exec_pool *p);
+/* Serve {"op": "exec-claim", "profile": {...}, "argv": [...]} on the
+ * client's connection fd (p may be NULL: no pool): answers
+ * {"t": "fallback", "why"} when no jail of the pool fits (nothing ran; the
+ * client starts a direct jail), else {"t": "claimed"} carrying the read
+ * ends of the jail's stdout and stderr (SCM_RIGHTS, for the client to read
+ * and cap); on the client's {"op": "go"} (anything else, or nothing for 5
+ * s: the jail is torn down unclaimed, as for a client that gave up
+ * waiting and started a direct jail) it runs the jail with the connection
+ * as its cancel (the client's
+ * hang-up kills it at once), then answers {"t": "result", "result": {...}}
+ * (the output fields empty: the client has the output), {"t": "fallback"}
+ * when the claim failed before the program started, or {"t": "error"}. */
+void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req);
+/* `corral exec`'s side: run cfg in a jail of the user's session host's
+ * pool (docs/exec-pool.md, "When corral exec uses the pool"): 0 with ret
+ * (output read and capped here, with io's callbacks), 1 when it did not
+ * (no host, no jail that fits within CORRAL_EXEC_POOL_WAIT_MS, default 50
+ * ms, or CORRAL_EXEC_POOL=0: nothing ran; start a direct jail), -1 with
+ * ret_err once the program may have run (the host ended meanwhile: never
+ * run it again). */
+int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
+                    corral_error **ret_err);
+/* Stop the thread and tear down every jail never claimed; accepts NULL. */
+void exec_pool_free(struct exec_pool *p);
+
+#endif

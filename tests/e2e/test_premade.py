@@ -1,0 +1,473 @@
+"""Pre-made jails of the library (issue 24, docs/exec-pool.md): a jail made in advance with one
+configuration and claimed with another gets the claim's limits, disk, workspace and binds, runs like a
+direct jail, and shares nothing with another (tests/e2e/premade-jails.c drives the library)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+CORRAL = os.environ.get("CORRAL") or os.path.join(os.path.dirname(__file__), "../../build/corral")
+HELPER = os.environ.get("CORRAL_PREMADE_JAILS") or os.path.join(os.path.dirname(os.path.abspath(CORRAL)),
+                                                                  "tests", "premade-jails")
+pytestmark = pytest.mark.skipif(not os.path.exists(HELPER), reason="needs tests/premade-jails")
+# Made with larger limits than any claim below, so that each limit hit is the claim's.
+MADE = {"memory": "1G", "pids": 128, "disk": "256M", "timeout": 60}
+
+
+def premade(claim, *argv, made=MADE):
+    p = subprocess.run([HELPER, json.dumps(made), json.dumps(claim), "--", *argv], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def result(claim, *argv, made=MADE):
+    d = premade(claim, *argv, made=made)
+    assert d["rc"] == 0 and d["misfit"] is None, d
+    return d["result"]
+
+
+def test_runs_like_a_direct_jail():
+    r = result({}, "/bin/sh", "-c", "echo out; echo err >&2; id -u; exit 3")
+    direct = json.loads(subprocess.run([CORRAL, "exec", "--json", "--", "/bin/sh", "-c",
+                                        "echo out; echo err >&2; id -u; exit 3"],
+                                       capture_output=True, text=True, timeout=60).stdout)
+    for k in ("status", "exit_code", "stdout", "stderr", "limit", "limits_backend"):
+        assert r[k] == direct[k], (k, r, direct)
+    assert r["stdout"] == "out\n1000\n" and r["exit_code"] == 3
+
+
+def test_root_is_read_only_and_caps_are_gone():
+    r = result({}, "/bin/sh", "-c", "touch /x 2>/dev/null && echo wrote; grep -E '^(CapEff|CapBnd|NoNewPrivs)' "
+               "/proc/self/status")
+    assert "wrote" not in r["stdout"]
+    assert "CapEff:\t0000000000000000" in r["stdout"] and "CapBnd:\t0000000000000000" in r["stdout"]
+    assert "NoNewPrivs:\t1" in r["stdout"], r
+
+
+def direct(flags, argv):
+    p = subprocess.run([CORRAL, "exec", "--json", *flags, "--", *argv], capture_output=True, text=True, timeout=60)
+    return json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("claim,flags,argv,limit", [
+    ({"memory": "64M"}, ["--memory", "64M"], ["python3", "-c", "b = bytearray(400 << 20)"], "memory"),
+    ({"pids": 8}, ["--pids", "8"], ["/bin/sh", "-c", "for i in $(seq 30); do sleep 3 & done; wait"], "pids"),
+    ({"timeout": "500ms"}, ["--timeout", "500ms"], ["sleep", "10"], "wall-time"),
+])
+def test_limits_are_the_claims(claim, flags, argv, limit):
+    r = result(claim, *argv)
+    d = direct(flags, argv)
+    # Hit as in a direct jail with the same limits (without cgroups, the pids limit is RLIMIT_NPROC: a fork
+    # fails and the shell says so, as in a direct jail).
+    assert (r["limit"], r["exit_code"], r["status"]) == (d["limit"], d["exit_code"], d["status"]), (r, d)
+    if r["limits_backend"] != "rlimit" or limit != "pids":
+        assert r["limit"] == limit, r
+
+
+def test_disk_limit_is_the_claims():
+    # One file past the limit: stopped by the per-file cap (RLIMIT_FSIZE, as in a direct jail).
+    r = result({"disk": "4M"}, "/bin/sh", "-c", "head -c 16000000 /dev/zero > /tmp/x")
+    assert r["exit_code"] == 128 + 25, r  # SIGXFSZ
+    # Files each under it: the tmpfs, sized at the claim, is full at 4 MiB (made at 256 MiB).
+    r = result({"disk": "4M"}, "/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8; do head -c 1000000 /dev/zero > "
+               "/workspace/$i || break; done; ls /workspace | wc -l")
+    assert "No space left on device" in r["stderr"] and int(r["stdout"]) <= 5, r
+
+
+def test_disk_limit_sizes_tmp_and_workspace():
+    r = result({"disk": "8M"}, "/bin/sh", "-c", "df -k /tmp /workspace | tail -2")
+    sizes = [int(line.split()[1]) for line in r["stdout"].splitlines()]
+    assert sizes == [8192, 8192], r
+
+
+def test_workspace_and_binds_attached_at_the_claim(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.chmod(ws, 0o777)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "in.txt").write_text("from the host\n")
+    claim = {"workspace": str(ws), "binds": [{"src": str(data), "dst": "/data", "writable": False},
+                                             {"src": str(data), "dst": "/workspace/sub/d", "writable": False}]}
+    r = result(claim, "/bin/sh", "-c", "cat /data/in.txt /workspace/sub/d/in.txt; echo made > /workspace/out.txt; "
+               "echo x > /data/no 2>/dev/null || echo read-only")
+    assert r["stdout"] == "from the host\nfrom the host\nread-only\n", r
+    assert (ws / "out.txt").read_text() == "made\n"
+    assert not (data / "no").exists()
+
+
+def test_two_premade_jails_share_no_namespace_cgroup_or_uid(tmp_path):
+    # Both alive at once (a namespace's inode number is reused once it is gone).
+    script = ("for n in user pid mnt net ipc uts cgroup; do readlink /proc/self/ns/$n; done; "
+              "grep -E 'memory|pids' /proc/self/cgroup; touch /workspace/f; stat -c %u /workspace/f; sleep 1")
+    procs = [subprocess.Popen([HELPER, json.dumps(MADE), "{}", "--", "/bin/sh", "-c", script],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    host = []
+    for p in procs:  # seen from the host while both run: each jail's host uid and cgroups
+        pid = json.loads(p.stdout.readline())["made_pid"]
+        with open(f"/proc/{pid}/status") as f:
+            uid = [line.split()[1] for line in f if line.startswith("Uid:")][0]
+        with open(f"/proc/{pid}/cgroup") as f:
+            cgroups = {line.strip() for line in f if "/corral-" in line}  # the jail's own (none without cgroups)
+        host.append((uid, cgroups))
+    outs = []
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        d = json.loads(out)
+        assert d["rc"] == 0, d
+        outs.append(d["result"]["stdout"].splitlines())
+    a, b = outs
+    assert not set(a[:7]) & set(b[:7]), (a, b)
+    assert not host[0][1] & host[1][1], host
+    if os.geteuid() == 0:
+        assert host[0][0] != host[1][0], host  # each its own host uid of the pool
+
+
+def test_a_claim_that_does_not_fit_is_not_claimed(tmp_path):
+    d = premade({"rootfs": "/"}, "/bin/true")
+    assert d["misfit"] == "a root file system of its own" and d["rc"] == -2, d
+    d = premade({"net": "down"}, "/bin/true")
+    assert d["misfit"] == "another network" and d["rc"] == -2, d
+
+
+def test_a_jail_with_a_proxy_is_not_made_in_advance():
+    d = premade({}, "/bin/true", made={"net": "allow=example.com"})
+    assert d["rc"] == -3 and "made in advance" in d["error"], d
+
+
+# ---- the session host's pool (CORRAL_EXEC_POOL) ----
+
+def host_env(tmp_path, pool):
+    rt = tmp_path / "rt"
+    rt.mkdir(mode=0o700, parents=True, exist_ok=True)
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(rt), CORRAL_EXEC_POOL=str(pool))
+    return env
+
+
+def corral(env, *args):
+    return subprocess.run([CORRAL, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def pool_status(env):
+    p = corral(env, "session", "status", "--json")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_session_host_keeps_the_pool_full_and_leaves_nothing(tmp_path):
+    env = host_env(tmp_path, 3)
+    assert corral(env, "session", "start", "--cold").returncode == 0
+    try:
+        for _ in range(200):
+            st = pool_status(env)
+            if st["exec_pool"]["size"] == 3:
+                break
+            subprocess.run(["sleep", "0.05"])
+        pool = st["exec_pool"]
+        assert (pool["size"], pool["target"], pool["made"], pool["claimed"], pool["failed"]) == (3, 3, 3, 0, 0), st
+        text = corral(env, "session", "status").stdout
+        assert "pre-made jails for corral exec: 3 ready of 3, 3 made, 0 claimed" in text, text
+        host = st["pid"]
+        inits = [int(p) for p in subprocess.run(["pgrep", "-P", str(host)], capture_output=True,
+                                                text=True).stdout.split()]
+    finally:
+        assert corral(env, "session", "shutdown").returncode == 0
+    for _ in range(100):
+        alive = [p for p in inits if os.path.exists(f"/proc/{p}")]
+        if not alive:
+            break
+        subprocess.run(["sleep", "0.05"])
+    assert not alive, f"jails made in advance outlived their host: {alive}"
+
+
+def test_pool_of_two_by_default_none_with_0_and_a_bad_size_is_refused(tmp_path):
+    for pool, want in ((None, 2), (0, None)):
+        env = host_env(tmp_path / ("d" if pool is None else "z"), 0)  # a short socket path
+        if pool is None:
+            del env["CORRAL_EXEC_POOL"]
+        assert corral(env, "session", "start", "--cold").returncode == 0
+        try:
+            st = pool_status(env)["exec_pool"]
+            assert (st and st["target"]) == want, st
+        finally:
+            corral(env, "session", "shutdown")
+    env = host_env(tmp_path / "bad", 17) if (tmp_path / "bad").mkdir() is None else None
+    p = corral(env, "session", "start", "--cold")
+    assert p.returncode == 2 and "CORRAL_EXEC_POOL must be a number of jails from 0 (no pool) to 16, not '17'" in \
+        p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("limit", [None, "1K"])
+def test_output_read_by_the_claimant_is_a_direct_jails(limit):
+    # As `corral exec` will read a pooled jail's output: the pipes handed out, read by another thread.
+    script = "head -c 10000 /dev/zero | tr '\\\\0' a; echo; echo err >&2; exit 4"
+    claim, flags = ({"output_limit": limit}, ["--output-limit", limit]) if limit else ({}, [])
+    p = subprocess.run([HELPER, json.dumps(MADE), json.dumps(claim), "--", "/bin/sh", "-c", script],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ, PREMADE_HAND_OUT="1"))
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout.splitlines()[-1])["result"]
+    d = direct(flags, ["/bin/sh", "-c", script])
+    for k in ("status", "exit_code", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "stdout_truncated"):
+        assert r[k] == d[k], (k, r[k], d[k])
+    assert r["stdout_bytes"] == 10001 and r["stdout_truncated"] == (limit is not None)
+
+
+# ---- the claim over host.sock (op exec-claim; `corral exec` does not use it yet) ----
+
+import array  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import struct  # noqa: E402
+import time  # noqa: E402
+
+
+def send_frame(s, obj):
+    body = json.dumps(obj).encode()
+    s.sendall(struct.pack(">I", len(body)) + body)
+
+
+def recv_frame(s):
+    """One frame and the descriptors that came with it."""
+    fds = array.array("i")
+    head, anc, _, _ = s.recvmsg(4, socket.CMSG_SPACE(8 * fds.itemsize))
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+    if len(head) < 4:
+        return None, list(fds)
+    n = struct.unpack(">I", head)[0]
+    body = b""
+    while len(body) < n:
+        chunk = s.recv(n - len(body))
+        assert chunk, "the host hung up mid-frame"
+        body += chunk
+    return json.loads(body), list(fds)
+
+
+def claim(env, argv, profile=None, go=True):
+    """A claim as `corral exec` will make it: the request, then (once claimed) "go"."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(env["XDG_RUNTIME_DIR"], "corral", "sessions", "host.sock"))
+    send_frame(s, {"op": "exec-claim", "profile": profile or {}, "argv": argv})
+    msg, fds = recv_frame(s)
+    if go and msg and msg["t"] == "claimed":
+        send_frame(s, {"op": "go"})
+    return s, msg, fds
+
+
+def read_all(fd):
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            subprocess.run(["sleep", "0.01"])
+            continue
+        if not chunk:
+            os.close(fd)
+            return out
+        out += chunk
+
+
+@pytest.fixture
+def pool_host(tmp_path):
+    env = host_env(tmp_path, 2)
+    assert corral(env, "session", "start", "--cold").returncode == 0
+    for _ in range(200):
+        if pool_status(env)["exec_pool"]["size"] == 2:
+            break
+        time.sleep(0.05)
+    yield env
+    corral(env, "session", "shutdown")
+
+
+def procs_with(arg):
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                if arg.encode() in f.read().split(b"\0"):
+                    found.append(int(p))
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def wait_gone(arg, seconds):
+    end = time.monotonic() + seconds
+    while procs_with(arg) and time.monotonic() < end:
+        time.sleep(0.02)
+    return procs_with(arg)
+
+
+def test_claim_over_host_sock_hands_the_output_to_the_client(pool_host):
+    s, msg, fds = claim(pool_host, ["/bin/sh", "-c", "echo hello; echo err >&2; exit 5"], {"memory": "128M"})
+    assert msg["t"] == "claimed" and len(fds) == 2, (msg, fds)
+    assert read_all(fds[0]) == b"hello\n" and read_all(fds[1]) == b"err\n"
+    msg, _ = recv_frame(s)
+    r = msg["result"]
+    assert msg["t"] == "result" and r["exit_code"] == 5 and r["stdout"] == "" and r["stdout_bytes"] == 0, msg
+    st = pool_status(pool_host)["exec_pool"]
+    assert st["claimed"] == 1, st
+
+
+def test_a_claim_that_does_not_fit_falls_back(pool_host):
+    s, msg, fds = claim(pool_host, ["/bin/true"], {"net": "host"})
+    assert msg == {"t": "fallback", "why": "another network"} and not fds, msg
+    assert pool_status(pool_host)["exec_pool"]["fallbacks"] == {"another network": 1}
+
+
+def test_a_client_that_gave_up_before_go_runs_nothing(pool_host):
+    # It starts a direct jail instead: the pooled one must never run the program too.
+    s, msg, fds = claim(pool_host, ["/bin/sh", "-c", "exec sleep 33.1234"], go=False)
+    assert msg["t"] == "claimed"
+    s.close()
+    for fd in fds:
+        assert read_all(fd) == b""  # the jail is torn down: every writer gone
+    assert procs_with("33.1234") == []
+    assert pool_status(pool_host)["exec_pool"]["claimed"] == 1
+
+
+def test_killing_the_client_kills_the_jail_at_once(pool_host):
+    s, msg, fds = claim(pool_host, ["sleep", "31.4159"])
+    assert msg["t"] == "claimed"
+    for _ in range(100):
+        if procs_with("31.4159"):
+            break
+        time.sleep(0.02)
+    assert procs_with("31.4159"), "the claimed jail's program never started"
+    t0 = time.monotonic()
+    s.close()  # the client's end: as if it were killed
+    assert wait_gone("31.4159", 5) == [], "the jail outlived its client"
+    assert time.monotonic() - t0 < 2, "the jail took long to die"
+    for fd in fds:
+        os.close(fd)
+
+
+def test_host_killed_mid_claim_leaves_nothing_and_the_client_hears_it(pool_host):
+    s, msg, fds = claim(pool_host, ["sleep", "32.7182"])
+    assert msg["t"] == "claimed"
+    for _ in range(100):
+        if procs_with("32.7182"):
+            break
+        time.sleep(0.02)
+    host = pool_status(pool_host)["pid"]
+    pool = [int(p) for p in subprocess.run(["pgrep", "-P", str(host)], capture_output=True, text=True).stdout.split()]
+    os.kill(host, signal.SIGKILL)
+    s.settimeout(10)
+    msg, _ = recv_frame(s)
+    assert msg is None, msg  # the connection ends without a result: the client says so, never runs it again
+    assert read_all(fds[0]) == b"" and read_all(fds[1]) == b""
+    assert wait_gone("32.7182", 5) == [], "the program outlived its host"
+    end = time.monotonic() + 5
+    while any(os.path.exists(f"/proc/{p}") for p in pool) and time.monotonic() < end:
+        time.sleep(0.02)
+    assert not [p for p in pool if os.path.exists(f"/proc/{p}")], "jails of the pool outlived their host"
+    # Their cgroups go with the next jail's sweep of those whose supervisor died (cgroup.c).
+    subprocess.run([CORRAL, "exec", "--", "true"], capture_output=True, timeout=60,
+                   env=dict(os.environ, CORRAL_EXEC_POOL="0"))  # a direct jail, which sweeps
+    left = []
+    for root, dirs, _ in os.walk("/sys/fs/cgroup"):
+        left += [os.path.join(root, d) for d in dirs if d.startswith(f"corral-{host}-")]
+        dirs[:] = [d for d in dirs if not d.startswith("corral-")]
+    assert left == [], left
+
+
+# ---- corral exec through the pool ----
+
+def pool_exec(env, *args, **kw):
+    return subprocess.run([CORRAL, "exec", *args], capture_output=True, text=True, env=env, timeout=120, **kw)
+
+
+@pytest.fixture
+def exec_env(pool_host):
+    # A loaded test host may take longer than the 50 ms corral exec waits for a pooled jail by default.
+    return dict(pool_host, CORRAL_EXEC_POOL_WAIT_MS="3000")
+
+
+def test_corral_exec_runs_in_a_pooled_jail_as_in_a_direct_one(exec_env):
+    argv = ["/bin/sh", "-c", "echo hi; echo err >&2; exit 3"]
+    p = pool_exec(exec_env, "--json", "--memory", "256M", "--", *argv)
+    d = pool_exec(dict(exec_env, CORRAL_EXEC_POOL="0"), "--json", "--memory", "256M", "--", *argv)
+    r, rd = json.loads(p.stdout), json.loads(d.stdout)
+    assert (r["from"], rd["from"]) == ("pool", "direct"), (r, rd)
+    assert p.returncode == d.returncode == 3
+    assert set(r) == set(rd)
+    for k in ("status", "exit_code", "stdout", "stderr", "stdout_bytes", "stderr_bytes", "limit", "limits_backend"):
+        assert r[k] == rd[k], (k, r, rd)
+    p = pool_exec(exec_env, "--", *argv)  # streamed
+    d = pool_exec(dict(exec_env, CORRAL_EXEC_POOL="0"), "--", *argv)
+    assert (p.returncode, p.stdout, p.stderr) == (d.returncode, d.stdout, d.stderr) == (3, "hi\n", d.stderr), (p, d)
+    assert p.stderr.endswith("err\n")  # after the rlimit note, when there is one
+
+
+def test_corral_exec_limits_workspace_and_binds_at_the_claim(exec_env, tmp_path):
+    r = json.loads(pool_exec(exec_env, "--json", "--memory", "64M", "--", "python3", "-c",
+                             "b = bytearray(400 << 20)").stdout)
+    assert (r["from"], r["limit"]) == ("pool", "memory"), r
+    ws = tmp_path / "w"
+    ws.mkdir()
+    (tmp_path / "in.txt").write_text("data\n")
+    p = pool_exec(exec_env, "--json", "-w", str(ws), "--ro-bind", f"{tmp_path / 'in.txt'}:/data/in.txt", "--",
+                  "/bin/sh", "-c", "cat /data/in.txt > /workspace/out.txt")
+    r = json.loads(p.stdout)
+    assert r["from"] == "pool" and r["exit_code"] == 0, r
+    assert (ws / "out.txt").read_text() == "data\n"
+    assert [a["path"] for a in r["artifacts"]] == ["out.txt"], r
+
+
+def test_corral_exec_falls_back_silently(exec_env, tmp_path):
+    for env, args in ((dict(exec_env, CORRAL_EXEC_POOL="0"), []), (exec_env, ["--net", "host"]),
+                      (dict(exec_env, XDG_RUNTIME_DIR=str(tmp_path)), [])):  # no host there
+        p = pool_exec(env, "--json", *args, "--", "/bin/echo", "x")
+        assert p.returncode == 0 and json.loads(p.stdout)["from"] == "direct", (args, p.stdout)
+        assert "pool" not in p.stderr and "session" not in p.stderr, p.stderr
+
+
+def test_concurrent_claims_each_get_a_jail_of_their_own(exec_env, tmp_path):
+    # All 16 alive at once (a namespace's inode number is reused once it is gone): each waits for the others.
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    script = ("readlink /proc/self/ns/pid /proc/self/ns/net /proc/self/ns/mnt; touch /sync/$$-$(date +%N); "
+              "i=0; while [ $(ls /sync | wc -l) -lt 16 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done")
+    procs = [subprocess.Popen([CORRAL, "exec", "--json", "--bind", f"{sync}:/sync", "--", "/bin/sh", "-c", script],
+                              stdout=subprocess.PIPE, text=True, env=exec_env) for _ in range(16)]
+    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(r["exit_code"] == 0 for r in results), results
+    ns = [tuple(r["stdout"].split()) for r in results]
+    assert all(len(n) == 3 for n in ns) and len({x for n in ns for x in n}) == 48, ns  # nothing shared
+    froms = [r["from"] for r in results]
+    assert "pool" in froms, froms
+    st = pool_status(exec_env)["exec_pool"]
+    assert st["claimed"] == froms.count("pool"), (st, froms)
+
+
+def test_killing_corral_exec_kills_the_pooled_jail_at_once(exec_env):
+    p = subprocess.Popen([CORRAL, "exec", "--", "sleep", "34.5678"], env=exec_env)
+    for _ in range(200):
+        if procs_with("34.5678"):
+            break
+        time.sleep(0.02)
+    assert procs_with("34.5678")
+    p.kill()
+    p.wait()
+    t0 = time.monotonic()
+    assert wait_gone("34.5678", 5) == [] and time.monotonic() - t0 < 2
+
+
+def test_host_killed_while_corral_exec_runs(exec_env):
+    p = subprocess.Popen([CORRAL, "exec", "--", "sleep", "35.6789"], env=exec_env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    for _ in range(200):
+        if procs_with("35.6789"):
+            break
+        time.sleep(0.02)
+    assert procs_with("35.6789")
+    os.kill(pool_status(exec_env)["pid"], signal.SIGKILL)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 125 and "corral exec: the session host ended while the program ran" in err, (out, err)
+    assert wait_gone("35.6789", 5) == []
+    time.sleep(0.5)
+    assert procs_with("35.6789") == [], "the program ran a second time"
