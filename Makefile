@@ -51,8 +51,9 @@ stress:
 	@scripts/install-deps.sh test
 	@$(MAKE) --no-print-directory build
 	$(BUILD)/tests/jail-loop 20000
-	CORRAL=$(CURDIR)/$(BUILD)/corral CORRAL_KILL_RACE_JAILS=3000 \
-		python3 -m pytest -q -p no:cacheprovider tests/attack/test_syscalls.py -k busy_host
+	CORRAL=$(CURDIR)/$(BUILD)/corral CORRAL_KILL_RACE_JAILS=3000 CORRAL_KILL_RACE_SESSION_JAILS=1000 \
+		/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/attack/test_syscalls.py tests/attack/test_via_session.py \
+		-k busy_host
 	CORRAL_INIT=$(CURDIR)/$(BUILD)/corral-init CORRAL_ZYGOTE=$(CURDIR)/$(BUILD)/corral-zygote \
 		tests/stress/exec-pool-attack.sh $(CURDIR)/$(BUILD)/corral
 

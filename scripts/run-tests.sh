@@ -7,9 +7,10 @@
 #  3. when root, runs the e2e, attack and compat suites again as an ordinary user
 #     made for the purpose (the rlimit path on hosts where users cannot make
 #     cgroups), from a copy in a temp dir that user can read;
-#     the review suite, the server's tests over a ThreadSanitizer build and
-#     the ordinary user's pass run in a second lane beside the first (their
-#     output is printed when both are done);
+#     the review suite, two of the server's files over a ThreadSanitizer
+#     build and the ordinary user's pass run in a second lane beside the
+#     first (their output is printed when both are done), the server's other
+#     two files over that build at the end of the first lane;
 #  4. prints one summary line counting test cases (TAP subtests and pytest
 #     cases): "tests: N passed, N failed, N skipped".
 set -uo pipefail
@@ -116,11 +117,18 @@ fi
 # Two lanes at once: both mostly wait (on jails, timeouts, servers), and
 # they share no state a test looks at.  The first, here, runs the unit,
 # fuzz, stress, model-server, e2e, attack and compat suites as the current
-# user; the second, in the background, runs the review suite, the server's
-# files over the ThreadSanitizer build and, when root, the ordinary user's
-# pass (it has no cgroups; its session host, temp files and jails' uids are
-# its own).  The second lane's output goes to files, printed and counted
-# after the first lane.
+# user, then test_e2b_protocol.py and test_mcp_http.py over the
+# ThreadSanitizer build; the second, in the background, runs the review
+# suite, test_serve.py and test_serve_runs.py over that build and, when
+# root, the ordinary user's pass (it has no cgroups; its session host, temp
+# files and jails' uids are its own).  The server's four files are split to
+# bring the lanes' ends together: once the session tests shared a session
+# host per module and the kill race through sessions ran 20 jails, the
+# root's pass (first lane) took ~4 minutes less and the user's (second
+# lane) ~2 (measured file by file on the 2-core machine), so two files
+# (~40 s under TSan there) moved to the first lane.  Each TSan run
+# has its own state directory, its servers their own ports.  The second
+# lane's output goes to files, printed and counted after the first lane.
 lanelogs=$(mktemp -d /tmp/corral-testlogs.XXXXXX)
 trap '[ -n "${lane:-}" ] && kill -TERM -- "-$lane" 2>/dev/null; rm -rf "${tmp:-}" "$sanlog" "$lanelogs"' EXIT
 trap 'exit 130' INT TERM
@@ -134,6 +142,18 @@ logged() {
         printf '%s\n' "$title" >"$f.title"
         "$@" >"$f.log" 2>&1
         echo $? >"$f.rc"
+}
+# tsan_pass STATE FILE...: tests/e2e's FILEs over the ThreadSanitizer build,
+# with run records in $tsan/tests/STATE.
+tsan_pass() {
+        local state=$1 files=() f
+        shift
+        for f in "$@"; do
+                files+=("$root/tests/e2e/$f")
+        done
+        env CORRAL="$root/$tsan/corral" CORRAL_INIT="$root/$tsan/corral-init" CORRAL_SOURCE_ROOT="$root" \
+                CORRAL_UNDER_TSAN=1 CORRAL_ZYGOTE="$root/$tsan/corral-zygote" XDG_STATE_HOME="$root/$tsan/tests/$state" \
+                /usr/bin/python3 -m pytest -q -p no:cacheprovider "${files[@]}"
 }
 user_pass() {
         local suite=$1 ignore=()
@@ -154,12 +174,10 @@ set -m
         logged "suite review as $(id -un) (uid $(id -u))" \
                 meson test -C "$build" --suite review --print-errorlogs --no-rebuild --verbose --logbase review
         # The server is the most threaded front end: its end-to-end tests
-        # once more over a ThreadSanitizer build (any report fails, as above).
-        logged "tests/e2e/test_serve.py, test_serve_runs.py, test_e2b_protocol.py and test_mcp_http.py over the ThreadSanitizer build" \
-                env CORRAL="$root/$tsan/corral" CORRAL_INIT="$root/$tsan/corral-init" CORRAL_SOURCE_ROOT="$root" \
-                CORRAL_UNDER_TSAN=1 CORRAL_ZYGOTE="$root/$tsan/corral-zygote" XDG_STATE_HOME="$root/$tsan/tests/test-state" \
-                /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/e2e/test_serve.py" \
-                "$root/tests/e2e/test_serve_runs.py" "$root/tests/e2e/test_e2b_protocol.py" "$root/tests/e2e/test_mcp_http.py"
+        # once more over a ThreadSanitizer build (any report fails, as above);
+        # test_e2b_protocol.py and test_mcp_http.py end the first lane.
+        logged "tests/e2e/test_serve.py and test_serve_runs.py over the ThreadSanitizer build" \
+                tsan_pass test-state test_serve.py test_serve_runs.py
         # The review suite runs once: it tests the review, whoever runs it;
         # its jails are those the attack suite drives as this user.
         if [ -n "${tmp:-}" ]; then
@@ -180,6 +198,9 @@ for suite in unit fuzz stress model-server e2e attack compat; do
         grep -qE '^not ok [0-9]+ ' "$log" && grep -E '^not ok [0-9]+ ' "$log"
         count "$rc"
 done
+note "tests/e2e/test_e2b_protocol.py and test_mcp_http.py over the ThreadSanitizer build"
+tsan_pass test-state-2 test_e2b_protocol.py test_mcp_http.py 2>&1 | tee "$log"
+count "${PIPESTATUS[0]}"
 
 wait "$lane"
 lane=

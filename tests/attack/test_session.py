@@ -37,15 +37,17 @@ PIDNS = "import os\nos.stat('/proc/self/ns/pid').st_ino"
 
 
 class Session:
-    """One session, in a runtime dir shared by the test's sessions (so warm
-    ones share one session host and its zygote), stopped at the end.
+    """One session, in a runtime dir shared by the module's sessions of its
+    kind (so warm ones share one session host and its zygote) or by the
+    test's own (`fresh_session`), stopped at the end of the test.
 
     kind "warm" is `corral session start`'s default (forked from the host's
-    zygote), "cold" adds --cold."""
+    zygote), "cold" adds --cold.  linger: the host's CORRAL_SESSION_LINGER
+    (a test's own host keeps no zygote after its last session)."""
 
-    def __init__(self, rundir, kind, *opts, env=None):
+    def __init__(self, rundir, kind, *opts, env=None, linger="0"):
         self.rundir = rundir
-        self.env = dict(env or os.environ, XDG_RUNTIME_DIR=rundir, CORRAL_SESSION_LINGER="0")
+        self.env = dict(env or os.environ, XDG_RUNTIME_DIR=rundir, CORRAL_SESSION_LINGER=linger)
         if kind == "cold":
             opts = ("--cold",) + opts
         r = self._corral("start", "--json", *opts)
@@ -95,8 +97,48 @@ def last_json(res):
     return json.loads(lines[-1])
 
 
+# The module's tests share one session host per kind, in a runtime dir of the
+# module's: a warm host starts a zygote with the data libraries imported,
+# seconds under ASan on a busy host, which each test paid.  A test whose
+# attack aims at the host itself (signals, forged frames) or whose host must
+# start with its own environment (a key in the caller's environment) has a
+# host of its own (`fresh_session`).  The shared host keeps its zygote
+# SHARED_LINGER seconds between tests; the module's end shuts it down.
+SHARED_LINGER = "120"
+
+
+@pytest.fixture(scope="module")
+def shared_rundirs():
+    dirs = {}
+    yield dirs
+    for rundir in dirs.values():
+        subprocess.run([CORRAL, "session", "shutdown"], capture_output=True, timeout=60,
+                       env=dict(os.environ, XDG_RUNTIME_DIR=rundir))
+        shutil.rmtree(rundir, ignore_errors=True)
+
+
 @pytest.fixture(params=["warm", "cold"])
-def session(request):
+def session(request, shared_rundirs):
+    """session(*opts) -> a Session on the module's host of this kind."""
+    if request.param not in shared_rundirs:
+        rundir = tempfile.mkdtemp(prefix="corral-attack-run-")
+        os.chmod(rundir, 0o700)
+        shared_rundirs[request.param] = rundir
+    made = []
+
+    def start(*opts):
+        s = Session(shared_rundirs[request.param], request.param, *opts, linger=SHARED_LINGER)
+        made.append(s)
+        return s
+
+    yield start
+    for s in made:
+        s.stop()
+
+
+@pytest.fixture(params=["warm", "cold"])
+def fresh_session(request):
+    """session(*opts, env=None) -> a Session on a host of the test's own."""
     rundir = tempfile.mkdtemp(prefix="corral-attack-run-")
     os.chmod(rundir, 0o700)
     made = []
@@ -222,8 +264,8 @@ print(json.dumps(res))
 """
 
 
-def test_kill_all_from_a_session_spares_the_host(session, host_process):
-    s = session()
+def test_kill_all_from_a_session_spares_the_host(fresh_session, host_process):
+    s = fresh_session()
     jail_uid = None
     for p in s.interpreter_pids():
         with open(f"/proc/{p}/status") as f:
@@ -317,10 +359,10 @@ def test_writes_outside_the_workspace_do_not_reach_the_host(session):
             assert not f.read().endswith("x")
 
 
-def test_api_key_in_the_callers_environment_is_nowhere_in_the_session(session):
+def test_api_key_in_the_callers_environment_is_nowhere_in_the_session(fresh_session):
     canary = "sk-canary-" + uuid.uuid4().hex
     env = dict(os.environ, OPENAI_API_KEY=canary, CORRAL_TEST_TOKEN=canary)
-    s = session(env=env)
+    s = fresh_session(env=env)
     res = s.step("import json, os\nfound = []\n"
                  "for p in os.listdir('/proc'):\n"
                  "    for what in ('environ', 'cmdline'):\n"
@@ -387,11 +429,11 @@ def test_eperm_syscall_leaves_the_interpreter_alone(session, name, nr):
     assert s.step("'x' in dir()")["value"]["text"] == "True"
 
 
-def test_forged_frames_cannot_break_the_supervisor(session):
+def test_forged_frames_cannot_break_the_supervisor(fresh_session):
     """User code shares the driver's process: it can write anything on the
     control pipe.  A frame too long, garbage and a flood end the
     interpreter at worst; the supervisor lives on."""
-    s = session()
+    s = fresh_session()
     res = s.step("import os\nos.write(4, b'\\xff\\xff\\xff\\xff' + b'junk' * 100)\nimport time\ntime.sleep(5)",
                  "--timeout", "10")
     assert res["state_lost"] is True and "malformed" in res["reason"], res

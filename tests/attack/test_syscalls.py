@@ -54,16 +54,24 @@ def test_eperm_syscall_refused(run_jail, name, nr):
     assert_denied(r, name)
 
 
-def test_killed_call_never_returns_on_a_busy_host(run_jail):
+@pytest.fixture
+def kill_race_jails():
+    """How many jails the kill race below runs: 60 in make test,
+    CORRAL_KILL_RACE_JAILS in `make stress` (3,000).  test_via_session.py
+    has its own count for the race through sessions."""
+    return int(os.environ.get("CORRAL_KILL_RACE_JAILS", "60"))
+
+
+def test_killed_call_never_returns_on_a_busy_host(run_jail, kill_race_jails):
     """init kills the tree before it reports the call: the supervisor kills
     init when it reads the report, and init's exit fails the pending call
     with ENOSYS, so a program not yet sent SIGKILL went on from there (seen
     once in ~150 jails with both cores busy).  Two busy loops on the host
     widen that window; a race, so 250 jails caught the old order about one
-    run in three (ordinary user).  make test runs 60 here (four times: as
-    root and as a user, direct and through sessions; the hogs slow the tests
-    running beside them), `make stress` 3,000 (CORRAL_KILL_RACE_JAILS)."""
-    jails = int(os.environ.get("CORRAL_KILL_RACE_JAILS", "60"))
+    run in three (ordinary user).  make test runs 60 here (as root and as a
+    user; the hogs slow the tests running beside them), `make stress` 3,000
+    (CORRAL_KILL_RACE_JAILS)."""
+    jails = kill_race_jails
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
         returned = []

@@ -174,6 +174,16 @@ def run_jail(session_runner):
     return session_runner.run
 
 
+@pytest.fixture
+def kill_race_jails():
+    """test_syscalls.py's kill race on a busy host, through sessions: 20 in
+    make test (a step and its session cost ~1.5 s on a busy host under ASan,
+    so 60 took ~90 s of each pass, with two CPU hogs slowing the other lane
+    all along); the same race runs 60 times directly in make test, and
+    `make stress` runs 1,000 here (CORRAL_KILL_RACE_SESSION_JAILS)."""
+    return int(os.environ.get("CORRAL_KILL_RACE_SESSION_JAILS", "20"))
+
+
 # ---- where a step is not a process ----
 #
 # Each suite test replaced below keeps its name, so it runs here instead of

@@ -9,7 +9,8 @@ import subprocess
 import pytest
 
 from conftest import CORRAL
-from test_session import sessions  # noqa: F401 (the fixture: warm and cold sessions in a private runtime dir)
+# the fixtures: warm and cold sessions on one host per kind for this module, in a private runtime dir
+from test_session import sessions, shared_rundirs  # noqa: F401
 
 MEMORY = "256M"
 

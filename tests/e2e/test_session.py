@@ -1,8 +1,14 @@
 """`corral session`: persistent Python interpreters in jails, end to end.
 
-Every test gets its own runtime directory (XDG_RUNTIME_DIR), so its sessions
-are invisible to other tests and to other users of the machine, and each
-session it starts is stopped at teardown."""
+The module's tests run in a runtime directory (XDG_RUNTIME_DIR) of their own,
+one per kind (warm, cold), so their sessions are invisible to other files and
+to other users of the machine; each session a test starts is stopped at its
+teardown.  They share that directory's session host, and so one zygote with
+the data libraries imported (starting one costs seconds, under ASan and on a
+busy host ~7 s, each test paid it): a test that needs a host of its own (one
+that must end, be killed, or start with another environment) asks for
+`fresh_sessions`, a runtime directory of its own whose host ends with its last
+session."""
 import base64
 import json
 import os
@@ -27,14 +33,15 @@ class Sessions:
 
     kind "warm" starts them as `corral session start` does by default (forked
     from the session host's zygote where the options allow), "cold" with
-    --cold.  The host keeps no zygote after its last session here
+    --cold.  A fresh host keeps no zygote after its last session
     (CORRAL_SESSION_LINGER=0), so a stopped session leaves no process at all;
-    test_zygote.py tests the linger."""
+    the module's shared host keeps it SHARED_LINGER seconds, for the next
+    test (test_zygote.py tests the linger)."""
 
-    def __init__(self, rundir, kind="warm"):
+    def __init__(self, rundir, kind="warm", linger="0"):
         self.rundir = rundir
         self.kind = kind
-        self.env = dict(os.environ, XDG_RUNTIME_DIR=rundir, CORRAL_SESSION_LINGER="0")
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=rundir, CORRAL_SESSION_LINGER=linger)
         self.started = []
 
     def corral(self, *args, timeout=90, env=None):
@@ -56,14 +63,49 @@ class Sessions:
         assert r.stdout, f"no JSON (rc={r.returncode}, stderr={r.stderr!r})"
         return r.returncode, json.loads(r.stdout), r.stderr
 
-    def stop_all(self):
+    def stop_started(self):
         for sid in self.started:
             self.corral("stop", sid)
+
+    def stop_all(self):
+        self.stop_started()
         self.corral("shutdown")
 
 
+# How long the shared host keeps its zygote between two tests: far longer
+# than any test here takes; the module's teardown shuts it down.
+SHARED_LINGER = "120"
+
+
+@pytest.fixture(scope="module")
+def shared_rundirs():
+    """kind -> the runtime directory shared by this module's tests of that
+    kind; each host there is shut down when the module is done."""
+    dirs = {}
+    yield dirs
+    for kind, rundir in dirs.items():
+        Sessions(rundir, kind, SHARED_LINGER).corral("shutdown")
+        shutil.rmtree(rundir, ignore_errors=True)
+
+
 @pytest.fixture(params=["warm", "cold"])
-def sessions(request):
+def sessions(request, shared_rundirs):
+    """Sessions on the module's shared host of this kind."""
+    kind = request.param
+    if kind not in shared_rundirs:
+        rundir = tempfile.mkdtemp(prefix="corral-test-run-")
+        os.chmod(rundir, 0o700)
+        shared_rundirs[kind] = rundir
+    s = Sessions(shared_rundirs[kind], kind, SHARED_LINGER)
+    yield s
+    s.stop_started()
+
+
+@pytest.fixture(params=["warm", "cold"])
+def fresh_sessions(request):
+    """Sessions on a host of the test's own, in a runtime directory of its
+    own: for tests that end, kill or replace the host, or look for what it
+    leaves."""
     rundir = tempfile.mkdtemp(prefix="corral-test-run-")
     os.chmod(rundir, 0o700)
     s = Sessions(rundir, request.param)
@@ -509,47 +551,47 @@ def gone(info):
     return left
 
 
-def test_stop_leaves_nothing(sessions):
-    info = sessions.start()
+def test_stop_leaves_nothing(fresh_sessions):
+    info = fresh_sessions.start()
     sid = info["id"]
-    rc, r, _ = sessions.step(sid, "import os\nopen('output/f.txt', 'w').write('x')\nos.getpid()")
+    rc, r, _ = fresh_sessions.step(sid, "import os\nopen('output/f.txt', 'w').write('x')\nos.getpid()")
     assert rc == 0
     assert os.path.exists(os.path.join(info["workspace"], "output", "f.txt"))
     assert descendants(info["pid"]), "the supervisor has no jail under it"
-    p = sessions.corral("stop", sid)
+    p = fresh_sessions.corral("stop", sid)
     assert p.returncode == 0, p.stderr
     assert wait_until(lambda: not gone(info), 5), gone(info)
     # and it is really gone for the CLI
-    p = sessions.corral("exec", sid, "-c", "1")
+    p = fresh_sessions.corral("exec", sid, "-c", "1")
     assert p.returncode == 2 and f"no session '{sid}'" in p.stderr
-    p = sessions.corral("list", "--json")
+    p = fresh_sessions.corral("list", "--json")
     assert p.returncode == 0 and json.loads(p.stdout) == []
 
 
-def test_idle_timeout_ends_the_session(sessions):
-    info = sessions.start("--idle-timeout", "1")
+def test_idle_timeout_ends_the_session(fresh_sessions):
+    info = fresh_sessions.start("--idle-timeout", "1")
     sid = info["id"]
-    rc, r, _ = sessions.step(sid, "x = 1")
+    rc, r, _ = fresh_sessions.step(sid, "x = 1")
     assert rc == 0
-    p = sessions.corral("list", "--json")
+    p = fresh_sessions.corral("list", "--json")
     assert [s["id"] for s in json.loads(p.stdout)] == [sid]
     assert wait_until(lambda: not gone(info), 6), gone(info)
-    p = sessions.corral("exec", sid, "-c", "x")
+    p = fresh_sessions.corral("exec", sid, "-c", "x")
     assert p.returncode == 2 and "no session" in p.stderr
 
 
-def test_lifetime_limit_ends_a_busy_session(sessions):
-    info = sessions.start("--lifetime", "2", "--idle-timeout", "100")
+def test_lifetime_limit_ends_a_busy_session(fresh_sessions):
+    info = fresh_sessions.start("--lifetime", "2", "--idle-timeout", "100")
     sid = info["id"]
     for _ in range(3):
-        sessions.step(sid, "x = 1")
+        fresh_sessions.step(sid, "x = 1")
         time.sleep(0.3)
     assert wait_until(lambda: not gone(info), 6), gone(info)
 
 
-def test_sigterm_to_the_supervisor_cleans_up(sessions):
-    info = sessions.start()
-    sessions.step(info["id"], "x = 1")
+def test_sigterm_to_the_supervisor_cleans_up(fresh_sessions):
+    info = fresh_sessions.start()
+    fresh_sessions.step(info["id"], "x = 1")
     os.kill(info["pid"], 15)
     assert wait_until(lambda: not gone(info), 5), gone(info)
 
@@ -622,21 +664,21 @@ def test_a_client_gone_mid_step_leaves_the_host_serving(sessions):
     assert pid_alive(info["pid"])
 
 
-def test_sockets_of_a_killed_host_are_swept(sessions):
+def test_sockets_of_a_killed_host_are_swept(fresh_sessions):
     """A host killed outright leaves its sockets; `list` does not count them
     as sessions, and the next host removes them."""
-    info = sessions.start()
+    info = fresh_sessions.start()
     os.kill(info["pid"], 9)
     assert wait_until(lambda: not pid_alive(info["pid"]), 5)
     assert os.path.exists(info["socket"])
-    r = sessions.corral("list", "--json")
+    r = fresh_sessions.corral("list", "--json")
     assert r.returncode == 0 and json.loads(r.stdout) == [], r.stdout
-    r = sessions.corral("exec", info["id"], "-c", "1")
+    r = fresh_sessions.corral("exec", info["id"], "-c", "1")
     assert r.returncode == 2 and "no session" in r.stderr
-    other = sessions.start()
+    other = fresh_sessions.start()
     assert other["pid"] != info["pid"]
     assert not os.path.exists(info["socket"])
-    assert [s["id"] for s in json.loads(sessions.corral("list", "--json").stdout)] == [other["id"]]
+    assert [s["id"] for s in json.loads(fresh_sessions.corral("list", "--json").stdout)] == [other["id"]]
 
 
 BROKEN_DRIVERS = {
@@ -647,11 +689,11 @@ BROKEN_DRIVERS = {
 
 
 @pytest.mark.parametrize("kind", sorted(BROKEN_DRIVERS))
-def test_start_fails_cleanly_with_a_broken_interpreter(sessions, tmp_path, kind):
+def test_start_fails_cleanly_with_a_broken_interpreter(fresh_sessions, tmp_path, kind):
     """A driver that dies or talks garbage before it is ready: `start` says
     so (125) and the supervisor leaves nothing behind."""
     code, want = BROKEN_DRIVERS[kind]
-    if sessions.kind == "warm":
+    if fresh_sessions.kind == "warm":
         # The zygote imports the driver and talks its own protocol: a driver
         # that writes garbage and hangs is a zygote that never gets ready
         # (reported at the claim timeout, 30 s; the cold run covers it).
@@ -664,10 +706,10 @@ def test_start_fails_cleanly_with_a_broken_interpreter(sessions, tmp_path, kind)
     os.chmod(tmp_path, 0o755)
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    env = dict(sessions.env, CORRAL_SESSION_DRIVER=str(drv), TMPDIR=str(tmpdir))
-    p = sessions.corral("start", *(["--cold"] if sessions.kind == "cold" else []), env=env)
+    env = dict(fresh_sessions.env, CORRAL_SESSION_DRIVER=str(drv), TMPDIR=str(tmpdir))
+    p = fresh_sessions.corral("start", *(["--cold"] if fresh_sessions.kind == "cold" else []), env=env)
     assert p.returncode == 125 and want in p.stderr, p.stderr
-    sockdir = os.path.join(sessions.rundir, "corral", "sessions")
+    sockdir = os.path.join(fresh_sessions.rundir, "corral", "sessions")
     # the host, with no session left, ends on its own a moment later
     assert wait_until(lambda: not os.path.exists(sockdir) or os.listdir(sockdir) == [], 5), os.listdir(sockdir)
     assert wait_until(lambda: os.listdir(tmpdir) == [], 5), os.listdir(tmpdir)  # the temporary workspace

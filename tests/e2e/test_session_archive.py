@@ -3,9 +3,12 @@
 
 A session's workspace goes into a tar archive between steps and a new
 session starts from it with the same files; the interpreter's variables do
-not survive, by design.  Every test has its own runtime directory and its own
+not survive, by design.  The module has its own runtime directory and its own
 TMPDIR (where temporary workspaces go), both private to the user running the
-suite (root or corraltest), so "nothing left behind" can be checked."""
+suite (root or corraltest), and its tests share that directory's session host
+(a warm host starts a zygote, seconds under ASan on a busy host); each hostile
+archive's test has a directory, a TMPDIR and a host of its own
+(`fresh_sessions`), so "nothing left behind" can be checked."""
 import hashlib
 import io
 import json
@@ -65,14 +68,15 @@ x = 6 * 7
 class Sessions:
     """Sessions in a private runtime dir and TMPDIR; all stopped at the end."""
 
-    def __init__(self, base):
+    def __init__(self, base, linger="0"):
         self.base = base
         self.rundir = os.path.join(base, "run")
         self.tmpdir = os.path.join(base, "tmp")
         os.mkdir(self.rundir, 0o700)
         os.mkdir(self.tmpdir, 0o700)
-        # The host ends with its last session: nothing lingers (test_zygote.py tests the linger).
-        self.env = dict(os.environ, XDG_RUNTIME_DIR=self.rundir, TMPDIR=self.tmpdir, CORRAL_SESSION_LINGER="0")
+        # A fresh host ends with its last session: nothing lingers (test_zygote.py
+        # tests the linger); the module's shared host keeps its zygote for the next test.
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=self.rundir, TMPDIR=self.tmpdir, CORRAL_SESSION_LINGER=linger)
         self.started = []
 
     def corral(self, *args, timeout=120):
@@ -105,14 +109,40 @@ class Sessions:
         d = os.path.join(self.rundir, "corral", "sessions")
         return os.listdir(d) if os.path.isdir(d) else []
 
-    def stop_all(self):
+    def stop_started(self):
         for sid in self.started:
             self.corral("stop", sid)
+        self.started = []
+
+    def stop_all(self):
+        self.stop_started()
         self.corral("shutdown")
 
 
+# How long the module's shared host keeps its zygote between two tests (far
+# longer than any test here); the module's end shuts it down.
+SHARED_LINGER = "120"
+
+
+@pytest.fixture(scope="module")
+def shared_sessions():
+    base = tempfile.mkdtemp(prefix="corral-test-pause-")
+    s = Sessions(base, SHARED_LINGER)
+    yield s
+    s.stop_all()
+    shutil.rmtree(base, ignore_errors=True)
+
+
 @pytest.fixture
-def sessions():
+def sessions(shared_sessions):
+    """The module's shared host; the sessions the test starts are stopped at its end."""
+    yield shared_sessions
+    shared_sessions.stop_started()
+
+
+@pytest.fixture
+def fresh_sessions():
+    """A runtime dir, a TMPDIR and a host of the test's own."""
     base = tempfile.mkdtemp(prefix="corral-test-pause-")
     s = Sessions(base)
     yield s
@@ -360,8 +390,8 @@ HOSTILE = {
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
 @pytest.mark.parametrize("with_dir", [False, True], ids=["temporary", "with-w"])
-def test_hostile_archive_is_refused_and_leaves_nothing(sessions, tmp_path, kind, with_dir):
-    victim = os.path.join(sessions.tmpdir, "victim")  # where '..' from the extraction would land
+def test_hostile_archive_is_refused_and_leaves_nothing(fresh_sessions, tmp_path, kind, with_dir):
+    victim = os.path.join(fresh_sessions.tmpdir, "victim")  # where '..' from the extraction would land
     if kind in ("absolute", "symlink-out"):
         victim = str(tmp_path / "outside" / "victim")
         os.mkdir(tmp_path / "outside")
@@ -369,15 +399,15 @@ def test_hostile_archive_is_refused_and_leaves_nothing(sessions, tmp_path, kind,
     hostile(tar, kind, victim)
     before = set(os.listdir(tmp_path))
     opts = ["-w", str(tmp_path / "ws")] if with_dir else []
-    p = sessions.corral("start", *opts, "--from", str(tar))
+    p = fresh_sessions.corral("start", *opts, "--from", str(tar))
     assert p.returncode == 1, p.stderr
     assert "cannot extract" in p.stderr and HOSTILE[kind] in p.stderr, p.stderr
-    assert not os.path.exists(victim) and not os.path.lexists(os.path.join(os.path.dirname(sessions.tmpdir),
-                                                                            "victim"))
-    assert os.listdir(sessions.tmpdir) == []  # no temporary workspace, no extraction directory
+    assert not os.path.exists(victim)
+    assert not os.path.lexists(os.path.join(os.path.dirname(fresh_sessions.tmpdir), "victim"))
+    assert os.listdir(fresh_sessions.tmpdir) == []  # no temporary workspace, no extraction directory
     assert set(os.listdir(tmp_path)) == before  # no -w DIR, no .ws.corral-*
-    assert sessions.listed() == {}
-    assert wait_until(lambda: sessions.sockets() == [], 5), sessions.sockets()  # the host ends after the refusal
+    assert fresh_sessions.listed() == {}
+    assert wait_until(lambda: fresh_sessions.sockets() == [], 5), fresh_sessions.sockets()  # the host ends after the refusal
     assert not os.path.exists("/etc/passwd.corral") and os.path.exists("/etc/passwd")
 
 

@@ -12,6 +12,6 @@ trap '"$corral" session shutdown >/dev/null 2>&1 || true; rm -rf "$rt"' EXIT
 "$corral" session start --cold >/dev/null
 [ $# -gt 0 ] || set -- tests/attack
 rc=0
-python3 -m pytest -q -p no:cacheprovider "$@" || rc=$?
+/usr/bin/python3 -m pytest -q -p no:cacheprovider "$@" || rc=$?
 "$corral" session status
 exit $rc
