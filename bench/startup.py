@@ -91,13 +91,81 @@ def contenders():
 
     path, why = bl.find_corral()
     out.append(("corral", path and [path, "exec", "--"], why))
+    out.append(("corral pre-made", path and [path, "exec", "--"], why))
     return out
 
 
-def check(prefix, argv):
+# Per contender, the environment its runs get (default bl.ENV): `corral`
+# starts its jail directly (CORRAL_EXEC_POOL=0), `corral pre-made` claims
+# one from the pool of a session host started for the benchmark
+# (docs/exec-pool.md).
+ENVS = {}
+
+
+def start_pool_host(corral, size):
+    """Start a session host with a pool of `size` pre-made jails in a runtime
+    directory of its own; return (env for its clients, None) or (None, why)."""
+    import tempfile
+    rt = tempfile.mkdtemp(prefix="corral-bench-pool-")
+    env = dict(bl.ENV, XDG_RUNTIME_DIR=rt, CORRAL_EXEC_POOL=str(size))
+    r = subprocess.run([corral, "session", "start", "--cold"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode != 0:
+        return None, f"session start failed: {r.stderr.strip()[:200]}"
+    # The pool fills in the background: wait until it is full.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if pool_status(corral, env).get("size", 0) >= size:
+            return env, None
+        time.sleep(0.1)
+    return env, None
+
+
+def host_status(corral, env):
+    r = subprocess.run([corral, "session", "status", "--json"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return {}
+
+
+def pool_status(corral, env):
+    return host_status(corral, env).get("exec_pool") or {}
+
+
+def host_cpu_ms(pid):
+    """CPU the session host and its reaped children (the jails it made and
+    ran) have used, ms: the pool's share of a pre-made run's cost, which the
+    client's own rusage does not see."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+    return ticks * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
+def stop_pool_host(corral, env):
+    import shutil
+    subprocess.run([corral, "session", "shutdown"], env=env, capture_output=True, timeout=120)
+    shutil.rmtree(env["XDG_RUNTIME_DIR"], ignore_errors=True)
+
+
+def served_from(corral, env):
+    """Where `corral exec` got its jail with env: "pool" or "direct"."""
+    r = subprocess.run([corral, "exec", "--json", "--", "/bin/true"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    try:
+        return json.loads(r.stdout).get("from")
+    except ValueError:
+        return None
+
+
+def check(prefix, argv, env=None):
     """Run once, capturing output. Return None if it works, else a reason."""
     try:
-        r = subprocess.run(prefix + argv, env=bl.ENV, capture_output=True,
+        r = subprocess.run(prefix + argv, env=env or bl.ENV, capture_output=True,
                            text=True, timeout=60)
     except subprocess.TimeoutExpired:
         return "check run timed out after 60 s"
@@ -134,7 +202,7 @@ def phase_pass(corral, runs):
         acc = {}
         for _ in range(runs):
             r = subprocess.run([corral, "exec", "--json", "--"] + argv,
-                               env=bl.ENV, capture_output=True, text=True, timeout=60)
+                               env=ENVS.get("corral", bl.ENV), capture_output=True, text=True, timeout=60)
             for k, v in parse_phases(r.stdout).items():
                 acc.setdefault(k, []).append(v)
         if acc:
@@ -142,12 +210,12 @@ def phase_pass(corral, runs):
     return out
 
 
-def sustained(argv, seconds):
+def sustained(argv, seconds, env=None):
     """Run argv back to back for `seconds`; return (runs/s, CPU ms per run, runs)."""
     n, cpu = 0, 0.0
     t0 = time.perf_counter()
     while True:
-        _, _, ru, _ = bl.timed_run(argv)
+        _, _, ru, _ = bl.timed_run(argv, env=env)
         n += 1
         cpu += ru.ru_utime + ru.ru_stime
         elapsed = time.perf_counter() - t0
@@ -204,35 +272,61 @@ def main():
     ap.add_argument("--plot", default=os.path.join(bl.ROOT, "docs", "benchmarks-startup.png"))
     ap.add_argument("--md", help="also write a markdown section to this file")
     ap.add_argument("--seed", type=int, help="shuffle seed (default: random)")
+    ap.add_argument("--pool", type=int, default=4,
+                    help="pre-made jails in the pool of `corral pre-made` (default 4; 0 skips it)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
+    corral = bl.find_corral()[0]
+    try:
+        run_all(args, rng, corral)
+    finally:
+        if ENVS.get("corral pre-made"):
+            stop_pool_host(corral, ENVS["corral pre-made"])
+
+
+def run_all(args, rng, corral):
+    pool_why = "no corral" if corral is None else "--pool 0" if args.pool <= 0 else None
+    if pool_why is None:
+        ENVS["corral"] = dict(bl.ENV, CORRAL_EXEC_POOL="0")
+        pool_env, pool_why = start_pool_host(corral, args.pool)
+        if pool_env:
+            ENVS["corral pre-made"] = pool_env
+            got = served_from(corral, pool_env)
+            if got != "pool":
+                pool_why = f"a check run was served by {got!r}, not the pool"
 
     # Decide who runs: skip missing tools and (contender, workload) pairs
     # whose check run fails.
     active, skipped, cmds = [], [], {}
     for name, prefix, why in contenders():
+        if name == "corral pre-made" and prefix is not None and pool_why:
+            prefix, why = None, pool_why
         if prefix is None:
             skipped.append((name, why))
             continue
         cmds[name] = bl.quote(prefix + ["CMD..."]) if prefix else "CMD..."
+        if name == "corral pre-made":
+            cmds[name] += f" (a session host running with CORRAL_EXEC_POOL={args.pool})"
+        elif name == "corral" and "corral" in ENVS:
+            cmds[name] += " (CORRAL_EXEC_POOL=0: a jail started directly)"
         for wname, argv in WORKLOADS.items():
-            why = check(prefix, argv)
+            why = check(prefix, argv, ENVS.get(name))
             if why:
                 skipped.append((f"{name} [{wname}]", why))
             else:
-                active.append((name, wname, prefix + argv))
+                active.append((name, wname, prefix + argv, ENVS.get(name)))
     for what, why in skipped:
         print(f"skip {what}: {why}")
-    if {w for n, w, _ in active if n == "bare"} != set(WORKLOADS):
+    if {w for n, w, _, _ in active if n == "bare"} != set(WORKLOADS):
         sys.exit("a bare run failed; nothing to compare against")
-    names = list(dict.fromkeys(n for n, _, _ in active))
+    names = list(dict.fromkeys(n for n, _, _, _ in active))
 
     samples, rows = {}, []
     for r in range(-args.warmup, args.rounds):
         order = active[:]
         rng.shuffle(order)
-        for pos, (name, wname, argv) in enumerate(order):
-            ns, code, _, _ = bl.timed_run(argv)
+        for pos, (name, wname, argv, env) in enumerate(order):
+            ns, code, _, _ = bl.timed_run(argv, env=env)
             if r < 0:
                 continue
             if code != 0:
@@ -279,14 +373,24 @@ def main():
         hdr = ["contender", "runs/s", "CPU ms per run", "runs"]
         for wname in WORKLOADS:
             tab = []
-            for name, w, argv in active:
+            for name, w, argv, env in active:
                 if w == wname:
-                    rate, cpu, n = sustained(argv, args.sustained)
+                    host = host_status(corral, env) if name == "corral pre-made" else None
+                    host_cpu = host_cpu_ms(host.get("pid")) if host else 0.0
+                    rate, cpu, n = sustained(argv, args.sustained, env)
+                    if host is not None:
+                        # The host made and supervised the jails: its CPU
+                        # counts.  Back to back, the pool may run dry: the
+                        # runs it did not serve started their jails directly.
+                        cpu += (host_cpu_ms(host.get("pid")) - host_cpu) / n
+                        claimed = pool_status(corral, env).get("claimed", 0) - host["exec_pool"].get("claimed", 0)
+                        name = f"{name} ({claimed} of {n} from the pool)"
                     tab.append([name, f"{rate:.1f}", f"{cpu:.2f}", str(n)])
             text.append(f"\n== sustained back-to-back runs, {wname} ({args.sustained:g} s each) ==\n"
                         + bl.table(hdr, tab))
             md.append(f"Sustained back-to-back runs, `{wname}` ({args.sustained:g} s each; CPU of the run and "
-                      "everything it waited for):\n\n" + bl.md_table(hdr, tab) + "\n")
+                      "everything it waited for, and for `corral pre-made` the session host's making and "
+                      "supervising of the jails):\n\n" + bl.md_table(hdr, tab) + "\n")
     fav = "set" if favordynmods() else "not set"
     text.append(f"\ncgroup favordynmods: {fav}")
     md.append(f"cgroup `favordynmods` on this host: {fav} (docs/limits.md, \"Performance note\").\n")

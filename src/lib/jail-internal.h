@@ -388,6 +388,12 @@ CORRAL_HIDDEN pid_t jail_premade_pid(const struct jail_premade *pm);
  * JAIL_NOTICE_RLIMITS). */
 CORRAL_HIDDEN enum corral_limits_backend jail_premade_backend(const struct jail_premade *pm);
 CORRAL_HIDDEN void jail_premade_free(struct jail_premade *pm);
+/* A result from its JSON form (corral_jail_result_to_json(), a pooled
+ * jail's sent by the session host): everything but the output's fields
+ * and the network log.  0, or -1 when o is not such an object (r is then
+ * the caller's to release either way). */
+struct json_t;
+CORRAL_HIDDEN int jail_result_from_json(const struct json_t *o, corral_jail_result *r);
 /* For a claimant that reads the program's output itself (the claim over
  * host.sock, docs/exec-pool.md): the read ends of the jail's stdout and
  * stderr pipes (non-blocking, close-on-exec), taken before
@@ -395,18 +401,16 @@ CORRAL_HIDDEN void jail_premade_free(struct jail_premade *pm);
  * fields of its result empty.  jail_output_pump() reads them to their end
  * as a direct jail's supervisor does (cfg's caps, io's on_output and
  * on_truncate, kept unless io is streaming) and fills those fields of ret
- * (freeing what they held); io's cancel_fd, when it fires, shuts down the
- * writing side of cancel_to (the claim's connection: the host then kills
- * the jail) and the reading goes on to the end.  0, or -1 with ret_err. */
-/* A result from its JSON form (corral_jail_result_to_json(), a pooled
- * jail's sent by the session host): everything but the output's fields
- * and the network log.  0, or -1 when o is not such an object (r is then
- * the caller's to release either way). */
-struct json_t;
-CORRAL_HIDDEN int jail_result_from_json(const struct json_t *o, corral_jail_result *r);
+ * (freeing what they held); with stdin_w (the write end of a pipe the
+ * jail's stdin reads, or -1; taken and closed) it copies io's stdin_fd
+ * into it as that supervisor does; io's cancel_fd, when it fires, shuts
+ * down the writing side of cancel_to (the claim's connection: the host
+ * then kills the jail) and the reading goes on to the end.  0, or -1 with
+ * ret_err. */
 CORRAL_HIDDEN void jail_premade_take_output(struct jail_premade *pm, int *ret_stdout, int *ret_stderr);
-CORRAL_HIDDEN int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const corral_jail_io *io,
-                                   int cancel_to, corral_jail_result *ret, corral_error **ret_err);
+CORRAL_HIDDEN int jail_output_pump(int out_r, int err_r, int stdin_w, const corral_jail_config *cfg,
+                                   const corral_jail_io *io, int cancel_to, corral_jail_result *ret,
+                                   corral_error **ret_err);
 
 #define JAIL_UID_INSIDE 1000
 #define JAIL_DEFAULT_UID_BASE 1400000000u

@@ -1280,28 +1280,50 @@ void jail_premade_take_output(struct jail_premade *pm, int *ret_stdout, int *ret
         pm->j.out_r = pm->j.err_r = -1;
 }
 
-int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const corral_jail_io *io, int cancel_to,
-                     corral_jail_result *ret, corral_error **ret_err)
+int jail_output_pump(int out_r, int err_r, int stdin_w, const corral_jail_config *cfg, const corral_jail_io *io,
+                     int cancel_to, corral_jail_result *ret, corral_error **ret_err)
 {
+        enum { PUMP_STDIN = 3, PUMP_STDIN_OUT };
         struct jail j;
         memset(&j, 0, sizeof(j));
         j.io = io;
+        j.in.src = j.in.dst = -1;
         jail_set_caps(&j, cfg, io);
         cleanup_close int ep = epoll_create1(EPOLL_CLOEXEC);
-        if (ep < 0)
+        if (ep < 0) {
+                if (stdin_w >= 0)
+                        close(stdin_w);
                 return corral_fail(ret_err, errno, "cannot read the jail's output");
+        }
         int fds[2] = { out_r, err_r };
         bool open[2] = { false, false };
+        int cancel = io && io->cancel_fd > 0 && cancel_to >= 0 ? io->cancel_fd : -1;
+        struct epoll_event cev = { .events = EPOLLIN, .data.u32 = 2 };
         for (int i = 0; i < 2; i++) {
                 struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
                 if (fds[i] >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev) < 0)
-                        return corral_fail(ret_err, errno, "cannot read the jail's output");
+                        goto watch_failed;
                 open[i] = fds[i] >= 0;
         }
-        int cancel = io && io->cancel_fd > 0 && cancel_to >= 0 ? io->cancel_fd : -1;
-        struct epoll_event cev = { .events = EPOLLIN, .data.u32 = 2 };
         if (cancel >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, cancel, &cev) < 0)
-                return corral_fail(ret_err, errno, "cannot read the jail's output");
+                goto watch_failed;
+        /* The caller's stdin into the jail's, as a direct jail's supervisor
+         * copies it (the caller's descriptor is read, never handed on). */
+        if (stdin_w >= 0 && io && io->stdin_fd >= 0) {
+                j.in.src = io->stdin_fd;
+                j.in.dst = stdin_w;
+                fcntl(stdin_w, F_SETFL, O_NONBLOCK);
+                struct epoll_event ev = { .events = EPOLLIN, .data.u32 = PUMP_STDIN };
+                j.in.pollable = epoll_ctl(ep, EPOLL_CTL_ADD, j.in.src, &ev) == 0;
+                if (!j.in.pollable && errno != EPERM) {
+                        close(stdin_w);
+                        return corral_fail(ret_err, errno, "cannot watch stdin");
+                }
+                j.in.src_watched = j.in.pollable;
+                pump_stdin(&j.in, ep, PUMP_STDIN, PUMP_STDIN_OUT, false);
+        } else if (stdin_w >= 0) {
+                close(stdin_w); /* the jail reads an end at once */
+        }
         /* Until every writer is gone: the jail's whole pid namespace. */
         while (open[0] || open[1]) {
                 struct epoll_event evs[3];
@@ -1311,6 +1333,8 @@ int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const 
                 if (n < 0) {
                         capbuf_release(&j.out);
                         capbuf_release(&j.err);
+                        if (j.in.dst >= 0)
+                                close(j.in.dst);
                         return corral_fail(ret_err, errno, "cannot read the jail's output");
                 }
                 for (int i = 0; i < n; i++) {
@@ -1322,10 +1346,16 @@ int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const 
                                 epoll_ctl(ep, EPOLL_CTL_DEL, cancel, NULL);
                                 continue;
                         }
+                        if (s == PUMP_STDIN || s == PUMP_STDIN_OUT) {
+                                pump_stdin(&j.in, ep, PUMP_STDIN, PUMP_STDIN_OUT, s == PUMP_STDIN);
+                                continue;
+                        }
                         if (!(open[s] = pump_output(&j, fds[s], s == 0 ? &j.out : &j.err, s + 1)))
                                 epoll_ctl(ep, EPOLL_CTL_DEL, fds[s], NULL);
                 }
         }
+        if (j.in.dst >= 0)
+                close(j.in.dst); /* the jail ended before its stdin did */
         ret->stdout_truncated = j.out.truncated;
         ret->stderr_truncated = j.err.truncated;
         ret->stdout_total = j.out.total;
@@ -1341,6 +1371,12 @@ int jail_output_pump(int out_r, int err_r, const corral_jail_config *cfg, const 
         capbuf_release(&j.out);
         capbuf_release(&j.err);
         return 0;
+watch_failed: {
+        int e = errno;
+        if (stdin_w >= 0)
+                close(stdin_w);
+        return corral_fail(ret_err, e, "cannot read the jail's output");
+}
 }
 
 int jail_premade_run(struct jail_premade *pm, const corral_jail_config *cfg, const corral_jail_io *io,

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -245,11 +246,20 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req)
         bool ok = text && argv && argc > 0;
         for (size_t i = 0; ok && i < argc; i++)
                 ok = (argv[i] = (char *)json_string_value(json_array_get(jargv, i))) != NULL;
+        /* With "stdin": the client copies its caller's stdin into a pipe
+         * of the host's, whose read end the jail's stdin pump reads (the
+         * caller's descriptor never reaches the host). */
+        int in[2] = { -1, -1 };
+        bool with_stdin = json_is_true(json_object_get(req, "stdin"));
         if (!ok) {
                 corral_usage(&err, "an exec-claim needs a profile (an object) and argv (strings)");
+        } else if (with_stdin && pipe2(in, O_CLOEXEC) < 0) {
+                corral_fail(&err, errno, "cannot make the jail's stdin");
         } else if (corral_jail_config_load_profile_text(&cfg, text, strlen(text), "exec-claim", &err) == 0 &&
                    corral_jail_config_set_argv(&cfg, argv, &err) == 0 &&
                    corral_jail_config_validate(&cfg, &err) == 0) {
+                if (with_stdin)
+                        cfg.stdin_mode = CORRAL_STDIN_PIPE;
                 const char *why = NULL;
                 struct jail_premade *pm = p ? exec_pool_take(p, &cfg, &why) : NULL;
                 if (pm == NULL) {
@@ -258,16 +268,19 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req)
                         reply(fd, json_pack("{s:s,s:s}", "t", "fallback", "why", why ? why : "no pool"));
                         goto out;
                 }
-                int out[2];
+                int out[3] = { -1, -1, in[1] };
                 jail_premade_take_output(pm, &out[0], &out[1]);
                 json_t *claimed = json_pack("{s:s}", "t", "claimed");
                 if (claimed && jail_premade_backend(pm) == CORRAL_BACKEND_RLIMIT)
                         /* what a direct jail's caller hears before its program runs */
                         json_object_set_new(claimed, "notice", json_string(JAIL_NOTICE_RLIMITS));
-                int sent = claimed ? wire_write_fds(fd, claimed, out, 2) : -1;
+                int sent = claimed ? wire_write_fds(fd, claimed, out, with_stdin ? 3 : 2) : -1;
                 json_decref(claimed);
                 close(out[0]);
                 close(out[1]);
+                if (in[1] >= 0)
+                        close(in[1]);
+                in[1] = -1;
                 /* The client says go once it has the pipes in time; a
                  * client that gave up waiting (and starts a direct jail)
                  * hangs up instead, and nothing of the claim ran: a
@@ -282,7 +295,7 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req)
                 }
                 /* The connection is held for the jail's life: its hang-up
                  * (the client killed) is the jail's cancel, at once. */
-                corral_jail_io io = { .stdin_fd = -1, .cancel_fd = fd };
+                corral_jail_io io = { .stdin_fd = in[0], .cancel_fd = fd };
                 corral_jail_result res;
                 int rc = jail_premade_run(pm, &cfg, &io, &res, &err);
                 if (rc == 0) {
@@ -303,6 +316,9 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req)
         reply(fd, json_pack("{s:s,s:s,s:i}", "t", "error", "message", err ? err->msg : "bad exec-claim", "kind",
                             err ? err->kind : CORRAL_ERR_USAGE));
 out:
+        for (int i = 0; i < 2; i++)
+                if (in[i] >= 0)
+                        close(in[i]);
         corral_error_free(err);
         corral_jail_config_release(&cfg);
         free(argv);
@@ -322,14 +338,14 @@ static int claim_wait_ms(void)
 
 /* Whether cfg could be served by the pool at all, known without asking:
  * what the profile the host gets cannot say (a bind by descriptor, a
- * relative path, the uid range, the address-space limit, stdin), and what
- * no pooled jail has (its own root, the host's network, a proxy, a script). */
+ * relative path, the uid range, the address-space limit), and what no
+ * pooled jail has (its own root, the host's network, a proxy, a script). */
 static bool claimable(const corral_jail_config *cfg)
 {
         corral_jail_config d;
         corral_jail_config_init(&d);
         bool ok = !cfg->rootfs && !cfg->script && cfg->net != CORRAL_NET_HOST && cfg->net != CORRAL_NET_ALLOW &&
-                  cfg->stdin_mode != CORRAL_STDIN_PIPE && !cfg->no_timeout && !cfg->stream_unlimited &&
+                  !cfg->no_timeout && !cfg->stream_unlimited &&
                   cfg->uid_base == d.uid_base && cfg->uid_count == d.uid_count &&
                   cfg->address_space_bytes == d.address_space_bytes &&
                   (cfg->workspace == NULL || cfg->workspace[0] == '/');
@@ -350,7 +366,8 @@ int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, cor
         corral_error_free(e);
         if (fd < 0)
                 return 1;
-        int rc = 1, out[2] = { -1, -1 };
+        bool with_stdin = cfg->stdin_mode == CORRAL_STDIN_PIPE;
+        int rc = 1, out[3] = { -1, -1, -1 };
         size_t nfds = 0;
         json_t *msg = NULL;
         char *profile = corral_jail_config_to_profile_json(cfg);
@@ -358,12 +375,15 @@ int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, cor
                                 profile ? json_loads(profile, 0, NULL) : NULL, "argv");
         for (size_t i = 0; req && cfg->argv[i]; i++)
                 json_array_append_new(json_object_get(req, "argv"), json_string(cfg->argv[i]));
+        if (req && with_stdin)
+                json_object_set_new(req, "stdin", json_true());
         free(profile);
         if (req == NULL || wire_write(fd, req) < 0)
                 goto out;
-        msg = wire_read_fds(fd, claim_wait_ms(), out, 2, &nfds);
+        size_t want = with_stdin ? 3 : 2;
+        msg = wire_read_fds(fd, claim_wait_ms(), out, want, &nfds);
         const char *t = json_string_value(json_object_get(msg, "t"));
-        if (t == NULL || strcmp(t, "claimed") != 0 || nfds != 2)
+        if (t == NULL || strcmp(t, "claimed") != 0 || nfds != want)
                 goto out; /* no jail, or too late: we hang up, the host tears it down */
         json_t *go = json_pack("{s:s}", "op", "go");
         int sent = go ? wire_write(fd, go) : -1;
@@ -377,7 +397,9 @@ int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, cor
                 io->on_notice(io->userdata, JAIL_NOTICE_RLIMITS);
         corral_jail_result output;
         memset(&output, 0, sizeof(output));
-        if (jail_output_pump(out[0], out[1], cfg, io, fd, &output, ret_err) < 0)
+        int stdin_w = out[2];
+        out[2] = -1; /* the pump's now */
+        if (jail_output_pump(out[0], out[1], stdin_w, cfg, io, fd, &output, ret_err) < 0)
                 goto out;
         json_decref(msg);
         msg = wire_read(fd, -1);
@@ -422,8 +444,9 @@ int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, cor
                         corral_jail_result_release(ret);
         }
 out:
-        for (size_t i = 0; i < nfds && i < 2; i++)
-                close(out[i]);
+        for (size_t i = 0; i < nfds && i < 3; i++)
+                if (out[i] >= 0)
+                        close(out[i]);
         json_decref(req);
         json_decref(msg);
         close(fd);

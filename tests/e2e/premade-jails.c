@@ -46,7 +46,7 @@ struct pump {
 static void *pump_thread(void *arg)
 {
         struct pump *p = arg;
-        p->rc = jail_output_pump(p->out, p->err, p->cfg, NULL, -1, &p->res, NULL);
+        p->rc = jail_output_pump(p->out, p->err, -1, p->cfg, NULL, -1, &p->res, NULL);
         close(p->out);
         close(p->err);
         return NULL;

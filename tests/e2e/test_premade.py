@@ -418,6 +418,28 @@ def test_corral_exec_limits_workspace_and_binds_at_the_claim(exec_env, tmp_path)
     assert [a["path"] for a in r["artifacts"]] == ["out.txt"], r
 
 
+def test_corral_exec_stdin_through_the_pool(exec_env, tmp_path):
+    """--stdin: the caller's bytes reach the pooled jail's program as a direct
+    jail's (a pipe, and a regular file of 1 MiB and more, which epoll cannot
+    watch); a program that never reads its stdin still ends."""
+    data = bytes(range(256)) * 4100
+    for src in ("pipe", "file"):
+        kw = {"input": data} if src == "pipe" else {"stdin": open(_write(tmp_path / "in.bin", data), "rb")}
+        p = subprocess.run([CORRAL, "exec", "--json", "--stdin", "--", "/bin/sh", "-c", "wc -c; echo done"],
+                           capture_output=True, env=exec_env, timeout=120, **kw)
+        r = json.loads(p.stdout)
+        assert r["from"] == "pool" and r["stdout"] == f"{len(data)}\ndone\n", (src, r)
+    p = subprocess.run([CORRAL, "exec", "--json", "--stdin", "--", "/bin/true"], capture_output=True,
+                       env=exec_env, timeout=120, input=data * 4)
+    r = json.loads(p.stdout)
+    assert r["from"] == "pool" and r["exit_code"] == 0, r
+
+
+def _write(path, data):
+    path.write_bytes(data)
+    return path
+
+
 def test_corral_exec_falls_back_silently(exec_env, tmp_path):
     for env, args in ((dict(exec_env, CORRAL_EXEC_POOL="0"), []), (exec_env, ["--net", "host"]),
                       (dict(exec_env, XDG_RUNTIME_DIR=str(tmp_path)), [])):  # no host there
