@@ -318,19 +318,17 @@ int cmd_exec(int argc, char **argv)
         if ((o.json ? artifact_jail_run_by(&cfg, &io, exec_run, &pooled, &res, &json, &err)
                     : exec_run(&cfg, &io, &res, &pooled, &err)) < 0)
                 goto fail;
+        cli_output_end(&out_streams[0]);
+        cli_output_end(&out_streams[1]);
         size_t jn = json ? strlen(json) : 0;
         if (jn > 1 && json[jn - 1] == '}') {
                 /* Where it ran: the one member a pooled jail's object adds
-                 * to a direct one's (docs/exec-json.md). */
-                char *with = NULL;
-                if (asprintf(&with, "%.*s,\"from\":\"%s\"}", (int)(jn - 1), json, pooled ? "pool" : "direct") > 0) {
-                        free(json);
-                        json = with;
-                }
-        }
-        cli_output_end(&out_streams[0]);
-        cli_output_end(&out_streams[1]);
-        if (json) {
+                 * to a direct one's (docs/exec-json.md), written after the
+                 * object's text rather than into a copy of it (which holds
+                 * the program's output, up to the output limit twice). */
+                fwrite(json, 1, jn - 1, stdout);
+                printf(",\"from\":\"%s\"}\n", pooled ? "pool" : "direct");
+        } else if (json) {
                 puts(json);
         } else if (res.limit == CORRAL_LIMIT_CANCELLED) {
                 cli_error("exec", "interrupted by %s; the jail was stopped", cli_signal_name(cli_cancel_signal()));

@@ -266,6 +266,39 @@ static int resize_tmpfs(const char *dst, uint64_t size)
         return mount(NULL, dst, NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, d);
 }
 
+/* A claim's program text into /run/corral/NAME of the root, which grows to
+ * hold it: what the plan's OP_FILE writes for a direct jail. */
+static void write_script(const struct jail_premade_claim *c, int text)
+{
+        static char buf[65536];
+        const char *name = c->script_name;
+        size_t len = strnlen(name, sizeof(c->script_name));
+        if (len == 0 || len == sizeof(c->script_name) || strchr(name, '/') || strcmp(name, ".") == 0 ||
+            strcmp(name, "..") == 0) {
+                errno = EPROTO;
+                fail(STEP_ORDERS);
+        }
+        if (resize_tmpfs("/", c->root_bytes) < 0)
+                fail(STEP_RESIZE);
+        char path[sizeof("/run/corral/") + JAIL_PREMADE_MAX_SCRIPT_NAME];
+        memcpy(path, "/run/corral/", sizeof("/run/corral/") - 1);
+        memcpy(path + sizeof("/run/corral/") - 1, name, len + 1);
+        if ((mkdir("/run", 0755) < 0 && errno != EEXIST) || (mkdir("/run/corral", 0755) < 0 && errno != EEXIST))
+                fail(STEP_SCRIPT);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                fail(STEP_SCRIPT);
+        for (uint64_t off = 0; off < c->script_len;) {
+                size_t want = c->script_len - off < sizeof(buf) ? (size_t)(c->script_len - off) : sizeof(buf);
+                ssize_t r = pread(text, buf, want, (off_t)off);
+                if (r <= 0 || write_all(fd, buf, (size_t)r) < 0)
+                        fail(STEP_SCRIPT);
+                off += (uint64_t)r;
+        }
+        close(fd);
+        close(text);
+}
+
 /* Wait for the claim of a pre-made jail (struct jail_premade_claim) and
  * carry it out: the caller's disk limit, workspace and binds; its orders
  * and stdin go into q.  No allocation here: the claim lands in this
@@ -296,7 +329,8 @@ static void await_claim(struct jail_plan *q)
                         memcpy(fds, CMSG_DATA(h), sizeof(int) * (size_t)nfds);
                 }
         if (n < (ssize_t)offsetof(struct jail_premade_claim, dsts) || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
-            nfds != 2 + (int)c.n_trees || c.dsts_len > sizeof(c.dsts) ||
+            c.n_trees > UNIX_MAX_FDS || c.script > 1 || nfds != 2 + (int)c.n_trees + (int)c.script ||
+            c.dsts_len > sizeof(c.dsts) ||
             (size_t)n != offsetof(struct jail_premade_claim, dsts) + c.dsts_len ||
             (c.dsts_len > 0 && c.dsts[c.dsts_len - 1] != '\0') || c.workspace > c.n_trees) {
                 errno = EPROTO;
@@ -331,6 +365,8 @@ static void await_claim(struct jail_plan *q)
                 }
                 close(tree);
         }
+        if (c.script)
+                write_script(&c, fds[2 + c.n_trees]);
 }
 
 _Static_assert(CORRAL_NET_PROXY_PORT == 3128, "netdev.c binds the proxy's port by number");

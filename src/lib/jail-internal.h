@@ -262,6 +262,7 @@ enum enter_step {
         STEP_ORDERS = -19,       /* a pre-made jail: its claim */
         STEP_RESIZE = -20,
         STEP_ATTACH = -21,
+        STEP_SCRIPT = -22,
 };
 
 /* A pre-made jail's claim (spawn.c to enter.c, over plan.order_fd): one
@@ -269,14 +270,21 @@ enum enter_step {
  * sealed memfd), the program's stdin, then n_trees detached mounts
  * (trees.c): with workspace, the first replaces /workspace and each other
  * is attached at the next destination in dsts (NUL-separated, absolute in
- * the jail).  The child answers JAIL_PREMADE_READY on the same socket
+ * the jail); with script, last, the program text (a sealed memfd) that the
+ * child writes to /run/corral/script_name, as the plan's OP_FILE does for a
+ * direct jail.  The child answers JAIL_PREMADE_READY on the same socket
  * when it waits for this. */
 #define JAIL_PREMADE_MAX_DESTS (32u << 10)
+#define JAIL_PREMADE_MAX_SCRIPT_NAME 128
 #define JAIL_PREMADE_READY 'r'
 struct jail_premade_claim {
         uint64_t disk_bytes;     /* /tmp and the default /workspace are resized to this */
+        uint64_t root_bytes;     /* with a script: the root tmpfs is resized to this first */
+        uint64_t script_len;
+        uint32_t script;         /* 1: the last descriptor is the program text */
         uint32_t n_trees;
         uint32_t workspace;      /* 1: trees[0] is the workspace */
+        char script_name[JAIL_PREMADE_MAX_SCRIPT_NAME];
         uint32_t dsts_len;
         char dsts[JAIL_PREMADE_MAX_DESTS];
 };
@@ -330,6 +338,10 @@ struct jail_plan {
  * JAIL_MAX_TRUST_STORE bytes.  A read-only fd, or -1: there is none. */
 CORRAL_HIDDEN int jail_trust_store_open(const char *sysroot);
 CORRAL_HIDDEN int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_error **ret_err);
+/* The size of the root tmpfs of a jail for cfg (its program text and CA
+ * bundle included): what the plan mounts, and a claim resizes a pre-made
+ * jail's root to. */
+CORRAL_HIDDEN size_t jail_plan_root_bytes(const corral_jail_config *cfg, const char *ca_bundle);
 /* A host directory no jail may write to (the system's, or beneath them):
  * writable binds and workspaces of these are refused. real: a realpath. */
 CORRAL_HIDDEN bool jail_path_is_system(const char *real);

@@ -486,6 +486,16 @@ static int build_dev(struct jail_plan *p)
         return add(p, OP_READONLY, NULL, "dev") ? 0 : -1;
 }
 
+size_t jail_plan_root_bytes(const corral_jail_config *cfg, const char *ca_bundle)
+{
+        size_t n = 4u << 20;
+        if (cfg->script)
+                n += cfg->script_len;
+        if (ca_bundle)
+                n += strlen(ca_bundle);
+        return n;
+}
+
 int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_error **ret_err)
 {
         char host[PATH_MAX];
@@ -500,11 +510,7 @@ int jail_plan_build(struct jail_plan *p, const corral_jail_config *cfg, corral_e
         }
         const char *base = sysroot ? sysroot : "";
 
-        size_t root_size = 4u << 20;
-        if (cfg->script)
-                root_size += cfg->script_len;
-        if (p->ca_bundle)
-                root_size += strlen(p->ca_bundle);
+        size_t root_size = jail_plan_root_bytes(cfg, p->ca_bundle);
         p->root_tmpfs_data = NULL;
         if (asprintf(&p->root_tmpfs_data, "size=%zu,nr_inodes=4096,mode=0755", root_size) < 0)
                 goto oom;
@@ -643,6 +649,7 @@ const char *jail_plan_step_name(const struct jail_plan *p, int step, char *buf, 
                 [-STEP_ORDERS] = "receive its caller's orders",
                 [-STEP_RESIZE] = "resize /tmp and /workspace to the caller's disk limit",
                 [-STEP_ATTACH] = "attach its caller's workspace and binds",
+                [-STEP_SCRIPT] = "write its caller's program text",
         };
         if (step < 0 && (size_t)-step < ARRAY_SIZE(fixed) && fixed[-step])
                 return fixed[-step];

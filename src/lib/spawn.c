@@ -1166,8 +1166,8 @@ const char *jail_premade_misfit(const struct jail_premade *pm, const corral_jail
                 return "another network";
         if (cfg->uid_base != m->uid_base || cfg->uid_count != m->uid_count)
                 return "another uid range";
-        if (cfg->script)
-                return "a script";
+        if (cfg->script && strlen(cfg->script_name) >= JAIL_PREMADE_MAX_SCRIPT_NAME)
+                return "a script's long name";
         if (cfg->n_binds > JAIL_TREES_MAX_BINDS)
                 return "too many binds";
         size_t dests = 0;
@@ -1229,7 +1229,7 @@ static int premade_claim(struct jail_premade *pm, const corral_jail_config *cfg,
         struct cgroup_limits lim = { .memory_bytes = cfg->memory_bytes, .pids = cfg->pids, .cpus = cfg->cpus };
         if (j->have_cg && cgroup_set_limits(&j->cg, &lim, ret_err) < 0)
                 return -1;
-        int fds[2 + 1 + JAIL_TREES_MAX_BINDS];
+        int fds[2 + 1 + JAIL_TREES_MAX_BINDS + 1];
         int nfds = 0, rc = -1;
         struct jail_premade_claim *c = calloc(1, sizeof(*c));
         if (c == NULL)
@@ -1261,6 +1261,23 @@ static int premade_claim(struct jail_premade *pm, const corral_jail_config *cfg,
                 }
         }
         c->n_trees = (uint32_t)nfds - 2;
+        if (cfg->script) {
+                /* The program text, which a direct jail's plan writes into
+                 * its root: sealed, read by the child from offset 0. */
+                int mfd = memfd_create("corral-script", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+                if (mfd < 0 || write_all(mfd, cfg->script, cfg->script_len) < 0 ||
+                    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+                        corral_fail(ret_err, errno, "cannot hand the jail made in advance its program");
+                        if (mfd >= 0)
+                                close(mfd);
+                        goto out;
+                }
+                fds[nfds++] = mfd;
+                c->script = 1;
+                c->script_len = cfg->script_len;
+                c->root_bytes = jail_plan_root_bytes(cfg, NULL);
+                snprintf(c->script_name, sizeof(c->script_name), "%s", cfg->script_name);
+        }
         if (unix_send_fds(j->order_w, c, offsetof(struct jail_premade_claim, dsts) + c->dsts_len, fds, nfds) < 0) {
                 corral_fail(ret_err, errno, "cannot hand the jail made in advance its orders");
                 goto out;

@@ -447,7 +447,7 @@ static void serve_host(struct conn *c, const char *op, json_t *req)
                         with_socket(d, e);
                 reply(c->fd, all ? json_pack("{s:s,s:o}", "t", "list", "sessions", all) : NULL);
         } else if (strcmp(op, "exec-claim") == 0) {
-                exec_pool_serve_claim(d->pool, c->fd, req);
+                exec_pool_serve_claim(d->pool, c->fd, req, c->fds, c->nfds);
         } else if (strcmp(op, "prewarm") == 0) {
                 session_host_prewarm(d->h);
                 reply(c->fd, json_pack("{s:s}", "t", "prewarming"));

@@ -10,13 +10,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdio.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../lib/jail-internal.h"
 #include "client.h"
@@ -233,7 +235,33 @@ static void reply(int fd, json_t *r)
         json_decref(r);
 }
 
-void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req)
+/* The claim's program text (its "script"): the request's memfd, read
+ * whole into cfg as corral exec set it.  0, or -1 with ret_err. */
+static int claim_script(corral_jail_config *cfg, const json_t *script, const int *fds, size_t nfds,
+                        corral_error **ret_err)
+{
+        const char *name = json_string_value(json_object_get(script, "name"));
+        json_t *k = json_object_get(script, "fd");
+        if (name == NULL || !json_is_integer(k) || json_integer_value(k) < 0 ||
+            (size_t)json_integer_value(k) >= nfds)
+                return corral_usage(ret_err, "an exec-claim's script needs a name and a descriptor");
+        int mfd = fds[json_integer_value(k)];
+        struct stat st;
+        if (fstat(mfd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)JAIL_MAX_SCRIPT)
+                return corral_usage(ret_err, "an exec-claim's script is not a program text");
+        cleanup_free char *text = malloc((size_t)st.st_size + 1);
+        if (text == NULL)
+                return corral_fail(ret_err, ENOMEM, "cannot read the program text");
+        for (off_t off = 0; off < st.st_size;) {
+                ssize_t r = pread(mfd, text + off, (size_t)(st.st_size - off), off);
+                if (r <= 0)
+                        return corral_fail(ret_err, r < 0 ? errno : EIO, "cannot read the program text");
+                off += r;
+        }
+        return corral_jail_config_set_script(cfg, name, text, (size_t)st.st_size, ret_err);
+}
+
+void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const int *fds, size_t nfds)
 {
         corral_jail_config cfg;
         corral_jail_config_init(&cfg);
@@ -251,12 +279,29 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req)
          * caller's descriptor never reaches the host). */
         int in[2] = { -1, -1 };
         bool with_stdin = json_is_true(json_object_get(req, "stdin"));
+        /* A member this host does not know is a claim of a newer corral's
+         * (one that lingered across an upgrade): run it directly rather
+         * than without what it asked for. */
+        static const char *const known[] = { "op", "profile", "argv", "stdin", "script" };
+        const char *key;
+        json_t *v;
+        json_object_foreach ((json_t *)req, key, v) {
+                size_t i = 0;
+                while (i < ARRAY_SIZE(known) && strcmp(key, known[i]) != 0)
+                        i++;
+                if (i == ARRAY_SIZE(known)) {
+                        reply(fd, json_pack("{s:s,s:s}", "t", "fallback", "why", "a claim this host does not know"));
+                        goto out;
+                }
+        }
         if (!ok) {
                 corral_usage(&err, "an exec-claim needs a profile (an object) and argv (strings)");
         } else if (with_stdin && pipe2(in, O_CLOEXEC) < 0) {
                 corral_fail(&err, errno, "cannot make the jail's stdin");
         } else if (corral_jail_config_load_profile_text(&cfg, text, strlen(text), "exec-claim", &err) == 0 &&
                    corral_jail_config_set_argv(&cfg, argv, &err) == 0 &&
+                   (!json_is_object(json_object_get(req, "script")) ||
+                    claim_script(&cfg, json_object_get(req, "script"), fds, nfds, &err) == 0) &&
                    corral_jail_config_validate(&cfg, &err) == 0) {
                 if (with_stdin)
                         cfg.stdin_mode = CORRAL_STDIN_PIPE;
@@ -339,12 +384,12 @@ static int claim_wait_ms(void)
 /* Whether cfg could be served by the pool at all, known without asking:
  * what the profile the host gets cannot say (a bind by descriptor, a
  * relative path, the uid range, the address-space limit), and what no
- * pooled jail has (its own root, the host's network, a proxy, a script). */
+ * pooled jail has (its own root, the host's network, a proxy). */
 static bool claimable(const corral_jail_config *cfg)
 {
         corral_jail_config d;
         corral_jail_config_init(&d);
-        bool ok = !cfg->rootfs && !cfg->script && cfg->net != CORRAL_NET_HOST && cfg->net != CORRAL_NET_ALLOW &&
+        bool ok = !cfg->rootfs && cfg->net != CORRAL_NET_HOST && cfg->net != CORRAL_NET_ALLOW &&
                   !cfg->no_timeout && !cfg->stream_unlimited &&
                   cfg->uid_base == d.uid_base && cfg->uid_count == d.uid_count &&
                   cfg->address_space_bytes == d.address_space_bytes &&
@@ -378,7 +423,23 @@ int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, cor
         if (req && with_stdin)
                 json_object_set_new(req, "stdin", json_true());
         free(profile);
-        if (req == NULL || wire_write(fd, req) < 0)
+        /* The program text (-c, --code) goes as a sealed memfd: any bytes,
+         * any size a direct jail takes, never through the JSON. */
+        int text = -1;
+        if (req && cfg->script) {
+                text = memfd_create("corral-script", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+                if (text < 0 || write_all(text, cfg->script, cfg->script_len) < 0 ||
+                    fcntl(text, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+                        if (text >= 0)
+                                close(text);
+                        goto out;
+                }
+                json_object_set_new(req, "script", json_pack("{s:s,s:i}", "name", cfg->script_name, "fd", 0));
+        }
+        int sent_req = req == NULL ? -1 : text >= 0 ? wire_write_fds(fd, req, &text, 1) : wire_write(fd, req);
+        if (text >= 0)
+                close(text);
+        if (sent_req < 0)
                 goto out;
         size_t want = with_stdin ? 3 : 2;
         msg = wire_read_fds(fd, claim_wait_ms(), out, want, &nfds);

@@ -34,8 +34,10 @@ struct exec_pool *exec_pool_new(int target, corral_error **ret_err);
 struct jail_premade *exec_pool_take(struct exec_pool *p, const corral_jail_config *cfg, const char **ret_why);
 /* {"size", "target", "made", "claimed", "failed", "replaced", "fallbacks": {WHY: N}} */
 json_t *exec_pool_status(struct exec_pool *p);
-/* Serve {"op": "exec-claim", "profile": {...}, "argv": [...]} on the
- * client's connection fd (p may be NULL: no pool): answers
+/* Serve {"op": "exec-claim", "profile": {...}, "argv": [...]} (with
+ * "stdin": true, the caller's stdin goes through; with "script": {"name",
+ * "fd": K}, the program text is the sealed memfd fds[K] of the request) on
+ * the client's connection fd (p may be NULL: no pool): answers
  * {"t": "fallback", "why"} when no jail of the pool fits (nothing ran; the
  * client starts a direct jail), else {"t": "claimed"} carrying the read
  * ends of the jail's stdout and stderr (SCM_RIGHTS, for the client to read
@@ -46,7 +48,7 @@ json_t *exec_pool_status(struct exec_pool *p);
  * hang-up kills it at once), then answers {"t": "result", "result": {...}}
  * (the output fields empty: the client has the output), {"t": "fallback"}
  * when the claim failed before the program started, or {"t": "error"}. */
-void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req);
+void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const int *fds, size_t nfds);
 /* `corral exec`'s side: run cfg in a jail of the user's session host's
  * pool (docs/exec-pool.md, "When corral exec uses the pool"): 0 with ret
  * (output read and capped here, with io's callbacks), 1 when it did not

@@ -21,6 +21,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from corral_attack import CORRAL, IS_ROOT, SESSION, JailProc, ns_inode, out_json  # noqa: E402
 from corral_attack import run_jail as _run_jail  # noqa: E402
 
+# corral exec starts its jails directly here, whatever session host another
+# test (or make test's other lane) left on this user's default runtime
+# directory; test_via_pool.py runs the attacks through a pool of its own.
+os.environ.setdefault("CORRAL_EXEC_POOL", "0")
+
 PREFLIGHT_CODE = r"""
 import json, os, socket
 ns = {k: os.stat(f"/proc/self/ns/{k}").st_ino for k in ("pid", "net", "mnt", "user", "ipc", "uts")}

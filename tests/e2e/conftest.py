@@ -6,6 +6,12 @@ import subprocess
 import pytest
 
 CORRAL = os.environ.get("CORRAL") or os.path.join(os.path.dirname(__file__), "../../build/corral")
+# corral exec starts its jails directly here, whatever session host another
+# test (or make test's other lane) left on this user's default runtime
+# directory: a test sees one path, not either by chance.  The pool of
+# pre-made jails is tested where it is asked for (test_premade.py,
+# test_exec_pool_cli.py, attack/test_via_pool.py set their own).
+os.environ.setdefault("CORRAL_EXEC_POOL", "0")
 
 
 class Run:

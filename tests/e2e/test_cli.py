@@ -238,7 +238,9 @@ def test_refuses_to_run_without_user_namespaces(tmp_path):
     from conftest import CORRAL
     marker = tmp_path / "ran"
     os.chmod(tmp_path, 0o777)
-    script = ("echo 0 > /proc/sys/user/max_user_namespaces || exit 99; "
+    # The direct path's refusal: a session host outside this namespace (the
+    # pool test's) would make the jail there, as it makes a session's.
+    script = ("echo 0 > /proc/sys/user/max_user_namespaces || exit 99; export CORRAL_EXEC_POOL=0; "
               f"'{CORRAL}' exec -w '{tmp_path}' -c \"open('ran', 'w')\"; echo \"rc=$?\"; "
               f"'{CORRAL}' doctor; echo \"doctor=$?\"")
     uid_map = f"0 0 1\n{POOL[0]} {POOL[0]} {POOL[1]}\n" if os.geteuid() == 0 else None
@@ -258,14 +260,16 @@ def test_root_of_a_namespace_that_is_host_root_runs_nothing(tmp_path):
     would run it as the host's root.  corral refuses and says why."""
     from conftest import CORRAL
     marker = tmp_path / "ran"
-    rc, out, err = in_user_namespace(f"'{CORRAL}' exec -w '{tmp_path}' -c \"open('ran', 'w')\"")
+    # The direct path (see above): a pooled jail is the session host's, made outside this namespace.
+    rc, out, err = in_user_namespace(f"CORRAL_EXEC_POOL=0 '{CORRAL}' exec -w '{tmp_path}' -c \"open('ran', 'w')\"")
     if rc == 97:
         pytest.skip("cannot make a user namespace")
     assert rc == 125, (out, err)
     assert "jails never run as the host's root" in err and "--uid-range" in err
     assert not marker.exists()
     # --json: the setting's field for a program, the message as the user reads it
-    rc, out, err = in_user_namespace(f"'{CORRAL}' exec --json -w '{tmp_path}' -c \"open('ran', 'w')\"")
+    rc, out, err = in_user_namespace(f"CORRAL_EXEC_POOL=0 '{CORRAL}' exec --json -w '{tmp_path}' "
+                                     "-c \"open('ran', 'w')\"")
     assert rc == 125, (out, err)
     error = json.loads(out)["error"]
     assert error["field"] == "uid_range" and error["message"].endswith("(--uid-range)"), error

@@ -319,6 +319,16 @@ def test_a_claim_that_does_not_fit_falls_back(pool_host):
     assert pool_status(pool_host)["exec_pool"]["fallbacks"] == {"another network": 1}
 
 
+def test_a_claim_with_a_member_the_host_does_not_know_falls_back(pool_host):
+    # A newer corral's claim, to a host that lingered across the upgrade: run directly, never without it.
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(pool_host["XDG_RUNTIME_DIR"], "corral", "sessions", "host.sock"))
+    send_frame(s, {"op": "exec-claim", "profile": {}, "argv": ["/bin/true"], "quota": 1})
+    msg, fds = recv_frame(s)
+    assert msg == {"t": "fallback", "why": "a claim this host does not know"} and not fds, msg
+    assert pool_status(pool_host)["exec_pool"]["claimed"] == 0
+
+
 def test_a_client_that_gave_up_before_go_runs_nothing(pool_host):
     # It starts a direct jail instead: the pooled one must never run the program too.
     s, msg, fds = claim(pool_host, ["/bin/sh", "-c", "exec sleep 33.1234"], go=False)
@@ -416,6 +426,25 @@ def test_corral_exec_limits_workspace_and_binds_at_the_claim(exec_env, tmp_path)
     assert r["from"] == "pool" and r["exit_code"] == 0, r
     assert (ws / "out.txt").read_text() == "data\n"
     assert [a["path"] for a in r["artifacts"]] == ["out.txt"], r
+
+
+def test_corral_exec_code_through_the_pool(exec_env, tmp_path):
+    """-c CODE (Python and bash): the program text reaches a pooled jail at
+    /run/corral/NAME of its read-only root, as a direct jail has it, at any
+    size a direct jail takes."""
+    code = "import os, sys\nprint(sys.argv[0], os.listdir('/run/corral'))\n" + "x = 1\n" * 20000
+    r = json.loads(pool_exec(exec_env, "--json", "-c", code + "print(x)\n").stdout)
+    d = json.loads(pool_exec(dict(exec_env, CORRAL_EXEC_POOL="0"), "--json", "-c", code + "print(x)\n").stdout)
+    assert (r["from"], d["from"]) == ("pool", "direct"), (r, d)
+    assert r["stdout"] == d["stdout"] == "/run/corral/main.py ['main.py']\n1\n", (r, d)
+    # A file of 6 MiB: more than a pre-made jail's root holds until the claim grows it.
+    big = tmp_path / "big_program.py"
+    big.write_text("# " + "pad " * (6 << 18) + "\nimport os\nprint(os.path.getsize('/run/corral/big_program.py'))\n")
+    r = json.loads(pool_exec(exec_env, "--json", str(big)).stdout)
+    assert r["from"] == "pool" and r["stdout"] == f"{big.stat().st_size}\n", r
+    sh = "echo $0; touch /run/corral/other 2>/dev/null || echo read-only"
+    r = json.loads(pool_exec(exec_env, "--json", "--lang", "bash", "-c", sh).stdout)
+    assert r["from"] == "pool" and r["stdout"] == "/run/corral/main.sh\nread-only\n", r
 
 
 def test_corral_exec_stdin_through_the_pool(exec_env, tmp_path):
