@@ -383,14 +383,16 @@ static int claim_wait_ms(void)
 
 /* Whether cfg could be served by the pool at all, known without asking:
  * what the profile the host gets cannot say (a bind by descriptor, a
- * relative path, the uid range, the address-space limit), and what no
- * pooled jail has (its own root, the host's network, a proxy). */
+ * relative path, the uid range, the address-space limit, a credential),
+ * and what no pooled jail has (its own root, the host's network, a proxy).
+ * A configuration a direct jail refuses is never sent: the direct jail
+ * says why, in its words and with its exit status. */
 static bool claimable(const corral_jail_config *cfg)
 {
         corral_jail_config d;
         corral_jail_config_init(&d);
         bool ok = !cfg->rootfs && cfg->net != CORRAL_NET_HOST && cfg->net != CORRAL_NET_ALLOW &&
-                  !cfg->no_timeout && !cfg->stream_unlimited &&
+                  !cfg->no_timeout && !cfg->stream_unlimited && cfg->n_net_secrets == 0 && !cfg->net_upstream_ca &&
                   cfg->uid_base == d.uid_base && cfg->uid_count == d.uid_count &&
                   cfg->address_space_bytes == d.address_space_bytes &&
                   (cfg->workspace == NULL || cfg->workspace[0] == '/');
@@ -407,6 +409,10 @@ int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, cor
         if ((env && strcmp(env, "0") == 0) || !claimable(cfg))
                 return 1;
         corral_error *e = NULL;
+        if (corral_jail_config_validate(cfg, &e) < 0) {
+                corral_error_free(e);
+                return 1;
+        }
         int fd = session_client_connect_host(false, &e);
         corral_error_free(e);
         if (fd < 0)

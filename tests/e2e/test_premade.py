@@ -469,6 +469,18 @@ def _write(path, data):
     return path
 
 
+def test_corral_exec_refuses_through_the_pool_as_directly(exec_env):
+    """What a direct jail refuses (a credential without an allow-list, a bad
+    limit) is refused the same with a pool ready: the same message and exit
+    status, nothing run."""
+    for args in (["--secret", "api.test=X-Key:HOME"], ["--pids", "0"]):
+        p = pool_exec(exec_env, *args, "--", "/bin/echo", "ran")
+        d = pool_exec(dict(exec_env, CORRAL_EXEC_POOL="0"), *args, "--", "/bin/echo", "ran")
+        assert (p.returncode, p.stderr) == (d.returncode, d.stderr) and p.returncode in (2, 125), (args, p, d)
+        assert "ran" not in p.stdout
+    assert pool_status(exec_env)["exec_pool"]["claimed"] == 0
+
+
 def test_corral_exec_falls_back_silently(exec_env, tmp_path):
     for env, args in ((dict(exec_env, CORRAL_EXEC_POOL="0"), []), (exec_env, ["--net", "host"]),
                       (dict(exec_env, XDG_RUNTIME_DIR=str(tmp_path)), [])):  # no host there
