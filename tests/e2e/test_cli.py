@@ -284,8 +284,10 @@ def test_an_ordinary_root_of_a_namespace_runs_jails_as_itself(tmp_path):
     from conftest import CORRAL
     if os.geteuid() == 0:
         pytest.skip("as root the namespace's uid 0 is the host's (the test above)")
+    # The direct path: a pooled jail is the session host's, made outside this namespace.
     rc, out, err = in_user_namespace(
-        f"'{CORRAL}' exec --json -c \"import os; print(os.getuid(), open('/proc/self/uid_map').read().split())\"")
+        f"CORRAL_EXEC_POOL=0 '{CORRAL}' exec --json -c "
+        "\"import os; print(os.getuid(), open('/proc/self/uid_map').read().split())\"")
     if rc == 97:
         pytest.skip("cannot make a user namespace")
     import json
