@@ -349,120 +349,34 @@ static char *make_child(const struct cgroup_layout *l, const char *parent, const
         return p;
 }
 
-int cgroup_create(const struct cgroup_layout *l, const char *name, const struct cgroup_limits *lim,
-                  struct jail_cgroup *cg, corral_error **ret_err)
-{
-        char buf[64];
-        memset(cg, 0, sizeof(*cg));
-        cg->v2_fd = -1;
-        cg->layout = l;
-
-        if (l->v2_dir) {
-                cg->v2 = make_child(l, l->v2_dir, name);
-                if (cg->v2 == NULL)
-                        return corral_fail(ret_err, errno, "cannot create cgroup in '%s'", l->v2_dir);
-                cg->v2_fd = open(cg->v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (cg->v2_fd < 0)
-                        return corral_fail(ret_err, errno, "cannot open cgroup '%s'", cg->v2);
-        }
-        /* memory */
-        if (l->v2_memory && cg->v2) {
-                snprintf(buf, sizeof(buf), "%" PRIu64, lim->memory_bytes);
-                if (cg_write(l, cg->v2, "memory.max", buf) < 0)
-                        return corral_fail(ret_err, errno, "cannot set memory.max in '%s'", cg->v2);
-                /* memory.swap.max exists only with swap accounting; without it
-                 * there is no swap to forbid (like memsw in v1). */
-                cg_write(l, cg->v2, "memory.swap.max", "0");
-                cg->memory = CG_V2;
-        } else if (l->v1_memory) {
-                cg->v1_memory = make_child(l, l->v1_memory, name);
-                if (cg->v1_memory == NULL)
-                        return corral_fail(ret_err, errno, "cannot create cgroup in '%s'", l->v1_memory);
-                snprintf(buf, sizeof(buf), "%" PRIu64, lim->memory_bytes);
-                if (cg_write(l, cg->v1_memory, "memory.limit_in_bytes", buf) < 0)
-                        return corral_fail(ret_err, errno, "cannot set memory.limit_in_bytes in '%s'",
-                                           cg->v1_memory);
-                /* memsw exists only with swap accounting; the limit above is then
-                 * topped up to forbid swap too. */
-                cg_write(l, cg->v1_memory, "memory.memsw.limit_in_bytes", buf);
-                cg_write(l, cg->v1_memory, "memory.swappiness", "0");
-                cg->memory = CG_V1;
-        }
-        /* pids */
-        snprintf(buf, sizeof(buf), "%" PRIu64, lim->pids);
-        if (l->v2_pids && cg->v2) {
-                if (cg_write(l, cg->v2, "pids.max", buf) < 0)
-                        return corral_fail(ret_err, errno, "cannot set pids.max in '%s'", cg->v2);
-                cg->pids = CG_V2;
-        } else if (l->v1_pids) {
-                cg->v1_pids = make_child(l, l->v1_pids, name);
-                if (cg->v1_pids == NULL || cg_write(l, cg->v1_pids, "pids.max", buf) < 0)
-                        return corral_fail(ret_err, errno, "cannot set pids.max in '%s'", l->v1_pids);
-                cg->pids = CG_V1;
-        }
-        /* cpu share */
-        if (lim->cpus > 0) {
-                uint64_t period = 100000, quota = (uint64_t)(lim->cpus * (double)period);
-                if (quota < 1000)
-                        quota = 1000;
-                if (l->v2_cpu && cg->v2) {
-                        snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64, quota, period);
-                        if (cg_write(l, cg->v2, "cpu.max", buf) < 0)
-                                return corral_fail(ret_err, errno, "cannot set cpu.max in '%s'", cg->v2);
-                        cg->cpu = CG_V2;
-                } else if (l->v1_cpu) {
-                        cg->v1_cpu = make_child(l, l->v1_cpu, name);
-                        snprintf(buf, sizeof(buf), "%" PRIu64, quota);
-                        if (cg->v1_cpu == NULL || cg_write(l, cg->v1_cpu, "cpu.cfs_period_us", "100000") < 0 ||
-                            cg_write(l, cg->v1_cpu, "cpu.cfs_quota_us", buf) < 0)
-                                return corral_fail(ret_err, errno, "cannot set cpu.cfs_quota_us in '%s'",
-                                                   l->v1_cpu);
-                        cg->cpu = CG_V1;
-                }
-        }
-        if (l->v1_cpuacct && cg->v2 == NULL) {
-                /* CPU accounting for the result when there is no v2 cgroup. */
-                if (l->v1_cpu && l->v1_cpuacct && strcmp(l->v1_cpu, l->v1_cpuacct) == 0 && cg->v1_cpu)
-                        cg->v1_cpuacct = strdup(cg->v1_cpu);
-                else
-                        cg->v1_cpuacct = make_child(l, l->v1_cpuacct, name);
-        }
-        return 0;
-}
-
-int cgroup_set_limits(struct jail_cgroup *cg, const struct cgroup_limits *lim, corral_error **ret_err)
+/* lim written into cg's cgroups, made already: at their creation, and at
+ * a pre-made jail's claim (reset_cpu: no CPU share undoes one). */
+static int write_limits(struct jail_cgroup *cg, const struct cgroup_limits *lim, bool reset_cpu,
+                        corral_error **ret_err)
 {
         const struct cgroup_layout *l = cg->layout;
         char buf[64];
-        uint64_t used = 0;
-        /* Lowering the limit below what is in use would have the kernel
-         * reclaim or kill in a jail its caller has not started yet. */
-        bool have_used = cg->memory == CG_V2 ? cg_read_u64(cg->v2, "memory.current", &used)
-                         : cg->memory == CG_V1 ? cg_read_u64(cg->v1_memory, "memory.usage_in_bytes", &used)
-                                               : false;
-        if (have_used && used > lim->memory_bytes)
-                return corral_make_error(ret_err, CORRAL_ERR_USAGE, 0,
-                                         "the jail already uses %" PRIu64 " bytes, more than its memory limit",
-                                         used);
-        if (lim->cpus > 0 && !((cg->v2 && l->v2_cpu) || cg->v1_cpu))
-                return corral_make_error(ret_err, CORRAL_ERR_UNSUPPORTED, 0, "the jail has no cpu cgroup");
         snprintf(buf, sizeof(buf), "%" PRIu64, lim->memory_bytes);
         if (cg->memory == CG_V2 && cg_write(l, cg->v2, "memory.max", buf) < 0)
                 return corral_fail(ret_err, errno, "cannot set memory.max in '%s'", cg->v2);
         if (cg->memory == CG_V1) {
-                /* memsw may not go below the limit, nor the limit above it:
-                 * written in the order that keeps that true. */
-                if (cg_write(l, cg->v1_memory, "memory.limit_in_bytes", buf) == 0) {
+                /* memsw exists only with swap accounting; it tops the limit
+                 * up to forbid swap too.  It may not go below the limit, nor
+                 * the limit above it: written in the order that keeps that
+                 * true when a claim raises or lowers them. */
+                if (cg_write(l, cg->v1_memory, "memory.limit_in_bytes", buf) == 0)
                         cg_write(l, cg->v1_memory, "memory.memsw.limit_in_bytes", buf);
-                } else if (cg_write(l, cg->v1_memory, "memory.memsw.limit_in_bytes", buf) < 0 ||
-                           cg_write(l, cg->v1_memory, "memory.limit_in_bytes", buf) < 0) {
+                else if (cg_write(l, cg->v1_memory, "memory.memsw.limit_in_bytes", buf) < 0 ||
+                         cg_write(l, cg->v1_memory, "memory.limit_in_bytes", buf) < 0)
                         return corral_fail(ret_err, errno, "cannot set memory.limit_in_bytes in '%s'",
                                            cg->v1_memory);
-                }
         }
         snprintf(buf, sizeof(buf), "%" PRIu64, lim->pids);
         if (cg->pids != CG_NONE && cg_write(l, cg->pids == CG_V2 ? cg->v2 : cg->v1_pids, "pids.max", buf) < 0)
-                return corral_fail(ret_err, errno, "cannot set pids.max");
+                return corral_fail(ret_err, errno, "cannot set pids.max in '%s'",
+                                   cg->pids == CG_V2 ? cg->v2 : cg->v1_pids);
+        if (lim->cpus <= 0 && !reset_cpu)
+                return 0;
         uint64_t period = 100000, quota = (uint64_t)(lim->cpus * (double)period);
         if (quota < 1000)
                 quota = 1000;
@@ -478,10 +392,88 @@ int cgroup_set_limits(struct jail_cgroup *cg, const struct cgroup_limits *lim, c
                         snprintf(buf, sizeof(buf), "%" PRIu64, quota);
                 else
                         snprintf(buf, sizeof(buf), "-1");
-                if (cg_write(l, cg->v1_cpu, "cpu.cfs_quota_us", buf) < 0)
+                if (cg_write(l, cg->v1_cpu, "cpu.cfs_period_us", "100000") < 0 ||
+                    cg_write(l, cg->v1_cpu, "cpu.cfs_quota_us", buf) < 0)
                         return corral_fail(ret_err, errno, "cannot set cpu.cfs_quota_us in '%s'", cg->v1_cpu);
         }
         return 0;
+}
+
+int cgroup_create(const struct cgroup_layout *l, const char *name, const struct cgroup_limits *lim,
+                  struct jail_cgroup *cg, corral_error **ret_err)
+{
+        memset(cg, 0, sizeof(*cg));
+        cg->v2_fd = -1;
+        cg->layout = l;
+
+        if (l->v2_dir) {
+                cg->v2 = make_child(l, l->v2_dir, name);
+                if (cg->v2 == NULL)
+                        return corral_fail(ret_err, errno, "cannot create cgroup in '%s'", l->v2_dir);
+                cg->v2_fd = open(cg->v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (cg->v2_fd < 0)
+                        return corral_fail(ret_err, errno, "cannot open cgroup '%s'", cg->v2);
+        }
+        /* Each controller's cgroup, the v2 one where it has the controller. */
+        if (l->v2_memory && cg->v2) {
+                /* memory.swap.max exists only with swap accounting; without it
+                 * there is no swap to forbid (like memsw in v1). */
+                cg_write(l, cg->v2, "memory.swap.max", "0");
+                cg->memory = CG_V2;
+        } else if (l->v1_memory) {
+                cg->v1_memory = make_child(l, l->v1_memory, name);
+                if (cg->v1_memory == NULL)
+                        return corral_fail(ret_err, errno, "cannot create cgroup in '%s'", l->v1_memory);
+                cg_write(l, cg->v1_memory, "memory.swappiness", "0");
+                cg->memory = CG_V1;
+        }
+        if (l->v2_pids && cg->v2) {
+                cg->pids = CG_V2;
+        } else if (l->v1_pids) {
+                cg->v1_pids = make_child(l, l->v1_pids, name);
+                if (cg->v1_pids == NULL)
+                        return corral_fail(ret_err, errno, "cannot create cgroup in '%s'", l->v1_pids);
+                cg->pids = CG_V1;
+        }
+        /* A v1 cpu cgroup only for a CPU share. */
+        if (lim->cpus > 0) {
+                if (l->v2_cpu && cg->v2) {
+                        cg->cpu = CG_V2;
+                } else if (l->v1_cpu) {
+                        cg->v1_cpu = make_child(l, l->v1_cpu, name);
+                        if (cg->v1_cpu == NULL)
+                                return corral_fail(ret_err, errno, "cannot create cgroup in '%s'", l->v1_cpu);
+                        cg->cpu = CG_V1;
+                }
+        }
+        if (write_limits(cg, lim, false, ret_err) < 0)
+                return -1;
+        if (l->v1_cpuacct && cg->v2 == NULL) {
+                /* CPU accounting for the result when there is no v2 cgroup. */
+                if (l->v1_cpu && l->v1_cpuacct && strcmp(l->v1_cpu, l->v1_cpuacct) == 0 && cg->v1_cpu)
+                        cg->v1_cpuacct = strdup(cg->v1_cpu);
+                else
+                        cg->v1_cpuacct = make_child(l, l->v1_cpuacct, name);
+        }
+        return 0;
+}
+
+int cgroup_set_limits(struct jail_cgroup *cg, const struct cgroup_limits *lim, corral_error **ret_err)
+{
+        const struct cgroup_layout *l = cg->layout;
+        uint64_t used = 0;
+        /* Lowering the limit below what is in use would have the kernel
+         * reclaim or kill in a jail its caller has not started yet. */
+        bool have_used = cg->memory == CG_V2 ? cg_read_u64(cg->v2, "memory.current", &used)
+                         : cg->memory == CG_V1 ? cg_read_u64(cg->v1_memory, "memory.usage_in_bytes", &used)
+                                               : false;
+        if (have_used && used > lim->memory_bytes)
+                return corral_make_error(ret_err, CORRAL_ERR_USAGE, 0,
+                                         "the jail already uses %" PRIu64 " bytes, more than its memory limit",
+                                         used);
+        if (lim->cpus > 0 && !((cg->v2 && l->v2_cpu) || cg->v1_cpu))
+                return corral_make_error(ret_err, CORRAL_ERR_UNSUPPORTED, 0, "the jail has no cpu cgroup");
+        return write_limits(cg, lim, true, ret_err);
 }
 
 /* Why the child moves itself: writing a pid to a v1 `cgroup.procs` takes

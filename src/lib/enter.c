@@ -210,22 +210,7 @@ static void close_all_but(const struct jail_plan *p)
 {
         int keep[] = { p->stdout_fd, p->stderr_fd, p->status_fd, p->init_fd, p->sync_fd, p->sync_wfd, p->order_fd,
                        p->proxy_fd, p->stdin_fd, p->config_fd };
-        size_t n = ARRAY_SIZE(keep);
-        for (size_t i = 1; i < n; i++) /* ascending; -1s first */
-                for (size_t k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
-                        int x = keep[k];
-                        keep[k] = keep[k - 1];
-                        keep[k - 1] = x;
-                }
-        unsigned from = 3;
-        for (size_t i = 0; i < n; i++) {
-                if (keep[i] < (int)from)
-                        continue;
-                if ((unsigned)keep[i] > from)
-                        syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
-                from = (unsigned)keep[i] + 1;
-        }
-        syscall(SYS_close_range, from, ~0U, 0);
+        close_fds_except(keep, ARRAY_SIZE(keep));
 }
 
 /* mkdir -p of dst's parents (as the cold path's OP_DIR ops do). */

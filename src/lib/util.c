@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "util.h"
@@ -318,6 +319,25 @@ const char *nearest_name(const char *word, const char *const *names)
 double round_ms(double ms)
 {
         return round(ms * 100.0) / 100.0;
+}
+
+void close_fds_except(int *keep, size_t n)
+{
+        for (size_t i = 1; i < n; i++) /* ascending; -1s first */
+                for (size_t k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
+                        int x = keep[k];
+                        keep[k] = keep[k - 1];
+                        keep[k - 1] = x;
+                }
+        unsigned from = 3;
+        for (size_t i = 0; i < n; i++) {
+                if (keep[i] < (int)from)
+                        continue;
+                if ((unsigned)keep[i] > from)
+                        syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
+                from = (unsigned)keep[i] + 1;
+        }
+        syscall(SYS_close_range, from, ~0U, 0);
 }
 
 /* Wait for one message on fd (monotonic deadline); -1 with errno. */

@@ -84,6 +84,11 @@ CORRAL_HIDDEN double round_ms(double ms);
 /* write() all of buf, retrying on EINTR/short writes; -1 on error. */
 CORRAL_HIDDEN int write_all(int fd, const void *buf, size_t len);
 
+/* Close every descriptor above 2 but the n of keep (-1s ignored; keep is
+ * sorted in place).  System calls only: a child between clone and exec may
+ * call it. */
+CORRAL_HIDDEN void close_fds_except(int *keep, size_t n);
+
 /* One message on a unix socket with up to UNIX_MAX_FDS descriptors
  * (SCM_RIGHTS).  unix_recv_fds_until() waits until the monotonic deadline
  * (ms), keeps at most max_fds of the descriptors it gets (CLOEXEC; the

@@ -655,16 +655,8 @@ void session_daemon_main(int ready_fd, int cancel_fd)
         pthread_mutex_init(&d.lock, NULL);
         pthread_cond_init(&d.quiet, NULL);
         /* Nothing of the client's but the two fds we were given. */
-        int keep[2] = { ready_fd < cancel_fd ? ready_fd : cancel_fd, ready_fd < cancel_fd ? cancel_fd : ready_fd };
-        unsigned from = 3;
-        for (int i = 0; i < 2; i++) {
-                if (keep[i] < (int)from)
-                        continue;
-                if ((unsigned)keep[i] > from)
-                        syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
-                from = (unsigned)keep[i] + 1;
-        }
-        syscall(SYS_close_range, from, ~0U, 0);
+        int keep[2] = { ready_fd, cancel_fd };
+        close_fds_except(keep, 2);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {
                 dup2(null, 0);

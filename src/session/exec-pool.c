@@ -409,14 +409,16 @@ int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, cor
         if ((env && strcmp(env, "0") == 0) || !claimable(cfg))
                 return 1;
         corral_error *e = NULL;
-        if (corral_jail_config_validate(cfg, &e) < 0) {
-                corral_error_free(e);
-                return 1;
-        }
         int fd = session_client_connect_host(false, &e);
         corral_error_free(e);
         if (fd < 0)
+                return 1; /* no host: the direct path, which validates cfg itself */
+        e = NULL;
+        if (corral_jail_config_validate(cfg, &e) < 0) {
+                corral_error_free(e);
+                close(fd);
                 return 1;
+        }
         bool with_stdin = cfg->stdin_mode == CORRAL_STDIN_PIPE;
         int rc = 1, out[3] = { -1, -1, -1 };
         size_t nfds = 0;

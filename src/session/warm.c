@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <linux/mount.h>
 #include <linux/sched.h>
 #include <math.h>
 #include <poll.h>
@@ -49,18 +48,6 @@ _Static_assert(ZYGOTE_MAX_BINDS <= JAIL_TREES_MAX_BINDS && ZYGOTE_MAX_BINDS + 4 
                "the library's trees and fd passing take a session's binds");
 #define REFILL_DELAY_MS 50
 #define ZYGOTE_SESSION_IDS 32    /* live sessions per zygote with a host uid each (root) */
-
-#ifndef FSCONFIG_SET_STRING
-#define FSCONFIG_SET_STRING 1
-#define FSCONFIG_CMD_CREATE 6
-#endif
-#ifndef FSMOUNT_CLOEXEC
-#define FSMOUNT_CLOEXEC 0x00000001
-#endif
-#ifndef MOUNT_ATTR_NOSUID
-#define MOUNT_ATTR_NOSUID 0x00000002
-#define MOUNT_ATTR_NODEV 0x00000004
-#endif
 
 /* A pre-forked session: its init waits for a claim. */
 struct warm {

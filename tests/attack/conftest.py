@@ -18,48 +18,13 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from corral_attack import CORRAL, IS_ROOT, SESSION, JailProc, ns_inode, out_json  # noqa: E402
+from corral_attack import CORRAL, IS_ROOT, SESSION, JailProc, preflight_problems  # noqa: E402
 from corral_attack import run_jail as _run_jail  # noqa: E402
 
 # corral exec starts its jails directly here, whatever session host another
 # test (or make test's other lane) left on this user's default runtime
 # directory; test_via_pool.py runs the attacks through a pool of its own.
 os.environ.setdefault("CORRAL_EXEC_POOL", "0")
-
-PREFLIGHT_CODE = r"""
-import json, os, socket
-ns = {k: os.stat(f"/proc/self/ns/{k}").st_ino for k in ("pid", "net", "mnt", "user", "ipc", "uts")}
-pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
-with open("/proc/net/dev") as f:
-    netdev = [line.split(":")[0].strip() for line in f.read().splitlines()[2:]]
-print(json.dumps({"ns": ns, "pids": pids, "ifaces": [n for _, n in socket.if_nameindex()],
-                  "netdev": netdev, "mypid": os.getpid(), "uid": os.getuid()}))
-"""
-
-
-def _preflight_problems(net):
-    try:
-        run = _run_jail(["--net", net, "--pids", "16", "-m", "256M"], PREFLIGHT_CODE, timeout=10)
-    except AssertionError as e:
-        return [f"--net {net}: {e}"], None
-    if run["status"] != "ok":
-        return [f"--net {net}: the preflight program did not run: {run!r}"], run
-    info = out_json(run)
-    problems = []
-    for kind in ("pid", "net", "mnt", "user"):
-        if info["ns"][kind] == ns_inode(kind):
-            problems.append(f"--net {net}: the jail shares the host's {kind} namespace "
-                            f"(inode {info['ns'][kind]})")
-    if len(info["pids"]) > 4 or max(info["pids"]) > 16:
-        problems.append(f"--net {net}: the jail sees pids {info['pids'][:20]} (expected only its own few)")
-    if os.getpid() in info["pids"] and os.getpid() > 16:
-        problems.append(f"--net {net}: the jail sees the test runner's pid {os.getpid()}")
-    if info["ifaces"] != ["lo"] or info["netdev"] != ["lo"]:
-        problems.append(f"--net {net}: network interfaces {info['ifaces']} / {info['netdev']} (expected only lo)")
-    if info["uid"] == 0:
-        problems.append(f"--net {net}: the jail runs as uid 0")
-    return problems, run
-
 
 @pytest.fixture(scope="session", autouse=True)
 def preflight():
@@ -68,7 +33,7 @@ def preflight():
         pytest.exit(f"attack suite: no corral binary at {CORRAL} (set CORRAL)", returncode=1)
     problems, run = [], None
     for net in ("none", "down"):
-        p, r = _preflight_problems(net)
+        p, r = preflight_problems(_run_jail, net)
         problems += p
         run = run or r
     if problems:

@@ -409,3 +409,41 @@ def eperm_syscalls():
 
 def errno_name(e):
     return errno.errorcode.get(e, str(e))
+
+
+PREFLIGHT_CODE = r"""
+import json, os, socket
+ns = {k: os.stat(f"/proc/self/ns/{k}").st_ino for k in ("pid", "net", "mnt", "user", "ipc", "uts")}
+pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+with open("/proc/net/dev") as f:
+    netdev = [line.split(":")[0].strip() for line in f.read().splitlines()[2:]]
+print(json.dumps({"ns": ns, "pids": pids, "ifaces": [n for _, n in socket.if_nameindex()],
+                  "netdev": netdev, "mypid": os.getpid(), "uid": os.getuid()}))
+"""
+
+
+def preflight_problems(run_jail, net):
+    """(problems, run): the isolation every attack relies on, proved by a
+    probe run through run_jail with --net NET (a direct jail, a pooled one,
+    a session step); problems empty when it holds."""
+    try:
+        run = run_jail(["--net", net, "--pids", "16", "-m", "256M"], PREFLIGHT_CODE, timeout=10)
+    except AssertionError as e:
+        return [f"--net {net}: {e}"], None
+    if run["status"] != "ok":
+        return [f"--net {net}: the preflight program did not run: {run!r}"], run
+    info = out_json(run)
+    problems = []
+    for kind in ("pid", "net", "mnt", "user"):
+        if info["ns"][kind] == ns_inode(kind):
+            problems.append(f"--net {net}: the jail shares the host's {kind} namespace "
+                            f"(inode {info['ns'][kind]})")
+    if len(info["pids"]) > 4 or max(info["pids"]) > 16:
+        problems.append(f"--net {net}: the jail sees pids {info['pids'][:20]} (expected only its own few)")
+    if os.getpid() in info["pids"] and os.getpid() > 16:
+        problems.append(f"--net {net}: the jail sees the test runner's pid {os.getpid()}")
+    if info["ifaces"] != ["lo"] or info["netdev"] != ["lo"]:
+        problems.append(f"--net {net}: network interfaces {info['ifaces']} / {info['netdev']} (expected only lo)")
+    if info["uid"] == 0:
+        problems.append(f"--net {net}: the jail runs as uid 0")
+    return problems, run

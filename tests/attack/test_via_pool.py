@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from corral_attack import CORRAL, JailProc, ns_inode
+from corral_attack import CORRAL, JailProc, preflight_problems
 # The suite's files whose attacks a pre-made jail could answer differently.
 from test_files import *  # noqa: F401,F403,E402
 from test_limits import *  # noqa: F401,F403,E402
@@ -104,27 +104,10 @@ def _pool_options_only(args):
 @pytest.fixture(scope="module", autouse=True)
 def pool_suite_preflight(pool_host):
     """The suite's preflight again, for a pooled jail."""
-    code = ("import json, os, socket\n"
-            "ns = {k: os.stat(f'/proc/self/ns/{k}').st_ino for k in ('pid', 'net', 'mnt', 'user')}\n"
-            "print(json.dumps({'ns': ns, 'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()),\n"
-            "                  'ifaces': [n for _, n in socket.if_nameindex()], 'uid': os.getuid()}))\n")
     pool_host.wait_ready()
-    run = JailProc(["--pids", "16", "-m", "256M"], code, 30).wait()
-    problems = []
-    if run.get("from") != "pool":
+    problems, run = preflight_problems(lambda *a, **kw: JailProc(*a, **kw).wait(), "none")
+    if run is not None and run.get("from") != "pool":
         problems.append(f"the probe was not served by the pool: {run.get('from')!r}")
-    if run["status"] != "ok":
-        problems.append(f"the probe did not run: {run!r}")
-    else:
-        info = json.loads(run["stdout"].strip().splitlines()[-1])
-        problems += [f"a pooled jail shares the host's {k} namespace" for k in ("pid", "net", "mnt", "user")
-                     if info["ns"][k] == ns_inode(k)]
-        if len(info["pids"]) > 4 or max(info["pids"]) > 16:
-            problems.append(f"a pooled jail sees pids {info['pids'][:20]}")
-        if info["ifaces"] != ["lo"]:
-            problems.append(f"network interfaces {info['ifaces']}")
-        if info["uid"] == 0:
-            problems.append("a pooled jail runs as uid 0")
     if problems:
         pytest.exit("pool suite preflight FAILED, no attack was run:\n  " + "\n  ".join(problems), returncode=1)
 

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from corral_attack import CORRAL, IS_ROOT, JailRun, ns_inode
+from corral_attack import CORRAL, IS_ROOT, JailRun, preflight_problems
 # The suite, collected again under this module's run_jail.
 from test_files import *  # noqa: F401,F403,E402
 from test_limits import *  # noqa: F401,F403,E402
@@ -147,24 +147,7 @@ def session_runner():
 @pytest.fixture(scope="module", autouse=True)
 def session_suite_preflight(session_runner):
     """The suite's preflight again, for a step of a warm session."""
-    code = ("import json, os, socket\n"
-            "ns = {k: os.stat(f'/proc/self/ns/{k}').st_ino for k in ('pid', 'net', 'mnt', 'user')}\n"
-            "print(json.dumps({'ns': ns, 'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()),\n"
-            "                  'ifaces': [n for _, n in socket.if_nameindex()], 'uid': os.getuid()}))\n")
-    run = session_runner.run(["--pids", "16", "-m", "256M"], code, timeout=30)
-    problems = []
-    if run["status"] != "ok":
-        problems.append(f"the probe did not run: {run!r}")
-    else:
-        info = json.loads(run["stdout"].strip().splitlines()[-1])
-        problems += [f"a session shares the host's {k} namespace" for k in ("pid", "net", "mnt", "user")
-                     if info["ns"][k] == ns_inode(k)]
-        if len(info["pids"]) > 4 or max(info["pids"]) > 16:
-            problems.append(f"a session sees pids {info['pids'][:20]}")
-        if info["ifaces"] != ["lo"]:
-            problems.append(f"network interfaces {info['ifaces']}")
-        if info["uid"] == 0:
-            problems.append("a session runs as uid 0")
+    problems, _ = preflight_problems(session_runner.run, "none")
     if problems:
         pytest.exit("session suite preflight FAILED, no attack was run:\n  " + "\n  ".join(problems), returncode=1)
 

@@ -295,6 +295,13 @@ def procs_with(arg):
     return found
 
 
+def wait_running(arg, seconds=2):
+    end = time.monotonic() + seconds
+    while not procs_with(arg) and time.monotonic() < end:
+        time.sleep(0.02)
+    return procs_with(arg)
+
+
 def wait_gone(arg, seconds):
     end = time.monotonic() + seconds
     while procs_with(arg) and time.monotonic() < end:
@@ -343,11 +350,7 @@ def test_a_client_that_gave_up_before_go_runs_nothing(pool_host):
 def test_killing_the_client_kills_the_jail_at_once(pool_host):
     s, msg, fds = claim(pool_host, ["sleep", "31.4159"])
     assert msg["t"] == "claimed"
-    for _ in range(100):
-        if procs_with("31.4159"):
-            break
-        time.sleep(0.02)
-    assert procs_with("31.4159"), "the claimed jail's program never started"
+    assert wait_running("31.4159"), "the claimed jail's program never started"
     t0 = time.monotonic()
     s.close()  # the client's end: as if it were killed
     assert wait_gone("31.4159", 5) == [], "the jail outlived its client"
@@ -359,10 +362,7 @@ def test_killing_the_client_kills_the_jail_at_once(pool_host):
 def test_host_killed_mid_claim_leaves_nothing_and_the_client_hears_it(pool_host):
     s, msg, fds = claim(pool_host, ["sleep", "32.7182"])
     assert msg["t"] == "claimed"
-    for _ in range(100):
-        if procs_with("32.7182"):
-            break
-        time.sleep(0.02)
+    wait_running("32.7182")
     host = pool_status(pool_host)["pid"]
     pool = [int(p) for p in subprocess.run(["pgrep", "-P", str(host)], capture_output=True, text=True).stdout.split()]
     os.kill(host, signal.SIGKILL)
