@@ -7,8 +7,34 @@ import time
 
 def corral_cgroups():
     """Jail cgroups whose supervisor is gone: leftovers (live ones belong to
-    corral processes still running, possibly other tests')."""
-    return [c for c in all_corral_cgroups() if not os.path.exists(f"/proc/{c.rsplit('-', 2)[1]}")]
+    corral processes still running, possibly other tests').  Only those
+    beneath this process's own cgroups, where the corral it starts makes
+    them: make test's other lane runs root jails (and kills their
+    supervisors, on purpose) from cgroups of its own."""
+    own = own_cgroup_dirs()
+    return [c for c in all_corral_cgroups() if not os.path.exists(f"/proc/{c.rsplit('-', 2)[1]}")
+            and os.path.dirname(c) in own]
+
+
+def own_cgroup_dirs():
+    """This process's cgroup directory in each mounted hierarchy."""
+    mounts = {}  # "" for v2, else a v1 hierarchy's controllers (or name=...)
+    for line in open("/proc/self/mountinfo"):
+        pre, post = line.split(" - ", 1)
+        fstype, _, opts = post.split()[:3]
+        if fstype == "cgroup2":
+            mounts[""] = pre.split()[4]
+        elif fstype == "cgroup":
+            ctrls = sorted(o for o in opts.split(",") if o not in ("rw", "ro") and "=" not in o or
+                           o.startswith("name="))
+            mounts[",".join(ctrls)] = pre.split()[4]
+    dirs = set()
+    for line in open("/proc/self/cgroup"):
+        _, ctrls, path = line.rstrip("\n").split(":", 2)
+        mount = mounts.get(",".join(sorted(ctrls.split(","))) if ctrls else "")
+        if mount:
+            dirs.add(os.path.normpath(mount + path))
+    return dirs
 
 
 def all_corral_cgroups():
@@ -42,12 +68,31 @@ def test_no_leftovers_after_runs(corral, tmp_path):
     assert _wait_for(lambda: not _running(marker), 2.0)
     assert corral_cgroups() == before_cg
     # corral makes no host temp dirs for a jail: none in its $TMPDIR, and
-    # none in /tmp (which other suites use meanwhile: make test runs two
-    # lanes, so only names corral gives, made by this user, count).
+    # none left in /tmp (which other suites use meanwhile: make test runs two
+    # lanes, so only names corral gives, made by this user and held by no
+    # live process, count; a temporary workspace is held, flock, by the
+    # corral that made it while it runs, as corral's own sweep tells).
     assert os.listdir(tmpdir) == []
     new = set(os.listdir("/tmp")) - set(before_tmp)
-    assert not [n for n in new if n.startswith(CORRAL_TEMP_PREFIXES) and _owned_by_me(os.path.join("/tmp", n))], new
+    assert not [n for n in new if n.startswith(CORRAL_TEMP_PREFIXES) and _owned_by_me(os.path.join("/tmp", n))
+                and not _held(os.path.join("/tmp", n))], new
     assert not any("corral" in line and "oldroot" in line for line in open("/proc/self/mountinfo"))
+
+
+def _held(path):
+    """Whether a live process holds path's flock (a corral that is running)."""
+    import fcntl
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def _owned_by_me(path):

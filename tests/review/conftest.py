@@ -8,7 +8,6 @@ the first snippet runs, a jail must prove it has its own pid, network, mount
 and user namespaces.  If it does not, the session stops: an unsafe snippet is
 never run anywhere but in a working jail.
 """
-import importlib.util
 import os
 import shutil
 import sys
@@ -26,17 +25,10 @@ import corral_attack  # noqa: E402
 from dataset import write_dataset  # noqa: E402
 from review_corpus import CORRAL, SUMMARY  # noqa: E402
 
-# The jails must use the same corral as the reviews.
+# The jails must use the same corral as the reviews, started directly
+# whatever session host another suite left running (as the attack suite's).
 corral_attack.CORRAL = CORRAL
-
-def _attack_preflight():
-    """The attack suite's own preflight check, loaded from its conftest.py
-    under another module name (two modules named conftest cannot share a
-    session)."""
-    spec = importlib.util.spec_from_file_location("corral_attack_conftest", ATTACK / "conftest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod._preflight_problems
+os.environ.setdefault("CORRAL_EXEC_POOL", "0")
 
 
 @pytest.fixture(scope="session")
@@ -44,10 +36,9 @@ def isolation():
     """Prove isolation before anything runs in a jail; stop the session otherwise."""
     if not (os.path.isfile(CORRAL) and os.access(CORRAL, os.X_OK)):
         pytest.exit(f"review corpus: no corral binary at {CORRAL} (set CORRAL)", returncode=1)
-    problems_of = _attack_preflight()
     problems, run = [], None
     for net in ("none", "down"):
-        p, r = problems_of(net)
+        p, r = corral_attack.preflight_problems(corral_attack.run_jail, net)
         problems += p
         run = run or r
     if problems:
