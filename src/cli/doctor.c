@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../agent/health.h"
+#include "../server/server.h"
 #include "cli.h"
 
 static const char help_text[] =
@@ -87,6 +88,8 @@ int cmd_doctor(int argc, char **argv)
                 json = true;
         }
         json_t *report = health_report();
+        if (report)
+                server_probe(json_object_get(report, "checks"));
         if (report == NULL) {
                 cli_error("doctor", "out of memory");
                 return EXIT_CORRAL;

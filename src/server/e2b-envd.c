@@ -30,7 +30,7 @@ static enum MHD_Result fail(struct request *rq, corral_error *err)
 
 static const char *query(struct request *rq, const char *name)
 {
-        return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
+        return http_lib.MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
 /* ---- entries as E2B describes them ---- */
@@ -230,9 +230,9 @@ int e2b_upload_begin(struct request *rq, const char *method, const char *path)
                 upload_error(u, err && err->kind == CORRAL_ERR_BUSY ? 409 : 500, err);
                 return 1;
         }
-        const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        const char *ct = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0) {
-                u->pp = MHD_create_post_processor(rq->conn, 64 << 10, upload_part, rq);
+                u->pp = http_lib.MHD_create_post_processor(rq->conn, 64 << 10, upload_part, rq);
                 if (u->pp == NULL) {
                         corral_usage(&err, "the multipart body has no boundary");
                         upload_error(u, 400, err);
@@ -247,7 +247,7 @@ void e2b_upload_take(struct request *rq, const char *data, size_t len)
 {
         struct e2b_upload *u = rq->e2b_up;
         if (u->pp) {
-                if (u->status == 0 && MHD_post_process(u->pp, data, len) != MHD_YES) {
+                if (u->status == 0 && http_lib.MHD_post_process(u->pp, data, len) != MHD_YES) {
                         corral_error *err = NULL;
                         corral_usage(&err, "the multipart body is malformed");
                         upload_error(u, 400, err);
@@ -263,7 +263,7 @@ void e2b_upload_free(struct request *rq)
         if (u == NULL)
                 return;
         if (u->pp)
-                MHD_destroy_post_processor(u->pp);
+                http_lib.MHD_destroy_post_processor(u->pp);
         if (u->open)
                 workspace_upload_abort(&u->up);
         workspace_close(u->ws, false);
@@ -279,7 +279,7 @@ static enum MHD_Result upload_answer(struct request *rq)
 {
         struct e2b_upload *u = rq->e2b_up;
         if (u->pp && u->status == 0) {
-                MHD_destroy_post_processor(u->pp); /* its last part ends here */
+                http_lib.MHD_destroy_post_processor(u->pp); /* its last part ends here */
                 u->pp = NULL;
         }
         upload_finish_file(u);
@@ -309,12 +309,12 @@ enum MHD_Result e2b_files(struct request *rq, const char *method, struct sandbox
         if (fd < 0)
                 return fail(rq, err);
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-        struct MHD_Response *r = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+        struct MHD_Response *r = http_lib.MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
         if (r == NULL) {
                 close(fd);
                 return MHD_NO;
         }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
         return reply(rq, MHD_HTTP_OK, r);
 }
 
@@ -546,7 +546,7 @@ static enum MHD_Result follow_reply(struct request *rq, struct sandbox *sb, long
         f->s = rq->s;
         f->sb = sb;
         f->pid = pid;
-        const char *t = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Connect-Timeout-Ms");
+        const char *t = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Connect-Timeout-Ms");
         if (t && strtod(t, NULL) > 0)
                 f->deadline_ms = monotonic_ms() + strtod(t, NULL);
         pthread_mutex_lock(&rq->s->lock);
@@ -716,7 +716,7 @@ enum MHD_Result e2b_connect(struct request *rq, const char *path, struct sandbox
         corral_error *err = NULL;
         /* A unary call's body is the message; a stream's, one envelope
          * (flags, big-endian length, message). */
-        const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        const char *ct = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         const char *msg = rq->body ? rq->body : "";
         size_t len = rq->len;
         if (ct && strncmp(ct, "application/connect+json", 24) == 0) {

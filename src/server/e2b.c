@@ -21,7 +21,7 @@ static const char *const templates[] = { "base", "code-interpreter-v1", "code-in
 
 static const char *header(struct request *rq, const char *name)
 {
-        return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
+        return http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
 }
 
 static bool path_is(const char *path, const char *prefix, const char **ret_rest)
@@ -84,7 +84,7 @@ static enum MHD_Result fail(struct request *rq, corral_error *err)
 
 static enum MHD_Result no_content(struct request *rq, unsigned status)
 {
-        return reply(rq, status, MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT));
+        return reply(rq, status, http_lib.MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT));
 }
 
 /* ---- the shared parts (e2b.h) ---- */
@@ -845,9 +845,9 @@ static enum MHD_Result in_sandbox(struct request *rq, const char *method, const 
         if (strcmp(path, "/health") == 0) {
                 if (!interpreter)
                         return no_content(rq, MHD_HTTP_NO_CONTENT);
-                struct MHD_Response *r = MHD_create_response_from_buffer(4, "\"OK\"", MHD_RESPMEM_PERSISTENT);
+                struct MHD_Response *r = http_lib.MHD_create_response_from_buffer(4, "\"OK\"", MHD_RESPMEM_PERSISTENT);
                 if (r)
-                        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+                        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
                 return reply(rq, MHD_HTTP_OK, r);
         }
         if (strcmp(path, "/execute") == 0) {

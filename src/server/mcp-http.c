@@ -231,9 +231,9 @@ static enum MHD_Result rpc_error(struct request *rq, unsigned status, json_t *id
 
 static enum MHD_Result reply_empty(struct request *rq, unsigned status, const char *header, const char *value)
 {
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *r = http_lib.MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
         if (r && header)
-                MHD_add_response_header(r, header, value);
+                http_lib.MHD_add_response_header(r, header, value);
         return reply(rq, status, r);
 }
 
@@ -244,7 +244,7 @@ static enum MHD_Result reply_text(struct request *rq, char *text, const char *se
         if (r == NULL)
                 return MHD_NO;
         if (session_id)
-                MHD_add_response_header(r, "Mcp-Session-Id", session_id);
+                http_lib.MHD_add_response_header(r, "Mcp-Session-Id", session_id);
         return reply(rq, MHD_HTTP_OK, r);
 }
 
@@ -340,7 +340,7 @@ static enum MHD_Result exchange(struct request *rq, struct mcp_http_session *ms,
         }
         x->ms = ms;
         x->id = idtext;
-        const char *accept = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+        const char *accept = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
         x->sse = strcmp(method, "tools/call") == 0 && accept && strstr(accept, "text/event-stream");
         pthread_mutex_lock(&h->lock);
         x->next = ms->exchanges;
@@ -464,7 +464,7 @@ static enum MHD_Result post_message(struct request *rq, struct mcp_http *h, json
         bool request = method && id;
         if (request && strcmp(method, "initialize") == 0)
                 return initialize(rq, id);
-        const char *sid = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Mcp-Session-Id");
+        const char *sid = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Mcp-Session-Id");
         if (sid == NULL) {
                 /* server/discover, the probe of clients trying the
                  * 2026-07-28 revision, is not served: they fall back to
@@ -474,7 +474,7 @@ static enum MHD_Result post_message(struct request *rq, struct mcp_http *h, json
                 return rpc_error(rq, MHD_HTTP_BAD_REQUEST, request ? id : NULL, MCP_RPC_INVALID_REQUEST,
                                  "Bad Request: an Mcp-Session-Id header is needed (initialize first)");
         }
-        const char *pv = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "MCP-Protocol-Version");
+        const char *pv = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "MCP-Protocol-Version");
         if (pv && !mcp_protocol_supported(pv))
                 return rpc_error(rq, MHD_HTTP_BAD_REQUEST, request ? id : NULL, MCP_RPC_INVALID_REQUEST,
                                  "Bad Request: unsupported MCP-Protocol-Version '%.64s' (supported: 2025-11-25, "
@@ -504,12 +504,12 @@ enum MHD_Result mcp_http_route(struct request *rq, const char *method)
         if (strcmp(method, "DELETE") != 0) {
                 /* No stream of the server's own (GET): allowed by the
                  * transport, which then sends everything in POSTs' answers. */
-                struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+                struct MHD_Response *r = http_lib.MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
                 if (r)
-                        MHD_add_response_header(r, "Allow", "POST, DELETE");
+                        http_lib.MHD_add_response_header(r, "Allow", "POST, DELETE");
                 return reply(rq, MHD_HTTP_METHOD_NOT_ALLOWED, r);
         }
-        const char *sid = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Mcp-Session-Id");
+        const char *sid = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Mcp-Session-Id");
         if (sid == NULL)
                 return reply_error(rq, MHD_HTTP_BAD_REQUEST, "usage", "DELETE /mcp needs the Mcp-Session-Id header");
         struct mcp_http_session *ms = session_get(rq->s->mcp, sid, rq->who);

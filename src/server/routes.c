@@ -336,7 +336,7 @@ static enum MHD_Result route_exec(struct request *rq, struct sandbox *sb)
                                    "this token runs its most steps at once (%u): wait for one to end",
                                    s->cfg.max_execs_per_token);
         }
-        const char *accept = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+        const char *accept = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
         bool ndjson = accept && strstr(accept, "application/x-ndjson");
         bool sse = accept && strstr(accept, "text/event-stream");
         if (ndjson || sse)
@@ -503,8 +503,8 @@ static enum MHD_Result route_interrupt(struct request *rq, struct sandbox *sb)
 
 static bool is_tar(struct request *rq)
 {
-        const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        const char *fmt = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "format");
+        const char *ct = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        const char *fmt = http_lib.MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "format");
         return (ct && strncasecmp(ct, "application/x-tar", 17) == 0) || (fmt && strcmp(fmt, "tar") == 0);
 }
 
@@ -535,12 +535,12 @@ static enum MHD_Result download_tar(struct request *rq, struct sandbox *sb)
                         close(fd);
                 return reply_error(rq, 500, "internal", "cannot read the archive just written");
         }
-        struct MHD_Response *r = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+        struct MHD_Response *r = http_lib.MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
         if (r == NULL) {
                 close(fd);
                 return MHD_NO;
         }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-tar");
+        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-tar");
         return reply(rq, MHD_HTTP_OK, r);
 }
 
@@ -609,8 +609,8 @@ static enum MHD_Result route_files(struct request *rq, const char *method, struc
         if (workspace_attach(sb->workspace, &ws, &err) < 0)
                 goto fail;
         if (strcmp(method, "GET") == 0 && rel[0] == '\0') {
-                const char *path = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "path");
-                const char *depth = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "depth");
+                const char *path = http_lib.MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "path");
+                const char *depth = http_lib.MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "depth");
                 json_t *list = NULL;
                 if (workspace_list_files(ws, path ? path : "", depth ? (unsigned)strtoul(depth, NULL, 10) : 0, 0,
                                          &list, &err) < 0)
@@ -623,12 +623,12 @@ static enum MHD_Result route_files(struct request *rq, const char *method, struc
                         goto fail;
                 /* Read by libmicrohttpd: blocking reads from now on. */
                 fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-                struct MHD_Response *r = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+                struct MHD_Response *r = http_lib.MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
                 if (r == NULL) {
                         close(fd);
                         ret = MHD_NO;
                 } else {
-                        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+                        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
                         ret = reply(rq, MHD_HTTP_OK, r);
                 }
         } else if (strcmp(method, "DELETE") == 0 && rel[0]) {

@@ -1073,7 +1073,7 @@ static int parse_run(struct server *s, struct request *rq, json_t *body, struct 
                                           "its own model endpoint and the model URLs it was started to allow "
                                           "(docs/api.md, \"Runs\")",
                                           c->provider.base_url);
-        const char *key = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "X-Model-Api-Key");
+        const char *key = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "X-Model-Api-Key");
         if (key && (strlen(key) > RUN_API_KEY_MAX || (sr->api_key = strdup(key)) == NULL))
                 return corral_usage_field(ret_err, "api_key", "the X-Model-Api-Key header is too long");
         c->provider.api_key = sr->api_key;
@@ -1347,13 +1347,13 @@ static void ws_pump(struct follower *f, int timeout_ms)
 {
         if (f->ws_gone)
                 return;
-        if (!wslay_event_want_read(f->ws) && !wslay_event_want_write(f->ws)) {
+        if (!http_lib.wslay_event_want_read(f->ws) && !http_lib.wslay_event_want_write(f->ws)) {
                 f->ws_gone = true;
                 return;
         }
         struct pollfd p[3] = {
-                { .fd = f->io.sock, .events = (short)((wslay_event_want_read(f->ws) ? POLLIN : 0) |
-                                                      (wslay_event_want_write(f->ws) ? POLLOUT : 0)) },
+                { .fd = f->io.sock, .events = (short)((http_lib.wslay_event_want_read(f->ws) ? POLLIN : 0) |
+                                                      (http_lib.wslay_event_want_write(f->ws) ? POLLOUT : 0)) },
                 { .fd = f->wake, .events = POLLIN },
                 /* Readable for good once set: watched until then. */
                 { .fd = f->s->stop_fd, .events = atomic_load(&f->s->stopping) ? 0 : POLLIN },
@@ -1368,16 +1368,16 @@ static void ws_pump(struct follower *f, int timeout_ms)
         if ((p[1].revents & POLLIN) && read(f->wake, &n, sizeof(n)) < 0) {
                 /* EAGAIN: taken already */
         }
-        if (((p[0].revents & (POLLIN | POLLHUP | POLLERR)) || f->io.n_extra) && wslay_event_recv(f->ws) != 0)
+        if (((p[0].revents & (POLLIN | POLLHUP | POLLERR)) || f->io.n_extra) && http_lib.wslay_event_recv(f->ws) != 0)
                 f->ws_gone = true;
-        if (!f->ws_gone && wslay_event_want_write(f->ws) && wslay_event_send(f->ws) != 0)
+        if (!f->ws_gone && http_lib.wslay_event_want_write(f->ws) && http_lib.wslay_event_send(f->ws) != 0)
                 f->ws_gone = true;
 }
 
 static void ws_queue(struct follower *f, const char *text, size_t len)
 {
         struct wslay_event_msg m = { .opcode = WSLAY_TEXT_FRAME, .msg = (const uint8_t *)text, .msg_length = len };
-        if (!f->ws_gone && wslay_event_queue_msg(f->ws, &m) != 0) /* copies the bytes */
+        if (!f->ws_gone && http_lib.wslay_event_queue_msg(f->ws, &m) != 0) /* copies the bytes */
                 f->ws_gone = true;
         ws_pump(f, 0);
 }
@@ -1399,7 +1399,7 @@ static bool follower_gone(struct follower *f)
 
 static size_t follower_pending(struct follower *f)
 {
-        return f->ws ? wslay_event_get_queued_msg_length(f->ws) : body_stream_pending(f->bs);
+        return f->ws ? http_lib.wslay_event_get_queued_msg_length(f->ws) : body_stream_pending(f->bs);
 }
 
 /* Wait until the client has taken what is buffered (to RUN_BACKLOG), at
@@ -1536,33 +1536,33 @@ static void follow_ws(void *ud, const struct ws_io *io)
         f->io = *io;
         struct wslay_event_callbacks cb = { .recv_callback = ws_io_recv, .send_callback = ws_io_send,
                                             .on_msg_recv_callback = ws_ignore };
-        if (wslay_event_context_server_init(&f->ws, &cb, f) != 0) {
+        if (http_lib.wslay_event_context_server_init(&f->ws, &cb, f) != 0) {
                 f->ws = NULL;
                 return;
         }
-        wslay_event_config_set_max_recv_msg_length(f->ws, 4096);
+        http_lib.wslay_event_config_set_max_recv_msg_length(f->ws, 4096);
         follow(f);
         /* What is queued first (wslay would send a queued close before
          * it), then the close, then until the client's close: within the
          * request timeout (a moment only when the server stops). */
         bool stop = atomic_load(&f->s->stopping);
         double until = monotonic_ms() + (stop ? 2.0 : f->s->cfg.request_timeout_s) * 1000;
-        while (!f->ws_gone && wslay_event_get_queued_msg_count(f->ws) > 0 && monotonic_ms() < until &&
+        while (!f->ws_gone && http_lib.wslay_event_get_queued_msg_count(f->ws) > 0 && monotonic_ms() < until &&
                (stop || !atomic_load(&f->s->stopping)))
                 ws_pump(f, 200);
         stop = atomic_load(&f->s->stopping);
-        if (!f->ws_gone && wslay_event_get_queued_msg_count(f->ws) == 0) {
+        if (!f->ws_gone && http_lib.wslay_event_get_queued_msg_count(f->ws) == 0) {
                 const char *why = f->dropped ? "fell behind the run" : stop ? "server stopping" : "run ended";
-                wslay_event_queue_close(f->ws,
-                                        f->dropped ? WSLAY_CODE_POLICY_VIOLATION
-                                        : stop     ? WSLAY_CODE_GOING_AWAY
-                                                   : WSLAY_CODE_NORMAL_CLOSURE,
-                                        (const uint8_t *)why, strlen(why));
+                http_lib.wslay_event_queue_close(f->ws,
+                                                 f->dropped ? WSLAY_CODE_POLICY_VIOLATION
+                                                 : stop     ? WSLAY_CODE_GOING_AWAY
+                                                            : WSLAY_CODE_NORMAL_CLOSURE,
+                                                 (const uint8_t *)why, strlen(why));
                 until = monotonic_ms() + 2000;
                 while (!f->ws_gone && monotonic_ms() < until)
                         ws_pump(f, 200);
         }
-        wslay_event_context_free(f->ws);
+        http_lib.wslay_event_context_free(f->ws);
         f->ws = NULL;
 }
 
@@ -1582,9 +1582,9 @@ static void follow_release(void *ud)
 static enum MHD_Result run_events(struct request *rq, struct srv_run *sr)
 {
         struct server *s = rq->s;
-        const char *last = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Last-Event-ID");
+        const char *last = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Last-Event-ID");
         if (last == NULL)
-                last = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "after");
+                last = http_lib.MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "after");
         uint64_t after = 0;
         if (last) {
                 char *end;
@@ -1638,12 +1638,12 @@ static enum MHD_Result run_events(struct request *rq, struct srv_run *sr)
 static enum MHD_Result reply_fd(struct request *rq, int fd, uint64_t size, const char *type)
 {
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-        struct MHD_Response *r = MHD_create_response_from_fd64(size, fd);
+        struct MHD_Response *r = http_lib.MHD_create_response_from_fd64(size, fd);
         if (r == NULL) {
                 close(fd);
                 return MHD_NO;
         }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
         return reply(rq, MHD_HTTP_OK, r);
 }
 
@@ -1709,8 +1709,8 @@ static enum MHD_Result run_archive(struct request *rq, const char *id)
 static enum MHD_Result run_list(struct request *rq)
 {
         struct server *s = rq->s;
-        const char *lim = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "limit");
-        const char *after = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "after");
+        const char *lim = http_lib.MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "limit");
+        const char *after = http_lib.MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "after");
         unsigned long limit = RUN_LIST_DEFAULT;
         if (lim) {
                 char *end;
@@ -1784,12 +1784,12 @@ static enum MHD_Result run_list(struct request *rq)
                 free(buf);
                 return MHD_NO;
         }
-        struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+        struct MHD_Response *r = http_lib.MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
         if (r == NULL) {
                 free(buf);
                 return MHD_NO;
         }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
         return reply(rq, MHD_HTTP_OK, r);
 }
 

@@ -9,12 +9,11 @@
 #include <stdatomic.h>
 
 #include <jansson.h>
-#include <microhttpd.h>
-#include <wslay/wslay.h>
 
 #include "../session/host.h"
 #include "../workspace/workspace.h"
 #include "auth.h"
+#include "http-dl.h"
 #include "metrics.h"
 #include "server.h"
 

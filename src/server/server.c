@@ -64,16 +64,16 @@ enum MHD_Result reply(struct request *rq, unsigned status, struct MHD_Response *
         if (r == NULL)
                 return MHD_NO;
         /* Nothing a browser should sniff, cache or frame. */
-        MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-        MHD_add_response_header(r, "Cache-Control", "no-store");
-        MHD_add_response_header(r, "X-Frame-Options", "DENY");
+        http_lib.MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+        http_lib.MHD_add_response_header(r, "Cache-Control", "no-store");
+        http_lib.MHD_add_response_header(r, "X-Frame-Options", "DENY");
         if (status == MHD_HTTP_TOO_MANY_REQUESTS || status == MHD_HTTP_SERVICE_UNAVAILABLE)
-                MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+                http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
         char code[8];
         snprintf(code, sizeof(code), "%u", status);
         metrics_add(rq->s->metrics, "corral_http_responses_total", code, 1);
-        enum MHD_Result ret = MHD_queue_response(rq->conn, status, r);
-        MHD_destroy_response(r);
+        enum MHD_Result ret = http_lib.MHD_queue_response(rq->conn, status, r);
+        http_lib.MHD_destroy_response(r);
         return ret;
 }
 
@@ -87,12 +87,12 @@ struct MHD_Response *json_text_response(char *text)
         }
         with_nl[len] = '\n';
         with_nl[len + 1] = '\0';
-        struct MHD_Response *r = MHD_create_response_from_buffer(len + 1, with_nl, MHD_RESPMEM_MUST_FREE);
+        struct MHD_Response *r = http_lib.MHD_create_response_from_buffer(len + 1, with_nl, MHD_RESPMEM_MUST_FREE);
         if (r == NULL) {
                 free(with_nl);
                 return NULL;
         }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
         return r;
 }
 
@@ -200,10 +200,10 @@ static bool host_allowed(struct server *s, const char *hostport)
 static const char *gate_origin(struct request *rq)
 {
         struct server *s = rq->s;
-        const char *host = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+        const char *host = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
         if (!s->unix_socket && !host_allowed(s, host))
                 return "host";
-        const char *origin = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Origin");
+        const char *origin = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Origin");
         if (origin == NULL)
                 return NULL;
         const char *authority = strncmp(origin, "http://", 7) == 0    ? origin + 7
@@ -217,14 +217,14 @@ static const char *gate_origin(struct request *rq)
 /* The token of "Authorization: Bearer T", else of the login cookie. */
 static const char *presented_token(struct request *rq, size_t *ret_len)
 {
-        const char *a = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        const char *a = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
         if (a && strncasecmp(a, "Bearer ", 7) == 0) {
                 a += 7;
                 a += strspn(a, " ");
                 *ret_len = strcspn(a, " \t");
                 return a;
         }
-        const char *c = MHD_lookup_connection_value(rq->conn, MHD_COOKIE_KIND, "corral_token");
+        const char *c = http_lib.MHD_lookup_connection_value(rq->conn, MHD_COOKIE_KIND, "corral_token");
         if (c)
                 *ret_len = strlen(c);
         return c;
@@ -240,15 +240,15 @@ static enum MHD_Result login(struct request *rq, const char *token)
                 count_rejected(rq->s, "token");
                 return reply_error(rq, MHD_HTTP_UNAUTHORIZED, "unauthorized", "the token is not valid");
         }
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *r = http_lib.MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         cleanup_free char *cookie = NULL;
         if (r == NULL || asprintf(&cookie, "corral_token=%s; Path=/; HttpOnly; SameSite=Strict", token) < 0) {
                 if (r)
-                        MHD_destroy_response(r);
+                        http_lib.MHD_destroy_response(r);
                 return MHD_NO;
         }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, cookie);
-        MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, "/");
+        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, cookie);
+        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, "/");
         return reply(rq, MHD_HTTP_SEE_OTHER, r);
 }
 
@@ -275,13 +275,13 @@ static enum MHD_Result metrics_page(struct request *rq)
         metrics_set(s->metrics, "corral_mcp_sessions", NULL, mcp_http_count(s));
         runs_metrics(s);
         char *text = metrics_render(s->metrics);
-        struct MHD_Response *r = text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
-                                      : NULL;
+        struct MHD_Response *r =
+                text ? http_lib.MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE) : NULL;
         if (r == NULL) {
                 free(text);
                 return MHD_NO;
         }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4");
+        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4");
         return reply(rq, MHD_HTTP_OK, r);
 }
 
@@ -318,21 +318,20 @@ static enum MHD_Result gate(struct request *rq, const char *method, const char *
                                              "this server)");
         }
         if (strcmp(path, "/v1/openapi.json") == 0 && strcmp(method, "GET") == 0) {
-                struct MHD_Response *r = MHD_create_response_from_buffer(strlen(server_openapi),
-                                                                         (void *)server_openapi,
-                                                                         MHD_RESPMEM_PERSISTENT);
+                struct MHD_Response *r = http_lib.MHD_create_response_from_buffer(
+                        strlen(server_openapi), (void *)server_openapi, MHD_RESPMEM_PERSISTENT);
                 if (r == NULL)
                         return MHD_NO;
-                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+                http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
                 return reply(rq, MHD_HTTP_OK, r);
         }
         if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0)
                 return strcmp(method, "GET") == 0 ? health(rq, path)
                                                   : reply_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "usage",
                                                                 "only GET");
-        const char *login_token = strcmp(path, "/") == 0 ? MHD_lookup_connection_value(rq->conn,
-                                                                                      MHD_GET_ARGUMENT_KIND, "token")
-                                                         : NULL;
+        const char *login_token =
+                strcmp(path, "/") == 0 ? http_lib.MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "token")
+                                       : NULL;
         if (login_token && strcmp(method, "GET") == 0)
                 return login(rq, login_token);
         /* The web view's files need no token: they hold nothing of anyone's. */
@@ -346,9 +345,10 @@ static enum MHD_Result gate(struct request *rq, const char *method, const char *
                 if (rq->who == -2)
                         /* What E2B answers for a sandbox that is gone (its SDK
                          * says the sandbox timed out or was killed). */
-                        return reply_error(rq, MHD_HTTP_BAD_GATEWAY, "not_found", "sandbox %s not found: it was "
-                                                                                  "killed or timed out",
-                                           MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id"));
+                        return reply_error(rq, MHD_HTTP_BAD_GATEWAY, "not_found",
+                                           "sandbox %s not found: it was killed or timed out",
+                                           http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+                                                                                "E2b-Sandbox-Id"));
                 if (rq->who < 0) {
                         count_rejected(s, "token");
                         return reply_error(rq, MHD_HTTP_UNAUTHORIZED, "unauthorized", "%s", wrong);
@@ -365,15 +365,15 @@ static enum MHD_Result gate(struct request *rq, const char *method, const char *
                                               "printed where its token is)");
                 char *text = e ? json_dumps(e, JSON_COMPACT) : NULL;
                 json_decref(e);
-                struct MHD_Response *r = text ? MHD_create_response_from_buffer(strlen(text), text,
-                                                                                MHD_RESPMEM_MUST_FREE)
-                                              : NULL;
+                struct MHD_Response *r =
+                        text ? http_lib.MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
+                             : NULL;
                 if (r == NULL) {
                         free(text);
                         return MHD_NO;
                 }
-                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-                MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"corral\"");
+                http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+                http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"corral\"");
                 return reply(rq, MHD_HTTP_UNAUTHORIZED, r);
         }
         if (!take_token(s, rq->who)) {
@@ -386,7 +386,8 @@ static enum MHD_Result gate(struct request *rq, const char *method, const char *
                 count_rejected(s, "draining");
                 return reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", "the server is shutting down");
         }
-        const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl =
+                http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         int up = rq->shape == REPLY_CORRAL ? route_upload_begin(rq, method, path) : 0;
         if (up < 0)
                 return MHD_YES; /* answered */
@@ -691,6 +692,8 @@ static int add_host(struct server *s, size_t *n, const char *name)
 int server_start(const struct server_config *cfg, struct server **ret, corral_error **ret_err)
 {
         *ret = NULL;
+        if (http_api_load(ret_err) < 0)
+                return -1;
         struct server *s = calloc(1, sizeof(*s));
         if (s == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot start the server");
@@ -792,13 +795,13 @@ int server_start(const struct server_config *cfg, struct server **ret, corral_er
         if (warm_supported(&s->limits, NULL) == 0)
                 session_host_prewarm(s->host);
         unsigned timeout = cfg->request_timeout_s > 0 ? (unsigned)cfg->request_timeout_s : 60;
-        s->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
-                                          MHD_USE_POLL | MHD_ALLOW_UPGRADE,
-                                  0, NULL, NULL, answer, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
-                                  MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-                                  timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 << 10,
-                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_EXTERNAL_LOGGER, log_mhd,
-                                  s, MHD_OPTION_END);
+        s->mhd = http_lib.MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                                   MHD_USE_ITC | MHD_USE_POLL | MHD_ALLOW_UPGRADE,
+                                           0, NULL, NULL, answer, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
+                                           MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+                                           MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                           (size_t)64 << 10, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                           MHD_OPTION_EXTERNAL_LOGGER, log_mhd, s, MHD_OPTION_END);
         if (s->mhd == NULL) {
                 corral_fail(ret_err, 0, "cannot start the HTTP server (libmicrohttpd)");
                 goto fail;
@@ -853,7 +856,7 @@ void server_shutdown(struct server *s, double grace_s, double run_grace_s)
                 return;
         /* No new connection from now on; those open are answered 503. */
         if (s->mhd) {
-                int fd = MHD_quiesce_daemon(s->mhd);
+                int fd = http_lib.MHD_quiesce_daemon(s->mhd);
                 if (fd >= 0 && fd == s->listen_fd) {
                         close(fd);
                         s->listen_fd = -1;
@@ -880,7 +883,7 @@ void server_shutdown(struct server *s, double grace_s, double run_grace_s)
         }
         wait_quiet(s, 10, true);
         if (s->mhd) {
-                MHD_stop_daemon(s->mhd); /* joins every connection's thread */
+                http_lib.MHD_stop_daemon(s->mhd); /* joins every connection's thread */
                 s->mhd = NULL;
                 s->listen_fd = -1; /* closed by it, when not quiesced */
         }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include <corral/jail.h>
+#include <jansson.h>
 
 #include "../lib/util.h"
 
@@ -73,5 +74,9 @@ CORRAL_HIDDEN const char *server_token_file(const struct server *s);
  * and stop every sandbox.  Returns once nothing is left. */
 CORRAL_HIDDEN void server_shutdown(struct server *s, double grace_s, double run_grace_s);
 CORRAL_HIDDEN void server_free(struct server *s);
+
+/* Add the check "libmicrohttpd" to a host report's checks (lib/probe.h):
+ * whether the libraries a server loads when it starts are there. */
+CORRAL_HIDDEN void server_probe(json_t *checks);
 
 #endif

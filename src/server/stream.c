@@ -132,12 +132,12 @@ enum MHD_Result body_stream_reply(struct request *rq, unsigned status, const cha
         pthread_mutex_lock(&rq->s->lock);
         rq->s->streams++;
         pthread_mutex_unlock(&rq->s->lock);
-        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 << 10, body_stream_read, bs,
-                                                                   body_stream_free);
+        struct MHD_Response *r = http_lib.MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 << 10,
+                                                                            body_stream_read, bs, body_stream_free);
         if (r == NULL) {
                 body_stream_free(bs);
                 return MHD_NO;
         }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
         return reply(rq, status, r);
 }

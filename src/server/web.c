@@ -29,7 +29,7 @@ static const struct web_file *web_find(const char *name)
  * the clients) gets the JSON index as before. */
 static bool wants_html(struct request *rq)
 {
-        const char *accept = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+        const char *accept = http_lib.MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
         return accept && strstr(accept, "text/html") != NULL;
 }
 
@@ -47,12 +47,13 @@ enum MHD_Result web_route(struct request *rq, const char *path)
         const struct web_file *f = web_find(strcmp(path, "/") == 0 ? "index.html" : path + 4);
         if (f == NULL)
                 return reply_error(rq, MHD_HTTP_NOT_FOUND, "not_found", "no file '%s' in the web view", path);
-        struct MHD_Response *r = MHD_create_response_from_buffer(f->len, (void *)f->data, MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *r =
+                http_lib.MHD_create_response_from_buffer(f->len, (void *)f->data, MHD_RESPMEM_PERSISTENT);
         if (r == NULL)
                 return MHD_NO;
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, f->type);
-        MHD_add_response_header(r, "Content-Security-Policy", WEB_CSP);
-        MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
-        MHD_add_response_header(r, "Cross-Origin-Opener-Policy", "same-origin");
+        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, f->type);
+        http_lib.MHD_add_response_header(r, "Content-Security-Policy", WEB_CSP);
+        http_lib.MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+        http_lib.MHD_add_response_header(r, "Cross-Origin-Opener-Policy", "same-origin");
         return reply(rq, MHD_HTTP_OK, r);
 }

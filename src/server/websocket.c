@@ -25,7 +25,6 @@
 
 #include <nettle/base64.h>
 #include <nettle/sha1.h>
-#include <wslay/wslay.h>
 
 #include "server-internal.h"
 
@@ -229,11 +228,11 @@ ssize_t ws_io_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int fl
         }
         ssize_t n = recv(io->sock, buf, len, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-                wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+                http_lib.wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
                 return -1;
         }
         if (n <= 0) {
-                wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+                http_lib.wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
                 return -1;
         }
         return n;
@@ -245,11 +244,11 @@ ssize_t ws_io_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
         struct ws_io *io = user_data;
         ssize_t n = send(io->sock, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-                wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+                http_lib.wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
                 return -1;
         }
         if (n < 0) {
-                wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+                http_lib.wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
                 return -1;
         }
         return n;
@@ -301,7 +300,7 @@ static void flush_outbox(struct ws *w)
                 struct wslay_event_msg em = { .opcode = WSLAY_TEXT_FRAME, .msg = (const uint8_t *)m->text,
                                               .msg_length = m->len };
                 if (!w->closing)
-                        wslay_event_queue_msg(w->ctx, &em); /* copies the bytes */
+                        http_lib.wslay_event_queue_msg(w->ctx, &em); /* copies the bytes */
                 free(m->text);
                 free(m);
                 m = next;
@@ -323,16 +322,17 @@ static void ws_loop(struct ws *w)
                 /* The server's stop: once our steps have sent their ends
                  * (wslay sends a queued close before queued messages). */
                 if (!stopping && atomic_load(&w->s->stopping) && running == 0 &&
-                    wslay_event_get_queued_msg_count(w->ctx) == 0) {
+                    http_lib.wslay_event_get_queued_msg_count(w->ctx) == 0) {
                         stopping = true;
-                        wslay_event_queue_close(w->ctx, WSLAY_CODE_GOING_AWAY, (const uint8_t *)"server stopping",
-                                                15);
+                        http_lib.wslay_event_queue_close(w->ctx, WSLAY_CODE_GOING_AWAY,
+                                                         (const uint8_t *)"server stopping", 15);
                 }
-                if (!wslay_event_want_read(w->ctx) && !wslay_event_want_write(w->ctx))
+                if (!http_lib.wslay_event_want_read(w->ctx) && !http_lib.wslay_event_want_write(w->ctx))
                         break;
                 struct pollfd p[3] = {
-                        { .fd = w->io.sock, .events = (short)((wslay_event_want_read(w->ctx) ? POLLIN : 0) |
-                                                           (wslay_event_want_write(w->ctx) ? POLLOUT : 0)) },
+                        { .fd = w->io.sock,
+                          .events = (short)((http_lib.wslay_event_want_read(w->ctx) ? POLLIN : 0) |
+                                            (http_lib.wslay_event_want_write(w->ctx) ? POLLOUT : 0)) },
                         { .fd = w->wake, .events = POLLIN },
                         /* Readable for good once set: watched only when it can
                          * be acted on, or the loop would spin. */
@@ -344,14 +344,14 @@ static void ws_loop(struct ws *w)
                 if (poll(p, 3, timeout) < 0 && errno != EINTR)
                         break;
                 if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) || w->io.n_extra) {
-                        if (wslay_event_recv(w->ctx) != 0)
+                        if (http_lib.wslay_event_recv(w->ctx) != 0)
                                 break;
                 }
-                if ((p[0].revents & POLLOUT) && wslay_event_send(w->ctx) != 0)
+                if ((p[0].revents & POLLOUT) && http_lib.wslay_event_send(w->ctx) != 0)
                         break;
-                if (wslay_event_want_write(w->ctx) && !(p[0].revents & POLLOUT)) {
+                if (http_lib.wslay_event_want_write(w->ctx) && !(p[0].revents & POLLOUT)) {
                         /* queued by recv (a pong, a close) or the outbox: try now */
-                        if (wslay_event_send(w->ctx) != 0)
+                        if (http_lib.wslay_event_send(w->ctx) != 0)
                                 break;
                 }
         }
@@ -364,8 +364,8 @@ static void sandbox_ws_run(void *ud, const struct ws_io *io)
         w->io = *io;
         struct wslay_event_callbacks cb = { .recv_callback = ws_io_recv, .send_callback = ws_io_send,
                                             .on_msg_recv_callback = ws_message };
-        if (wslay_event_context_server_init(&w->ctx, &cb, w) == 0) {
-                wslay_event_config_set_max_recv_msg_length(w->ctx, w->s->cfg.max_body);
+        if (http_lib.wslay_event_context_server_init(&w->ctx, &cb, w) == 0) {
+                http_lib.wslay_event_config_set_max_recv_msg_length(w->ctx, w->s->cfg.max_body);
                 ws_loop(w);
                 /* The client is gone (or we are stopping): its steps are
                  * interrupted, and the workers joined before we leave. */
@@ -373,7 +373,7 @@ static void sandbox_ws_run(void *ud, const struct ws_io *io)
                 interrupt_steps(w);
                 reap_steps(w, true);
                 flush_outbox(w);
-                wslay_event_context_free(w->ctx);
+                http_lib.wslay_event_context_free(w->ctx);
         }
 }
 
@@ -406,7 +406,7 @@ static void upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, cons
         (void)setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on a unix socket */
         struct ws_io io = { .sock = sock, .extra = extra, .n_extra = n_extra };
         u->hooks.run(u->ud, &io);
-        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+        http_lib.MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
         pthread_mutex_lock(&u->s->lock);
         u->s->streams--;
         pthread_cond_broadcast(&u->s->changed);
@@ -431,7 +431,7 @@ static void accept_key(const char *key, char out[BASE64_ENCODE_RAW_LENGTH(SHA1_D
 
 static bool header_has(struct MHD_Connection *c, const char *name, const char *token)
 {
-        const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+        const char *v = http_lib.MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
         size_t n = strlen(token);
         for (const char *p = v; p && *p;) {
                 p += strspn(p, " \t,");
@@ -454,8 +454,8 @@ bool websocket_requested(struct request *rq)
 enum MHD_Result websocket_upgrade(struct request *rq, const struct ws_upgrade_hooks *hooks, void *ud)
 {
         struct MHD_Connection *c = rq->conn;
-        const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
-        const char *version = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Version");
+        const char *key = http_lib.MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
+        const char *version = http_lib.MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Version");
         if (!header_has(c, MHD_HTTP_HEADER_UPGRADE, "websocket") || !header_has(c, MHD_HTTP_HEADER_CONNECTION,
                                                                                "upgrade") ||
             key == NULL || strlen(key) != 24 || version == NULL || strcmp(version, "13") != 0) {
@@ -473,14 +473,14 @@ enum MHD_Result websocket_upgrade(struct request *rq, const struct ws_upgrade_ho
         u->ud = ud;
         char accept[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) + 1];
         accept_key(key, accept);
-        struct MHD_Response *r = MHD_create_response_for_upgrade(upgraded, u);
+        struct MHD_Response *r = http_lib.MHD_create_response_for_upgrade(upgraded, u);
         if (r == NULL) {
                 free(u);
                 hooks->release(ud);
                 return MHD_NO;
         }
-        MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket");
-        MHD_add_response_header(r, "Sec-WebSocket-Accept", accept);
+        http_lib.MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket");
+        http_lib.MHD_add_response_header(r, "Sec-WebSocket-Accept", accept);
         pthread_mutex_lock(&rq->s->lock);
         rq->s->streams++; /* ended by upgraded() */
         pthread_mutex_unlock(&rq->s->lock);
