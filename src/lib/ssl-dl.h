@@ -3,8 +3,8 @@
  *
  * Linking libssl and libcrypto into the corral binary makes every process
  * load and relocate them: 2.4 ms per start measured with hyperfine on a
- * test program (an empty one 2.0 ms, linked with -lssl -lcrypto 4.4 ms),
- * more than the rest of a `corral exec` start.  Only brokered credentials
+ * test program (an empty one 2.0 ms, linked with -lssl -lcrypto 4.4 ms);
+ * `corral --version` took 11.4 ms linked, 7.0 ms without (bench/notes.md).  Only brokered credentials
  * need TLS (the jail's CA and the proxy's TLS both ways, proxy-tls.h; the
  * allow-list proxy itself reads a ClientHello's server name by hand), so
  * libssl.so.3 is loaded with dlopen() on first use, as libcurl is
