@@ -19,6 +19,7 @@ json_t *health_report(void)
         }
         model_probe_library(checks);
         archive_probe(checks);
+        probe_openssl(checks);
         model_probe(checks);
         session_client_probe(checks);
         json_object_set_new(report, "can_run", json_boolean(ran));

@@ -14,12 +14,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
 #include <corral/jail.h>
 
 #include "jail-internal.h"
 #include "probe.h"
+#include "ssl-dl.h"
 
 json_t *probe_add(json_t *checks, const char *name, bool ok, const char *state, const char *detail,
                   const char *advice)
@@ -169,6 +168,19 @@ bool probe_jail(json_t *checks)
         return ran;
 }
 
+void probe_openssl(json_t *checks)
+{
+        corral_error *err = NULL;
+        const struct ssl_api *S = ssl_api_get(&err);
+        char buf[256];
+        if (S)
+                snprintf(buf, sizeof(buf), "%s (for brokered credentials' TLS)", S->OpenSSL_version(OPENSSL_VERSION));
+        probe_add(checks, "libssl", S != NULL, S ? "ok" : "missing", S ? buf : err ? err->msg : "not found",
+                  "apt-get install libssl3 (brokered credentials for HTTPS hosts need it; allow-lists without one "
+                  "do not)");
+        corral_error_free(err);
+}
+
 void probe_net_proxy(json_t *checks)
 {
         corral_jail_config cfg;
@@ -185,21 +197,28 @@ void probe_net_proxy(json_t *checks)
         cfg.timeout_s = 10;
         cfg.net = CORRAL_NET_ALLOW;
         /* A brokered credential too (a fixed, worthless value): the jail's
-         * CA must be made and be in the jail's trust store. */
+         * CA must be made and be in the jail's trust store.  Without
+         * OpenSSL, which only that needs, the allow-list alone. */
+        corral_error *ssl_err = NULL;
+        const struct ssl_api *S = ssl_api_get(&ssl_err);
         bool ran = corral_jail_config_set_argv(&cfg, argv, &err) == 0 &&
                    corral_jail_config_add_net_allow(&cfg, "allowed.invalid", &err) == 0 &&
-                   corral_jail_config_add_net_secret(&cfg, "allowed.invalid", "X-Doctor", "doctor-check", &err) == 0 &&
+                   (S == NULL || corral_jail_config_add_net_secret(&cfg, "allowed.invalid", "X-Doctor",
+                                                                   "doctor-check", &err) == 0) &&
                    corral_jail_run(&cfg, &io, &res, &err) == 0;
         bool ok = false, ca = false;
         char ca_buf[256];
-        snprintf(ca_buf, sizeof(ca_buf), "%s", err ? err->msg : "the proxy's check did not run");
+        snprintf(ca_buf, sizeof(ca_buf), "%s",
+                 ssl_err ? ssl_err->msg : err ? err->msg : "the proxy's check did not run");
         if (ran) {
                 const char *out = res.stdout_buf ? res.stdout_buf : "";
                 ok = strncmp(out, "HTTP/1.1 403\n", 13) == 0 && res.n_network == 1 && !res.network[0].allowed;
-                ca = ok && strcmp(out + 13, "1\n") == 0;
-                snprintf(ca_buf, sizeof(ca_buf), ca ? "a CA made for a jail is in its /etc/ssl/certs (%s)"
-                                                    : "the jail's CA bundle is missing inside the jail (%s)",
-                         OpenSSL_version(OPENSSL_VERSION));
+                ca = S && ok && strcmp(out + 13, "1\n") == 0;
+                if (S)
+                        snprintf(ca_buf, sizeof(ca_buf),
+                                 ca ? "a CA made for a jail is in its /etc/ssl/certs (%s)"
+                                    : "the jail's CA bundle is missing inside the jail (%s)",
+                                 S->OpenSSL_version(OPENSSL_VERSION));
                 snprintf(buf, sizeof(buf), ok ? "answers inside a jail at 127.0.0.1:%d (a refused request, %.1f ms)"
                                               : "no answer from the proxy inside a jail (port %d, %.1f ms)",
                          CORRAL_NET_PROXY_PORT, res.wall_ms);
@@ -212,6 +231,7 @@ void probe_net_proxy(json_t *checks)
         probe_add(checks, "net brokered TLS", ca, ca ? "ok" : "missing", ca_buf,
                   "brokered credentials for HTTPS hosts will not work here; plain allow-lists do not need them");
         corral_error_free(err);
+        corral_error_free(ssl_err);
         corral_jail_config_release(&cfg);
 
         /* The system's bundle that every allow-list jail without a

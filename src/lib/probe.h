@@ -41,6 +41,9 @@ CORRAL_HIDDEN bool probe_jail(json_t *checks);
 /* "python in a jail": Python and numpy, pandas, matplotlib, scipy as a
  * jail sees them (their versions, or which are missing). */
 CORRAL_HIDDEN void probe_python(json_t *checks);
+/* "libssl": OpenSSL's version when it loads (on first use, ssl-dl.h),
+ * else what is missing and which package provides it. */
+CORRAL_HIDDEN void probe_openssl(json_t *checks);
 /* Does the --net allow proxy answer inside a jail?  A request for a host
  * not on the list, refused by the proxy: nothing leaves the host. */
 CORRAL_HIDDEN void probe_net_proxy(json_t *checks);

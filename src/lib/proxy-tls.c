@@ -18,16 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/bn.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
-
 #include "jail-internal.h"
 #include "proxy-tls.h"
 #include "proxy.h"
+#include "ssl-dl.h"
 
 #define CA_DAYS 30 /* longer than any jail's wall-clock limit allows it to live */
 
@@ -37,6 +31,7 @@ struct leaf {
 };
 
 struct net_tls {
+        const struct ssl_api *S; /* OpenSSL, loaded by net_tls_new */
         EVP_PKEY *ca_key, *leaf_key;
         X509 *ca;
         struct leaf *leaves;
@@ -58,44 +53,47 @@ static int general_name(const char *host, bool constraint, char *out, size_t n)
                        : -1;
 }
 
-static bool add_ext(X509 *cert, X509 *issuer, int nid, const char *value)
+static bool add_ext(const struct ssl_api *S, X509 *cert, X509 *issuer, int nid, const char *value)
 {
         X509V3_CTX ctx;
         X509V3_set_ctx_nodb(&ctx);
-        X509V3_set_ctx(&ctx, issuer, cert, NULL, NULL, 0);
-        X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
+        S->X509V3_set_ctx(&ctx, issuer, cert, NULL, NULL, 0);
+        X509_EXTENSION *ext = S->X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
         if (ext == NULL)
                 return false;
-        bool ok = X509_add_ext(cert, ext, -1) == 1;
-        X509_EXTENSION_free(ext);
+        bool ok = S->X509_add_ext(cert, ext, -1) == 1;
+        S->X509_EXTENSION_free(ext);
         return ok;
 }
 
 /* An unsigned certificate for key, named cn, issued by issuer (itself when
  * NULL), valid from an hour ago for CA_DAYS. */
-static X509 *cert_new(EVP_PKEY *key, const char *cn, X509 *issuer)
+static X509 *cert_new(const struct ssl_api *S, EVP_PKEY *key, const char *cn, X509 *issuer)
 {
-        X509 *x = X509_new();
-        BIGNUM *bn = BN_new();
-        bool ok = x && bn && X509_set_version(x, 2) == 1 && BN_rand(bn, 120, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) == 1 &&
-                  BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != NULL &&
-                  X509_gmtime_adj(X509_getm_notBefore(x), -3600) != NULL &&
-                  X509_gmtime_adj(X509_getm_notAfter(x), (long)CA_DAYS * 86400) != NULL && X509_set_pubkey(x, key) == 1;
-        BN_free(bn);
-        X509_NAME *name = ok ? X509_get_subject_name(x) : NULL;
-        ok = ok && X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"corral", -1, -1, 0) == 1 &&
-             X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1, 0) == 1 &&
-             X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer) : name) == 1;
+        X509 *x = S->X509_new();
+        BIGNUM *bn = S->BN_new();
+        bool ok = x && bn && S->X509_set_version(x, 2) == 1 &&
+                  S->BN_rand(bn, 120, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) == 1 &&
+                  S->BN_to_ASN1_INTEGER(bn, S->X509_get_serialNumber(x)) != NULL &&
+                  S->X509_gmtime_adj(S->X509_getm_notBefore(x), -3600) != NULL &&
+                  S->X509_gmtime_adj(S->X509_getm_notAfter(x), (long)CA_DAYS * 86400) != NULL &&
+                  S->X509_set_pubkey(x, key) == 1;
+        S->BN_free(bn);
+        X509_NAME *name = ok ? S->X509_get_subject_name(x) : NULL;
+        ok = ok &&
+             S->X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"corral", -1, -1, 0) == 1 &&
+             S->X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1, 0) == 1 &&
+             S->X509_set_issuer_name(x, issuer ? S->X509_get_subject_name(issuer) : name) == 1;
         if (!ok) {
-                X509_free(x);
+                S->X509_free(x);
                 return NULL;
         }
         return x;
 }
 
-static X509 *ca_new(EVP_PKEY *key, const corral_jail_config *cfg)
+static X509 *ca_new(const struct ssl_api *S, EVP_PKEY *key, const corral_jail_config *cfg)
 {
-        X509 *x = cert_new(key, "corral jail CA (brokered hosts only)", NULL);
+        X509 *x = cert_new(S, key, "corral jail CA (brokered hosts only)", NULL);
         if (x == NULL)
                 return NULL;
         /* Permitted names: the brokered hosts and nothing else. */
@@ -112,12 +110,12 @@ static X509 *ca_new(EVP_PKEY *key, const corral_jail_config *cfg)
                         o += (size_t)snprintf(nc + o, cap - o, ",permitted;%s", gn);
                 }
         }
-        ok = ok && add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") &&
-             add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign") &&
-             add_ext(x, x, NID_subject_key_identifier, "hash") && add_ext(x, x, NID_name_constraints, nc) &&
-             X509_sign(x, key, EVP_sha256()) > 0;
+        ok = ok && add_ext(S, x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") &&
+             add_ext(S, x, x, NID_key_usage, "critical,keyCertSign,cRLSign") &&
+             add_ext(S, x, x, NID_subject_key_identifier, "hash") && add_ext(S, x, x, NID_name_constraints, nc) &&
+             S->X509_sign(x, key, S->EVP_sha256()) > 0;
         if (!ok) {
-                X509_free(x);
+                S->X509_free(x);
                 return NULL;
         }
         return x;
@@ -125,18 +123,20 @@ static X509 *ca_new(EVP_PKEY *key, const corral_jail_config *cfg)
 
 static X509 *leaf_new(struct net_tls *t, const char *host)
 {
+        const struct ssl_api *S = t->S;
         char cn[NET_HOST_MAX + 1];
         snprintf(cn, sizeof(cn), "%s", host);
-        X509 *x = cert_new(t->leaf_key, cn, t->ca);
+        X509 *x = cert_new(S, t->leaf_key, cn, t->ca);
         char san[NET_HOST_MAX + 96];
         bool ok = x && general_name(host, false, san, sizeof(san)) == 0 &&
-                  add_ext(x, t->ca, NID_basic_constraints, "critical,CA:FALSE") &&
-                  add_ext(x, t->ca, NID_key_usage, "critical,digitalSignature") &&
-                  add_ext(x, t->ca, NID_ext_key_usage, "serverAuth") && add_ext(x, t->ca, NID_subject_alt_name, san) &&
-                  add_ext(x, t->ca, NID_authority_key_identifier, "keyid:always") &&
-                  X509_sign(x, t->ca_key, EVP_sha256()) > 0;
+                  add_ext(S, x, t->ca, NID_basic_constraints, "critical,CA:FALSE") &&
+                  add_ext(S, x, t->ca, NID_key_usage, "critical,digitalSignature") &&
+                  add_ext(S, x, t->ca, NID_ext_key_usage, "serverAuth") &&
+                  add_ext(S, x, t->ca, NID_subject_alt_name, san) &&
+                  add_ext(S, x, t->ca, NID_authority_key_identifier, "keyid:always") &&
+                  S->X509_sign(x, t->ca_key, S->EVP_sha256()) > 0;
         if (!ok) {
-                X509_free(x);
+                S->X509_free(x);
                 return NULL;
         }
         return x;
@@ -174,7 +174,7 @@ static char *read_bundle(FILE *f, size_t *ret_len)
 /* The system's roots as PEM text (empty when there is no bundle): under a
  * rootfs, the rootfs's own (resolved inside it, as the jail's trust store
  * without a credential is), its programs trusting what their system does. */
-static char *system_roots(const char *rootfs, size_t *ret_len)
+static char *system_roots(const struct ssl_api *S, const char *rootfs, size_t *ret_len)
 {
         *ret_len = 0;
         if (rootfs && rootfs[0]) {
@@ -185,7 +185,7 @@ static char *system_roots(const char *rootfs, size_t *ret_len)
                 char *buf = f ? read_bundle(f, ret_len) : NULL;
                 return buf ? buf : strdup("");
         }
-        const char *paths[] = { getenv("SSL_CERT_FILE"), X509_get_default_cert_file(),
+        const char *paths[] = { getenv("SSL_CERT_FILE"), S->X509_get_default_cert_file(),
                                 "/etc/ssl/certs/ca-certificates.crt" };
         for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
                 if (paths[i] == NULL || paths[i][0] == '\0')
@@ -198,17 +198,17 @@ static char *system_roots(const char *rootfs, size_t *ret_len)
         return strdup("");
 }
 
-static char *make_bundle(X509 *ca, const char *rootfs)
+static char *make_bundle(const struct ssl_api *S, X509 *ca, const char *rootfs)
 {
         size_t roots_len;
-        cleanup_free char *roots = system_roots(rootfs, &roots_len);
-        BIO *b = BIO_new(BIO_s_mem());
-        if (roots == NULL || b == NULL || PEM_write_bio_X509(b, ca) != 1) {
-                BIO_free(b);
+        cleanup_free char *roots = system_roots(S, rootfs, &roots_len);
+        BIO *b = S->BIO_new(S->BIO_s_mem());
+        if (roots == NULL || b == NULL || S->PEM_write_bio_X509(b, ca) != 1) {
+                S->BIO_free(b);
                 return NULL;
         }
         char *pem;
-        long pem_len = BIO_get_mem_data(b, &pem);
+        long pem_len = S->BIO_ctrl(b, BIO_CTRL_INFO, 0, (char *)&pem); /* BIO_get_mem_data, a macro */
         static const char label[] = "\n# corral: this jail's CA, for its brokered hosts (docs/network.md)\n";
         char *out = malloc(roots_len + sizeof(label) + (size_t)pem_len + 1);
         if (out) {
@@ -217,48 +217,59 @@ static char *make_bundle(X509 *ca, const char *rootfs)
                 memcpy(out + roots_len + sizeof(label) - 1, pem, (size_t)pem_len);
                 out[roots_len + sizeof(label) - 1 + (size_t)pem_len] = '\0';
         }
-        BIO_free(b);
+        S->BIO_free(b);
         return out;
 }
 
 static SSL_CTX *server_ctx(struct net_tls *t, X509 *leaf)
 {
-        SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-        if (ctx == NULL || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
-            SSL_CTX_use_certificate(ctx, leaf) != 1 || SSL_CTX_add1_chain_cert(ctx, t->ca) != 1 ||
-            SSL_CTX_use_PrivateKey(ctx, t->leaf_key) != 1) {
-                SSL_CTX_free(ctx);
+        const struct ssl_api *S = t->S;
+        SSL_CTX *ctx = S->SSL_CTX_new(S->TLS_server_method());
+        /* SSL_CTX_set_min_proto_version, SSL_CTX_add1_chain_cert: macros
+         * over SSL_CTX_ctrl. */
+        if (ctx == NULL || S->SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL) != 1 ||
+            S->SSL_CTX_use_certificate(ctx, leaf) != 1 ||
+            S->SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 1, (char *)t->ca) != 1 ||
+            S->SSL_CTX_use_PrivateKey(ctx, t->leaf_key) != 1) {
+                S->SSL_CTX_free(ctx);
                 return NULL;
         }
         /* HTTP/1.1 only: the proxy adds a header to an HTTP/1 head. */
-        SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+        S->SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
         return ctx;
 }
 
 int net_tls_new(const corral_jail_config *cfg, struct net_tls **ret, corral_error **ret_err)
 {
         *ret = NULL;
+        /* Loaded first: a jail that needs TLS does not run without it. */
+        const struct ssl_api *S = ssl_api_get(ret_err);
+        if (S == NULL)
+                return corral_error_prefix(ret_err, "a brokered credential needs TLS");
         struct net_tls *t = calloc(1, sizeof(*t));
         if (t == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot make the jail's certificate authority");
-        t->client = SSL_CTX_new(TLS_client_method());
+        t->S = S;
+        t->client = S->SSL_CTX_new(S->TLS_client_method());
         if (t->client == NULL)
                 goto fail;
-        SSL_CTX_set_min_proto_version(t->client, TLS1_2_VERSION);
-        SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
+        /* SSL_CTX_set_min_proto_version, a macro */
+        S->SSL_CTX_ctrl(t->client, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
+        S->SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
         /* A host that closes without close_notify ends its response. */
-        SSL_CTX_set_options(t->client, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
-        if (SSL_CTX_set_default_verify_paths(t->client) != 1)
+        S->SSL_CTX_set_options(t->client, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+        if (S->SSL_CTX_set_default_verify_paths(t->client) != 1)
                 goto fail;
-        if (cfg->net_upstream_ca && SSL_CTX_load_verify_locations(t->client, cfg->net_upstream_ca, NULL) != 1) {
-                ERR_clear_error();
+        if (cfg->net_upstream_ca && S->SSL_CTX_load_verify_locations(t->client, cfg->net_upstream_ca, NULL) != 1) {
+                S->ERR_clear_error();
                 net_tls_free(t);
                 return corral_usage(ret_err, "cannot read the upstream CA file '%s': expected PEM certificates",
                                     cfg->net_upstream_ca);
         }
-        t->ca_key = EVP_EC_gen("P-256");
-        t->leaf_key = EVP_EC_gen("P-256");
-        if (t->ca_key == NULL || t->leaf_key == NULL || (t->ca = ca_new(t->ca_key, cfg)) == NULL)
+        /* EVP_EC_gen("P-256"), a macro */
+        t->ca_key = S->EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+        t->leaf_key = S->EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+        if (t->ca_key == NULL || t->leaf_key == NULL || (t->ca = ca_new(S, t->ca_key, cfg)) == NULL)
                 goto fail;
         t->leaves = calloc(cfg->n_net_secrets + 1, sizeof(*t->leaves));
         if (t->leaves == NULL)
@@ -273,22 +284,22 @@ int net_tls_new(const corral_jail_config *cfg, struct net_tls **ret, corral_erro
                 X509 *leaf = leaf_new(t, host);
                 struct leaf *l = &t->leaves[t->n_leaves];
                 l->ctx = leaf ? server_ctx(t, leaf) : NULL;
-                X509_free(leaf);
+                S->X509_free(leaf);
                 l->host = strdup(host);
                 if (l->ctx == NULL || l->host == NULL) {
-                        SSL_CTX_free(l->ctx);
+                        S->SSL_CTX_free(l->ctx);
                         free(l->host);
                         goto fail;
                 }
                 t->n_leaves++;
         }
-        if ((t->bundle = make_bundle(t->ca, cfg->rootfs)) == NULL)
+        if ((t->bundle = make_bundle(S, t->ca, cfg->rootfs)) == NULL)
                 goto fail;
-        ERR_clear_error();
+        S->ERR_clear_error();
         *ret = t;
         return 0;
 fail:
-        ERR_clear_error();
+        S->ERR_clear_error();
         net_tls_free(t);
         return corral_fail(ret_err, ENOMEM, "cannot make the jail's certificate authority");
 }
@@ -297,15 +308,16 @@ void net_tls_free(struct net_tls *t)
 {
         if (t == NULL)
                 return;
+        const struct ssl_api *S = t->S;
         for (size_t i = 0; i < t->n_leaves; i++) {
-                SSL_CTX_free(t->leaves[i].ctx);
+                S->SSL_CTX_free(t->leaves[i].ctx);
                 free(t->leaves[i].host);
         }
         free(t->leaves);
-        SSL_CTX_free(t->client);
-        X509_free(t->ca);
-        EVP_PKEY_free(t->ca_key); /* OpenSSL clears private key material as it frees it */
-        EVP_PKEY_free(t->leaf_key);
+        S->SSL_CTX_free(t->client);
+        S->X509_free(t->ca);
+        S->EVP_PKEY_free(t->ca_key); /* OpenSSL clears private key material as it frees it */
+        S->EVP_PKEY_free(t->leaf_key);
         free(t->bundle);
         free(t);
 }
@@ -317,24 +329,29 @@ const char *net_tls_bundle(const struct net_tls *t)
 
 SSL *net_tls_server(struct net_tls *t, const char *host)
 {
+        const struct ssl_api *S = t->S;
         for (size_t i = 0; i < t->n_leaves; i++)
                 if (strcmp(t->leaves[i].host, host) == 0)
-                        return SSL_new(t->leaves[i].ctx);
+                        return S->SSL_new(t->leaves[i].ctx);
         return NULL;
 }
 
 SSL *net_tls_client(struct net_tls *t, const char *host)
 {
-        SSL *s = SSL_new(t->client);
+        const struct ssl_api *S = t->S;
+        SSL *s = S->SSL_new(t->client);
         if (s == NULL)
                 return NULL;
         bool ok;
-        if (net_host_is_literal(host))
-                ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), host) == 1;
-        else
-                ok = SSL_set_tlsext_host_name(s, host) == 1 && SSL_set1_host(s, host) == 1;
+        if (net_host_is_literal(host)) {
+                ok = S->X509_VERIFY_PARAM_set1_ip_asc(S->SSL_get0_param(s), host) == 1;
+        } else {
+                /* SSL_set_tlsext_host_name, a macro over SSL_ctrl */
+                ok = S->SSL_ctrl(s, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, (void *)host) == 1 &&
+                     S->SSL_set1_host(s, host) == 1;
+        }
         if (!ok) {
-                SSL_free(s);
+                S->SSL_free(s);
                 return NULL;
         }
         return s;

@@ -6,7 +6,8 @@
  * The CA's private key lives only in this object, in the host process; the
  * jail gets its certificate (in a bundle with the system's roots) and
  * nothing else.  The CA is name-constrained to the brokered hosts, so even
- * its certificate vouches for nothing else.  Built on OpenSSL (libssl).
+ * its certificate vouches for nothing else.  Built on OpenSSL (libssl,
+ * loaded when first needed: ssl-dl.h).
  *
  * Threads: made and freed by one thread; net_tls_server/net_tls_client from
  * any (the contexts are read-only once made).

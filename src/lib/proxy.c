@@ -49,12 +49,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-
 #include "jail-internal.h"
 #include "proxy-tls.h"
 #include "proxy.h"
+#include "ssl-dl.h"
 
 #define NET_IDLE_MS 60000        /* a connection with no bytes either way for this long is closed */
 #define NET_HEAD_MS 30000        /* to send the request head, or the ClientHello */
@@ -411,6 +409,7 @@ struct net_proxy {
         size_t n_secrets;
         const char **secret_values;        /* secrets[i].value, for the masker */
         struct net_tls *tls;               /* the jail's CA, when a credential is brokered */
+        const struct ssl_api *S;           /* OpenSSL, loaded for tls (NULL without it) */
 
         /* net_proxy_observe(): told of each connection as it ends */
         void (*on_conn)(void *userdata, const struct corral_net_conn *c);
@@ -430,10 +429,11 @@ struct conn {
 };
 
 /* One side of a relayed connection: a socket, with TLS on it (a brokered
- * host's) or not. */
+ * host's, called through S) or not. */
 struct end {
         int fd;
         SSL *ssl;
+        const struct ssl_api *S;
 };
 static bool end_send(struct conn *c, struct end *e, const char *buf, size_t len);
 
@@ -547,7 +547,7 @@ static void refuse(struct conn *c, int code, const char *reason)
                          "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Corral-Reason: %s\r\n"
                          "Connection: close\r\nContent-Length: %d\r\n\r\ncorral proxy: %s\n",
                          code, text, reason, body, reason);
-        struct end cl = { .fd = c->client, .ssl = c->client_ssl };
+        struct end cl = { .fd = c->client, .ssl = c->client_ssl, .S = c->p->S };
         if (n > 0)
                 (void)end_send(c, &cl, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
@@ -731,10 +731,10 @@ static ssize_t end_recv(struct end *e, char *buf, size_t len)
                 return n;
         }
         size_t got = 0;
-        ERR_clear_error();
-        if (SSL_read_ex(e->ssl, buf, len, &got) == 1)
+        e->S->ERR_clear_error();
+        if (e->S->SSL_read_ex(e->ssl, buf, len, &got) == 1)
                 return (ssize_t)got;
-        switch (SSL_get_error(e->ssl, 0)) {
+        switch (e->S->SSL_get_error(e->ssl, 0)) {
         case SSL_ERROR_WANT_READ:
         case SSL_ERROR_WANT_WRITE:
                 return -2;
@@ -752,13 +752,13 @@ static bool end_send(struct conn *c, struct end *e, const char *buf, size_t len)
                 return send_all(c, e->fd, buf, len);
         while (len > 0) {
                 size_t w = 0;
-                ERR_clear_error();
-                if (SSL_write_ex(e->ssl, buf, len, &w) == 1) {
+                e->S->ERR_clear_error();
+                if (e->S->SSL_write_ex(e->ssl, buf, len, &w) == 1) {
                         buf += w;
                         len -= w;
                         continue;
                 }
-                int err = SSL_get_error(e->ssl, 0);
+                int err = e->S->SSL_get_error(e->ssl, 0);
                 short ev = err == SSL_ERROR_WANT_READ ? POLLIN : err == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
                 if (ev == 0 || wait_fd(c, e->fd, ev, NET_IDLE_MS) != 1)
                         return false;
@@ -770,7 +770,7 @@ static bool end_send(struct conn *c, struct end *e, const char *buf, size_t len)
 static void end_close_write(struct end *e)
 {
         if (e->ssl)
-                (void)SSL_shutdown(e->ssl);
+                (void)e->S->SSL_shutdown(e->ssl);
         shutdown(e->fd, SHUT_WR);
 }
 
@@ -778,11 +778,11 @@ static void end_close_write(struct end *e)
 static bool end_handshake(struct conn *c, struct end *e, bool server)
 {
         for (;;) {
-                ERR_clear_error();
-                int r = server ? SSL_accept(e->ssl) : SSL_connect(e->ssl);
+                e->S->ERR_clear_error();
+                int r = server ? e->S->SSL_accept(e->ssl) : e->S->SSL_connect(e->ssl);
                 if (r == 1)
                         return true;
-                int err = SSL_get_error(e->ssl, r);
+                int err = e->S->SSL_get_error(e->ssl, r);
                 short ev = err == SSL_ERROR_WANT_READ ? POLLIN : err == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
                 if (ev == 0 || wait_fd(c, e->fd, ev, NET_HEAD_MS) != 1)
                         return false;
@@ -841,8 +841,8 @@ static void relay(struct conn *c, struct end *cl, struct end *sv, const char *pe
         }
         bool up_open = true, down_open = true;
         while (up_open || down_open) {
-                bool ready[2] = { up_open && cl->ssl && SSL_pending(cl->ssl) > 0,
-                                  down_open && sv->ssl && SSL_pending(sv->ssl) > 0 };
+                bool ready[2] = { up_open && cl->ssl && cl->S->SSL_pending(cl->ssl) > 0,
+                                  down_open && sv->ssl && sv->S->SSL_pending(sv->ssl) > 0 };
                 struct pollfd pfd[3] = { { .fd = up_open ? cl->fd : -1, .events = POLLIN },
                                          { .fd = down_open ? sv->fd : -1, .events = POLLIN },
                                          { .fd = c->p->stop_fd, .events = POLLIN } };
@@ -1051,18 +1051,20 @@ static void refuse_tls(struct conn *c, struct end *cl, int code, const char *rea
  * certificate. */
 static void broker_tls(struct conn *c, const struct net_request *rq)
 {
-        struct end cl = { .fd = c->client, .ssl = NULL }, sv = { .fd = c->server, .ssl = NULL };
+        struct end cl = { .fd = c->client, .ssl = NULL, .S = c->p->S };
+        struct end sv = { .fd = c->server, .ssl = NULL, .S = c->p->S };
         /* TLS writes go out a record at a time: without this, Nagle holds
          * each last short segment back for the peer's delayed ACK (40 ms). */
         int one = 1;
         setsockopt(c->client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         setsockopt(c->server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        const struct ssl_api *S = c->p->S;
         if (c->head_len > rq->head_len) {
                 set_reason(c, "bytes after CONNECT before the tunnel was established");
                 return;
         }
         cl.ssl = net_tls_server(c->p->tls, rq->host);
-        if (cl.ssl == NULL || SSL_set_fd(cl.ssl, c->client) != 1) {
+        if (cl.ssl == NULL || S->SSL_set_fd(cl.ssl, c->client) != 1) {
                 set_reason(c, "cannot set up TLS for the brokered host");
                 goto out;
         }
@@ -1070,7 +1072,7 @@ static void broker_tls(struct conn *c, const struct net_request *rq)
                 set_reason(c, "the program's TLS handshake failed (does it trust the jail's CA bundle?)");
                 goto out;
         }
-        const char *sni = SSL_get_servername(cl.ssl, TLSEXT_NAMETYPE_host_name);
+        const char *sni = S->SSL_get_servername(cl.ssl, TLSEXT_NAMETYPE_host_name);
         if (sni && !net_host_is_literal(rq->host) && strcasecmp(sni, rq->host) != 0) {
                 refuse_tls(c, &cl, 403, "the TLS server name does not match the CONNECT host");
                 goto out;
@@ -1088,7 +1090,7 @@ static void broker_tls(struct conn *c, const struct net_request *rq)
                 }
                 ssize_t n = end_recv(&cl, c->head + c->head_len, sizeof(c->head) - c->head_len);
                 if (n == -2) {
-                        if (SSL_pending(cl.ssl) == 0 && wait_fd(c, cl.fd, POLLIN, NET_HEAD_MS) != 1) {
+                        if (S->SSL_pending(cl.ssl) == 0 && wait_fd(c, cl.fd, POLLIN, NET_HEAD_MS) != 1) {
                                 set_reason(c, "no request");
                                 goto out;
                         }
@@ -1105,12 +1107,12 @@ static void broker_tls(struct conn *c, const struct net_request *rq)
                 goto out;
         }
         sv.ssl = net_tls_client(c->p->tls, rq->host);
-        if (sv.ssl == NULL || SSL_set_fd(sv.ssl, c->server) != 1) {
+        if (sv.ssl == NULL || S->SSL_set_fd(sv.ssl, c->server) != 1) {
                 refuse_tls(c, &cl, 502, "cannot set up TLS to the host");
                 goto out;
         }
         if (!end_handshake(c, &sv, false)) {
-                long v = SSL_get_verify_result(sv.ssl);
+                long v = S->SSL_get_verify_result(sv.ssl);
                 refuse_tls(c, &cl, 502,
                            v != X509_V_OK ? "the host's TLS certificate does not verify (system trust store and "
                                             "the upstream CA file)"
@@ -1137,8 +1139,8 @@ static void broker_tls(struct conn *c, const struct net_request *rq)
         c->rec.bytes_up += n;
         relay(c, &cl, &sv, c->head + in.head_len, c->head_len - in.head_len);
 out:
-        SSL_free(cl.ssl);
-        SSL_free(sv.ssl);
+        S->SSL_free(cl.ssl);
+        S->SSL_free(sv.ssl);
 }
 
 /* After "200" to a CONNECT: the ClientHello must name the host. */
@@ -1230,7 +1232,8 @@ static void serve(struct conn *c)
         c->rec.brokered = c->brokered;
         c->mask.values = c->p->secret_values;
         c->mask.n_values = c->p->n_secrets;
-        struct end cl = { .fd = c->client, .ssl = NULL }, sv = { .fd = c->server, .ssl = NULL };
+        struct end cl = { .fd = c->client, .ssl = NULL, .S = c->p->S };
+        struct end sv = { .fd = c->server, .ssl = NULL, .S = c->p->S };
         if (rq.connect) {
                 static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
                 if (!send_all(c, c->client, ok, sizeof(ok) - 1))
@@ -1428,6 +1431,7 @@ int net_proxy_start(const corral_jail_config *cfg, struct net_tls *tls, int hand
                 return corral_fail(ret_err, ENOMEM, "cannot start the network proxy");
         }
         p->tls = tls;
+        p->S = tls ? ssl_api_get(NULL) : NULL; /* loaded already: net_tls_new did */
         p->handoff = handoff;
         p->listen_fd = -1;
         p->max_bytes = cfg->net_bytes;
