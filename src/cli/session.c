@@ -709,10 +709,11 @@ static int cmd_status(int argc, char **argv)
                 putchar('\n');
                 json_t *pool = json_object_get(info, "exec_pool");
                 if (json_is_object(pool)) {
-                        printf("pre-made jails for corral exec: %d ready of %d, %d made, %d claimed, %d failed, "
-                               "%d replaced idle",
+                        printf("pre-made jails for corral exec: %d ready of %d, %d running, %d made, %d claimed, "
+                               "%d failed, %d replaced idle",
                                (int)json_integer_value(json_object_get(pool, "size")),
                                (int)json_integer_value(json_object_get(pool, "target")),
+                               (int)json_integer_value(json_object_get(pool, "running")),
                                (int)json_integer_value(json_object_get(pool, "made")),
                                (int)json_integer_value(json_object_get(pool, "claimed")),
                                (int)json_integer_value(json_object_get(pool, "failed")),

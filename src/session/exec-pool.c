@@ -36,6 +36,10 @@ struct exec_pool {
         int target;
         struct jail_premade *ready[EXEC_POOL_MAX]; /* oldest first */
         int n;
+        /* Claims under way, and when the last began: refills wait for
+         * them (see refill_wait_ms()). */
+        int running;
+        double last_take_ms;
         unsigned long made, claimed, failed, replaced;
         struct {
                 const char *why;
@@ -80,6 +84,21 @@ static void count_fallback(struct exec_pool *p, const char *why)
         }
 }
 
+/* How long a refill waits, 0 for not at all.  Making a jail takes one
+ * CPU for ~10 ms and the kernel's namespace and mount locks; on a small
+ * host, made beside a claimed jail it took the CPU from that jail's set-up
+ * and program (a pre-made jail's `corral exec -- /bin/true` was slower
+ * than a direct one on 2 CPUs).  So a refill waits while a claim begun in
+ * the last EXEC_POOL_REFILL_DEFER_MS is under way, unless the pool is
+ * empty.  Lock held. */
+static double refill_wait_ms(const struct exec_pool *p)
+{
+        if (p->n == 0 || p->running == 0)
+                return 0;
+        double left = p->last_take_ms + EXEC_POOL_REFILL_DEFER_MS - monotonic_ms();
+        return left > 0 ? left : 0;
+}
+
 static void *pool_thread(void *arg)
 {
         struct exec_pool *p = arg;
@@ -106,7 +125,7 @@ static void *pool_thread(void *arg)
                         pthread_mutex_lock(&p->lock);
                         continue;
                 }
-                if (p->n < p->target) {
+                if (p->n < p->target && refill_wait_ms(p) == 0) {
                         pthread_mutex_unlock(&p->lock);
                         struct jail_premade *pm = NULL;
                         int r = jail_premade_make(&cfg, &pm, &err);
@@ -134,6 +153,9 @@ static void *pool_thread(void *arg)
                 if (p->n < p->target) {
                         double backoff = failures < 6 ? 100.0 * (1u << failures) : 5000.0;
                         wait_ms = wait_ms < backoff ? wait_ms : backoff;
+                        double defer = refill_wait_ms(p);
+                        if (defer > 0 && failures == 0)
+                                wait_ms = defer;
                 }
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
@@ -185,6 +207,8 @@ struct jail_premade *exec_pool_take(struct exec_pool *p, const corral_jail_confi
                 memmove(p->ready, p->ready + 1, (size_t)(p->n - 1) * sizeof(p->ready[0]));
                 p->n--;
                 p->claimed++;
+                p->running++;
+                p->last_take_ms = monotonic_ms();
                 pthread_cond_signal(&p->wake);
         }
         if (why)
@@ -195,14 +219,23 @@ struct jail_premade *exec_pool_take(struct exec_pool *p, const corral_jail_confi
         return pm;
 }
 
+/* A claim taken by exec_pool_take() has ended: the refill may go on. */
+static void claim_ended(struct exec_pool *p)
+{
+        pthread_mutex_lock(&p->lock);
+        p->running--;
+        pthread_cond_signal(&p->wake);
+        pthread_mutex_unlock(&p->lock);
+}
+
 json_t *exec_pool_status(struct exec_pool *p)
 {
         pthread_mutex_lock(&p->lock);
         json_t *fb = json_object();
         for (int i = 0; i < MAX_WHY && p->fallbacks[i].why; i++)
                 json_object_set_new(fb, p->fallbacks[i].why, json_integer((json_int_t)p->fallbacks[i].n));
-        json_t *r = json_pack("{s:i,s:i,s:I,s:I,s:I,s:I,s:o}", "size", p->n, "target", p->target, "made",
-                              (json_int_t)p->made, "claimed", (json_int_t)p->claimed, "failed",
+        json_t *r = json_pack("{s:i,s:i,s:i,s:I,s:I,s:I,s:I,s:o}", "size", p->n, "target", p->target, "running",
+                              p->running, "made", (json_int_t)p->made, "claimed", (json_int_t)p->claimed, "failed",
                               (json_int_t)p->failed, "replaced", (json_int_t)p->replaced, "fallbacks", fb);
         if (r && p->last_error[0])
                 json_object_set_new(r, "last_error", json_string(p->last_error));
@@ -336,6 +369,7 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const
                 json_decref(go);
                 if (!going) {
                         jail_premade_free(pm);
+                        claim_ended(p);
                         goto out;
                 }
                 /* The connection is held for the jail's life: its hang-up
@@ -343,6 +377,7 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const
                 corral_jail_io io = { .stdin_fd = in[0], .cancel_fd = fd };
                 corral_jail_result res;
                 int rc = jail_premade_run(pm, &cfg, &io, &res, &err);
+                claim_ended(p);
                 if (rc == 0) {
                         char *r = corral_jail_result_to_json(&res);
                         json_t *rj = r ? json_loads(r, 0, NULL) : NULL;

@@ -6,8 +6,8 @@
  * configuration) and replaces one idle for EXEC_POOL_IDLE_MS; it never
  * makes one on a caller's path.  exec_pool_take() hands one that fits a
  * configuration to its caller (who claims it with jail_premade_run()) and
- * wakes the thread to refill, or says why there is none (counted as a
- * fallback).  exec_pool_status() is what `corral session status` shows.
+ * wakes the thread to refill once the claim has set its jail going, or
+ * says why there is none (counted as a fallback).  exec_pool_status() is what `corral session status` shows.
  * Thread-safe.
  *
  * Internal to src/session/: the daemon owns the pool.
@@ -21,6 +21,8 @@
 #define EXEC_POOL_DEFAULT 2
 #define EXEC_POOL_MAX 16
 #define EXEC_POOL_IDLE_MS (10 * 60 * 1000.0)
+/* A refill waits this long for a claim under way (exec-pool.c says why). */
+#define EXEC_POOL_REFILL_DEFER_MS 100.0
 
 struct exec_pool;
 struct jail_premade;

@@ -168,7 +168,7 @@ def test_session_host_keeps_the_pool_full_and_leaves_nothing(tmp_path):
         pool = st["exec_pool"]
         assert (pool["size"], pool["target"], pool["made"], pool["claimed"], pool["failed"]) == (3, 3, 3, 0, 0), st
         text = corral(env, "session", "status").stdout
-        assert "pre-made jails for corral exec: 3 ready of 3, 3 made, 0 claimed" in text, text
+        assert "pre-made jails for corral exec: 3 ready of 3, 0 running, 3 made, 0 claimed" in text, text
         host = st["pid"]
         inits = [int(p) for p in subprocess.run(["pgrep", "-P", str(host)], capture_output=True,
                                                 text=True).stdout.split()]
@@ -505,6 +505,30 @@ def test_concurrent_claims_each_get_a_jail_of_their_own(exec_env, tmp_path):
     assert "pool" in froms, froms
     st = pool_status(exec_env)["exec_pool"]
     assert st["claimed"] == froms.count("pool"), (st, froms)
+
+
+def test_a_running_claim_is_counted_and_the_pool_refills_beside_it(exec_env):
+    # A refill waits for a claim begun less than 100 ms ago (exec-pool.c), not for good.
+    p = subprocess.Popen([CORRAL, "exec", "--", "sleep", "31.2345"], env=exec_env)
+    try:
+        assert wait_running("31.2345", 30), "the claimed jail's program never ran"
+        st = pool_status(exec_env)["exec_pool"]
+        assert (st["running"], st["claimed"]) == (1, 1), st
+        for _ in range(200):
+            if pool_status(exec_env)["exec_pool"]["size"] == 2:
+                break
+            time.sleep(0.05)
+        st = pool_status(exec_env)["exec_pool"]
+        assert (st["size"], st["made"], st["running"]) == (2, 3, 1) and p.poll() is None, st
+    finally:
+        p.kill()  # its hang-up ends the claim
+        p.wait()
+    assert wait_gone("31.2345", 10) == []
+    for _ in range(200):
+        if pool_status(exec_env)["exec_pool"]["running"] == 0:
+            break
+        time.sleep(0.05)
+    assert pool_status(exec_env)["exec_pool"]["running"] == 0
 
 
 def test_killing_corral_exec_kills_the_pooled_jail_at_once(exec_env):
