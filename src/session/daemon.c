@@ -647,7 +647,7 @@ static void serve(struct daemon *d, int host_fd, int cancel_fd)
 void session_daemon_main(int ready_fd, int cancel_fd)
 {
         corral_error *err = NULL;
-        char *lock = NULL;
+        char *lock = NULL, *marker = NULL;
         int lock_fd = -1, host_fd = -1;
         struct sockaddr_un sa = { 0 };
         struct daemon d = { .ending_fd = -1, .wake_fd = -1 };
@@ -722,16 +722,31 @@ void session_daemon_main(int ready_fd, int cancel_fd)
                 goto fail;
         }
         /* Jails made in advance once the host is ours (a host that lost
-         * the race above made none). */
+         * the race above made none), and the marker that sends corral exec
+         * here for them (one a killed host left is stale). */
+        if (asprintf(&marker, "%s/" EXEC_POOL_MARKER, d.dir) < 0) {
+                marker = NULL;
+                goto fail_errno;
+        }
+        unlink(marker);
         d.pool = exec_pool_new(pool_target, &err);
         if (pool_target > 0 && d.pool == NULL)
                 goto fail;
+        if (d.pool) {
+                int m = open(marker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+                if (m < 0) {
+                        corral_fail(&err, errno, "cannot create '%s'", marker);
+                        goto fail;
+                }
+                close(m);
+        }
         report_ready(ready_fd, NULL, false);
         serve(&d, host_fd, cancel_fd);
         /* Ending: no new connection; running steps cancelled; the
          * connections being served finish (quickly: their steps end);
          * then every session is stopped and cleaned up, then the zygote. */
         unlink(sa.sun_path);
+        unlink(marker);
         close(host_fd);
         poke(d.ending_fd);
         session_host_cancel_all(d.h);
@@ -755,6 +770,8 @@ fail:
                 unlink(sa.sun_path);
                 close(host_fd);
         }
+        if (marker)
+                unlink(marker);
         report_ready(ready_fd, err, false);
         _exit(125); /* corral's own failure, as the CLI's */
 }

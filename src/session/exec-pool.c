@@ -443,7 +443,20 @@ int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, cor
         const char *env = getenv("CORRAL_EXEC_POOL");
         if ((env && strcmp(env, "0") == 0) || !claimable(cfg))
                 return 1;
+        /* A host whose pool is on says so beside its socket. */
         corral_error *e = NULL;
+        cleanup_free char *dir = wire_runtime_dir(false, &e);
+        corral_error_free(e);
+        if (dir == NULL)
+                return 1;
+        cleanup_free char *marker = NULL;
+        if (asprintf(&marker, "%s/" EXEC_POOL_MARKER, dir) < 0) {
+                marker = NULL;
+                return 1;
+        }
+        if (access(marker, F_OK) < 0)
+                return 1;
+        e = NULL;
         int fd = session_client_connect_host(false, &e);
         corral_error_free(e);
         if (fd < 0)

@@ -18,11 +18,18 @@
 #include <corral/jail.h>
 #include <jansson.h>
 
-#define EXEC_POOL_DEFAULT 2
+/* Off unless asked for: on 2 CPUs a pre-made jail started no sooner than
+ * a direct one and cost more CPU back to back (docs/exec-pool.md). */
+#define EXEC_POOL_DEFAULT 0
 #define EXEC_POOL_MAX 16
 #define EXEC_POOL_IDLE_MS (10 * 60 * 1000.0)
 /* A refill waits this long for a claim under way (exec-pool.c says why). */
 #define EXEC_POOL_REFILL_DEFER_MS 100.0
+
+/* The file the host keeps beside host.sock while its pool is on:
+ * corral exec claims only when it is there, so that with no pool (the
+ * default) a running host costs it no round trip. */
+#define EXEC_POOL_MARKER "exec-pool"
 
 struct exec_pool;
 struct jail_premade;

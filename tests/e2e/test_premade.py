@@ -182,17 +182,24 @@ def test_session_host_keeps_the_pool_full_and_leaves_nothing(tmp_path):
     assert not alive, f"jails made in advance outlived their host: {alive}"
 
 
-def test_pool_of_two_by_default_none_with_0_and_a_bad_size_is_refused(tmp_path):
-    for pool, want in ((None, 2), (0, None)):
-        env = host_env(tmp_path / ("d" if pool is None else "z"), 0)  # a short socket path
+def test_no_pool_by_default_one_when_asked_and_a_bad_size_is_refused(tmp_path):
+    for pool, want in ((None, None), (0, None), (2, 2)):
+        rt = tmp_path / {None: "d", 0: "z", 2: "p"}[pool]  # a short socket path
+        env = host_env(rt, pool or 0)
         if pool is None:
             del env["CORRAL_EXEC_POOL"]
         assert corral(env, "session", "start", "--cold").returncode == 0
         try:
             st = pool_status(env)["exec_pool"]
             assert (st and st["target"]) == want, st
+            # corral exec asks a host for a jail only when this says its pool is on
+            marker = rt / "rt" / "corral" / "sessions" / "exec-pool"
+            assert marker.exists() == (want is not None), list(marker.parent.iterdir())
+            r = corral(dict(env, CORRAL_EXEC_POOL_WAIT_MS="3000"), "exec", "--json", "--", "/bin/true")
+            assert json.loads(r.stdout)["from"] == ("pool" if want else "direct"), r.stdout
         finally:
             corral(env, "session", "shutdown")
+        assert not marker.exists()
     env = host_env(tmp_path / "bad", 17) if (tmp_path / "bad").mkdir() is None else None
     p = corral(env, "session", "start", "--cold")
     assert p.returncode == 2 and "CORRAL_EXEC_POOL must be a number of jails from 0 (no pool) to 16, not '17'" in \
