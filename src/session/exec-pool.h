@@ -6,8 +6,9 @@
  * configuration) and replaces one idle for EXEC_POOL_IDLE_MS; it never
  * makes one on a caller's path.  exec_pool_take() hands one that fits a
  * configuration to its caller (who claims it with jail_premade_run()) and
- * wakes the thread to refill once the claim has set its jail going, or
- * says why there is none (counted as a fallback).  exec_pool_status() is what `corral session status` shows.
+ * wakes the thread to refill (which lets the claim's first
+ * EXEC_POOL_REFILL_DEFER_MS go by), or says why there is none (counted as
+ * a fallback).  exec_pool_status() is what `corral session status` shows.
  * Thread-safe.
  *
  * Internal to src/session/: the daemon owns the pool.
