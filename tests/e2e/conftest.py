@@ -43,3 +43,16 @@ def jail(corral):
         assert r.out, f"no JSON on stdout (rc={r.rc}, stderr={r.err!r})"
         return r.json
     return run
+
+
+def loaded_libraries(corral, *args, env=None):
+    """(the shared objects' file names the dynamic loader opened for `corral ARGS`, dlopen() too, by
+    LD_DEBUG=files; the Run).  Fails unless the loader reported at all, so that a check on what is
+    missing can fail."""
+    r = corral(*args, env=dict(env or os.environ, LD_DEBUG="files"), timeout=120)
+    names = set()
+    for line in r.err.decode(errors="replace").splitlines():
+        if "file=" in line:
+            names.add(line.split("file=", 1)[1].split()[0].rsplit("/", 1)[-1])
+    assert "libc.so.6" in names, r.err[-2000:]
+    return names, r
