@@ -11,11 +11,18 @@
  * kills whatever is left in the pid namespace, double-forked daemons
  * included.
  *
+ * In a pre-made jail (CORRAL_INIT_ADOPT=PID) the program's process is
+ * already there, forked by the setup child to wait for the claim
+ * (src/lib/enter.c): init is started before the claim, adopts it, gets
+ * the orders from it (fd 3 is then their socket), and does the rest as
+ * above.
+ *
  * It runs with no capabilities, under no_new_privs, as the jail's uid, and is
  * never built with sanitizers (their runtimes do not survive RLIMIT_AS).
  */
 #include <stdbool.h>
 
+#include "../lib/init-orders.h"
 #include "../lib/protocol.h"
 #include "sys.h"
 
@@ -46,15 +53,6 @@ size_t strlen(const char *s)
         return n;
 }
 
-static bool starts_with_var(const char *s, const char *name)
-{
-        while (*name && *s == *name) {
-                s++;
-                name++;
-        }
-        return *name == '\0' && *s == '=';
-}
-
 /* ---- reporting ---- */
 
 static void report(uint32_t type, int32_t a, int32_t b)
@@ -72,27 +70,26 @@ static __attribute__((noreturn)) void die(enum init_step step, long err)
 
 /* ---- orders ---- */
 
-struct orders {
-        struct init_header hdr;
-        struct init_rlimit *rlimits;
-        struct sock_filter *bpf;
-        char **argv;
-        char **envp;
-        const char *cwd;
-};
-
-static long read_orders(struct orders *o)
+/* The orders in fd, read whole and parsed (init-orders.h). */
+static long read_orders(int fd, struct corral_orders *o)
 {
-        long size = s_lseek(CORRAL_INIT_CONFIG_FD, 0, S_SEEK_END);
+        long size = s_lseek(fd, 0, S_SEEK_END);
         if (size < 0)
                 return size;
-        if (size < (long)sizeof(struct init_header) || size > (long)CORRAL_INIT_MAX_CONFIG)
+        struct init_header h;
+        char head[sizeof(h)];
+        /* The header alone says whether the size is right: nothing mapped
+         * for a bad one. */
+        if (size < (long)sizeof(h) || s_pread(fd, head, sizeof(head), 0) != (long)sizeof(head))
                 return -S_EINVAL;
+        long r = corral_orders_header(head, (size_t)size, &h);
+        if (r < 0)
+                return r;
         char *buf = s_mmap((size_t)size + 1);
         if (buf == NULL)
                 return -S_ENOMEM;
         for (long got = 0; got < size;) {
-                long n = s_pread(CORRAL_INIT_CONFIG_FD, buf + got, (size_t)(size - got), got);
+                long n = s_pread(fd, buf + got, (size_t)(size - got), got);
                 if (n == -S_EINTR)
                         continue;
                 if (n <= 0)
@@ -100,83 +97,23 @@ static long read_orders(struct orders *o)
                 got += n;
         }
         buf[size] = '\0';
-        memcpy(&o->hdr, buf, sizeof(o->hdr));
-        if (o->hdr.magic != CORRAL_INIT_MAGIC || o->hdr.version != CORRAL_INIT_VERSION || o->hdr.argc == 0 ||
-            o->hdr.bpf_len == 0 || o->hdr.n_rlimits > 64 || o->hdr.argc > (1u << 20) || o->hdr.envc > (1u << 20))
-                return -S_EINVAL;
-        size_t off = sizeof(o->hdr);
-        size_t need = off + (size_t)o->hdr.n_rlimits * sizeof(struct init_rlimit) +
-                      (size_t)o->hdr.bpf_len * sizeof(struct sock_filter) + o->hdr.strings_len;
-        if (need != (size_t)size)
-                return -S_EINVAL;
-        o->rlimits = (struct init_rlimit *)(buf + off);
-        off += o->hdr.n_rlimits * sizeof(struct init_rlimit);
-        o->bpf = (struct sock_filter *)(buf + off);
-        off += o->hdr.bpf_len * sizeof(struct sock_filter);
-
-        char **v = s_mmap((o->hdr.argc + o->hdr.envc + 2) * sizeof(char *));
-        if (v == NULL)
-                return -S_ENOMEM;
-        o->argv = v;
-        o->envp = v + o->hdr.argc + 1; /* argv's NULL sits between the two */
-        char *s = buf + off, *end = buf + size;
-        for (uint32_t i = 0; i < o->hdr.argc + o->hdr.envc + 1; i++) {
-                char *z = s;
-                while (z < end && *z)
-                        z++;
-                if (z >= end)
-                        return -S_EINVAL;
-                if (i < o->hdr.argc)
-                        o->argv[i] = s;
-                else if (i < o->hdr.argc + o->hdr.envc)
-                        o->envp[i - o->hdr.argc] = s;
-                else
-                        o->cwd = s;
-                s = z + 1;
-        }
         /* mmap'd memory is zeroed: argv[argc] and envp[envc] are NULL. */
-        return 0;
+        char **vec = s_mmap((h.argc + h.envc + 2) * sizeof(char *));
+        if (vec == NULL)
+                return -S_ENOMEM;
+        return corral_orders_parse(buf, (size_t)size, vec, o);
 }
 
 /* ---- starting the program ---- */
 
-/* execve argv[0], searching the jail's PATH (from the program's own
- * environment: init's is empty) when it has no slash.  Returns the most
- * telling errno (positive) on failure. */
-static int exec_program(char **argv, char **envp)
+static long exec_fn(const char *path, char *const *argv, char *const *envp)
 {
-        const char *name = argv[0];
-        for (const char *c = name; *c; c++)
-                if (*c == '/')
-                        return (int)-s_execve(name, argv, envp);
-        const char *path = "/usr/local/bin:/usr/bin:/bin";
-        for (char **e = envp; *e; e++)
-                if (starts_with_var(*e, "PATH"))
-                        path = *e + 5;
-        int best = S_ENOENT;
-        size_t nlen = strlen(name);
-        while (*path) {
-                const char *colon = path;
-                while (*colon && *colon != ':')
-                        colon++;
-                size_t dlen = (size_t)(colon - path);
-                char full[4096];
-                if (dlen + 1 + nlen + 1 <= sizeof(full)) {
-                        memcpy(full, path, dlen);
-                        full[dlen] = '/';
-                        memcpy(full + dlen + 1, name, nlen + 1);
-                        long r = s_execve(full, argv, envp);
-                        if (r == -S_EACCES || r == -S_ENOEXEC)
-                                best = (int)-r;
-                }
-                path = *colon ? colon + 1 : colon;
-        }
-        return best;
+        return s_execve(path, argv, envp);
 }
 
 static long send_fd(int sock, int fd)
 {
-        char tag = 'L';
+        char tag = CORRAL_ORDERS_MSG_LISTENER;
         struct s_iovec iov = { &tag, 1 };
         struct s_cmsghdr c = { .len = sizeof(c), .level = S_SOL_SOCKET, .type = S_SCM_RIGHTS, .fd = fd };
         struct s_msghdr m = { .iov = &iov, .iovlen = 1, .control = &c, .controllen = sizeof(c) };
@@ -184,8 +121,10 @@ static long send_fd(int sock, int fd)
         return r == 1 ? 0 : (r < 0 ? r : -S_EINVAL);
 }
 
-/* Receive a listener fd ('L' + SCM_RIGHTS) or an exec errno ('E'). */
-static long recv_msg(int sock, int *ret_fd, int *ret_errno)
+/* Receive a message of the program's process (init-orders.h): its
+ * listener or its orders (a descriptor, the message's kind in *ret_kind),
+ * or an exec errno. */
+static long recv_msg(int sock, char *ret_kind, int *ret_fd, int *ret_errno)
 {
         char buf[8];
         struct s_iovec iov = { buf, sizeof(buf) };
@@ -195,14 +134,16 @@ static long recv_msg(int sock, int *ret_fd, int *ret_errno)
         long n = s_recvmsg(sock, &m, S_MSG_CMSG_CLOEXEC);
         if (n <= 0)
                 return n;
-        if (buf[0] == 'L' && c.level == S_SOL_SOCKET && c.type == S_SCM_RIGHTS)
+        *ret_kind = buf[0];
+        if ((buf[0] == CORRAL_ORDERS_MSG_LISTENER || buf[0] == CORRAL_ORDERS_MSG_ORDERS) &&
+            c.level == S_SOL_SOCKET && c.type == S_SCM_RIGHTS)
                 *ret_fd = c.fd;
-        else if (buf[0] == 'E' && n >= 5)
+        else if (buf[0] == CORRAL_ORDERS_MSG_EXEC_ERR && n >= 5)
                 memcpy(ret_errno, buf + 1, sizeof(int));
         return 1;
 }
 
-static __attribute__((noreturn)) void run_program(struct orders *o, int sock, const uint64_t *oldmask)
+static __attribute__((noreturn)) void run_program(struct corral_orders *o, int sock, const uint64_t *oldmask)
 {
         s_sigprocmask(S_SIG_SETMASK, oldmask, NULL);
         /* Own session: no controlling terminal, so no TIOCSTI into the caller's. */
@@ -211,12 +152,8 @@ static __attribute__((noreturn)) void run_program(struct orders *o, int sock, co
                 struct s_rlimit rl = { o->rlimits[i].cur, o->rlimits[i].max }, now;
                 /* Only ever lower: raising a hard limit needs a privilege we
                  * do not have, and a lower host limit is stricter anyway. */
-                if (s_prlimit(o->rlimits[i].resource, NULL, &now) == 0 && now.max != S_RLIM_INFINITY) {
-                        if (rl.max > now.max)
-                                rl.max = now.max;
-                        if (rl.cur > rl.max)
-                                rl.cur = rl.max;
-                }
+                if (s_prlimit(o->rlimits[i].resource, NULL, &now) == 0)
+                        corral_orders_lower(&rl.cur, &rl.max, now.max, S_RLIM_INFINITY);
                 long r = s_prlimit(o->rlimits[i].resource, &rl, NULL);
                 if (r < 0)
                         die(INIT_STEP_RLIMIT, r);
@@ -240,8 +177,8 @@ static __attribute__((noreturn)) void run_program(struct orders *o, int sock, co
                 s_close((int)listener);
         }
 
-        int err = exec_program(o->argv, o->envp);
-        char msg[1 + sizeof(int)] = { 'E' };
+        int err = corral_orders_exec(o->argv, o->envp, exec_fn);
+        char msg[1 + sizeof(int)] = { CORRAL_ORDERS_MSG_EXEC_ERR };
         memcpy(msg + 1, &err, sizeof(int));
         struct s_iovec iov = { msg, sizeof(msg) };
         struct s_msghdr m = { .iov = &iov, .iovlen = 1 };
@@ -277,8 +214,33 @@ static void answer(int listener, const struct seccomp_notif *req, const uint64_t
         report(MSG_SECCOMP_VIOLATION, nr, (int32_t)req->data.arch);
 }
 
-int init_main(void);
-int init_main(void)
+/* CORRAL_INIT_ADOPT=PID in init's environment (enter.c): the pid, or 0
+ * (not adopting, or not a pid).  The environment rather than argv: a
+ * program reads /proc/1/cmdline, which stays "corral-init", but not
+ * /proc/1/environ (init is not dumpable). */
+static long adopted_pid(char **envp)
+{
+        for (; *envp; envp++) {
+                const char *a = *envp, *want = CORRAL_INIT_ADOPT_VAR "=";
+                while (*want && *a == *want) {
+                        a++;
+                        want++;
+                }
+                if (*want)
+                        continue;
+                long pid = 0;
+                for (; *a; a++) {
+                        if (*a < '0' || *a > '9' || pid > (1L << 30))
+                                return 0;
+                        pid = pid * 10 + (*a - '0');
+                }
+                return pid;
+        }
+        return 0;
+}
+
+int init_main(int argc, char **argv);
+int init_main(int argc, char **argv)
 {
         /* Not dumpable: the program runs as our uid, and a dumpable init's
          * /proc/1/mem, /proc/1/fd (our status pipe and listener) and
@@ -286,12 +248,14 @@ int init_main(void)
          * again, which is fine: it is the one under the filter. */
         SYS2(__NR_prctl, PR_SET_DUMPABLE, 0);
         report(MSG_INIT_START, 0, 0);
-        struct orders o;
+        struct corral_orders o;
         memset(&o, 0, sizeof(o));
-        long r = read_orders(&o);
-        if (r < 0)
-                die(INIT_STEP_CONFIG, r);
-        s_close(CORRAL_INIT_CONFIG_FD);
+        long r, child = adopted_pid(argv + argc + 1);
+        if (child == 0) {
+                if ((r = read_orders(CORRAL_INIT_CONFIG_FD, &o)) < 0)
+                        die(INIT_STEP_CONFIG, r);
+                s_close(CORRAL_INIT_CONFIG_FD);
+        }
         /* The status pipe is ours alone: the program must not inherit it. */
         s_fcntl(CORRAL_INIT_STATUS_FD, F_SETFD, FD_CLOEXEC);
 
@@ -299,21 +263,26 @@ int init_main(void)
         if ((r = s_sigprocmask(S_SIG_BLOCK, &mask, &oldmask)) < 0)
                 die(INIT_STEP_SIGNALS, r);
         long sfd = s_signalfd(&mask, O_CLOEXEC | O_NONBLOCK);
-        int sv[2];
         if (sfd < 0)
                 die(INIT_STEP_SIGNALS, sfd);
-        if ((r = s_socketpair(S_AF_UNIX, S_SOCK_SEQPACKET | O_CLOEXEC, 0, sv)) < 0)
-                die(INIT_STEP_SIGNALS, r);
-
-        long child = s_fork();
-        if (child < 0)
-                die(INIT_STEP_FORK, child);
-        if (child == 0) {
-                s_close(sv[0]);
-                s_close((int)sfd);
-                run_program(&o, sv[1], &oldmask);
+        int sv[2] = { CORRAL_INIT_CONFIG_FD, -1 };
+        if (child > 0) {
+                /* Adopted: fd 3 is the socket to the program's process,
+                 * which sends the orders once it has them. */
+                s_fcntl(sv[0], F_SETFD, FD_CLOEXEC);
+        } else {
+                if ((r = s_socketpair(S_AF_UNIX, S_SOCK_SEQPACKET | O_CLOEXEC, 0, sv)) < 0)
+                        die(INIT_STEP_SIGNALS, r);
+                child = s_fork();
+                if (child < 0)
+                        die(INIT_STEP_FORK, child);
+                if (child == 0) {
+                        s_close(sv[0]);
+                        s_close((int)sfd);
+                        run_program(&o, sv[1], &oldmask);
+                }
+                s_close(sv[1]);
         }
-        s_close(sv[1]);
 
         int listener = -1, exec_errno = 0, status = 0;
         bool sock_open = true, done = false;
@@ -331,10 +300,21 @@ int init_main(void)
                 if (r < 0)
                         die(INIT_STEP_SIGNALS, r);
                 if (p[1].revents) {
-                        if (recv_msg(sv[0], &listener, &exec_errno) <= 0) {
+                        char kind = 0;
+                        int fd = -1;
+                        if (recv_msg(sv[0], &kind, &fd, &exec_errno) <= 0) {
                                 /* the program exec'd (CLOEXEC) or died */
                                 s_close(sv[0]);
                                 sock_open = false;
+                        } else if (kind == CORRAL_ORDERS_MSG_LISTENER) {
+                                listener = fd;
+                        } else if (kind == CORRAL_ORDERS_MSG_ORDERS && fd >= 0) {
+                                /* Adopted: the EPERM set, before any listener. */
+                                if ((r = read_orders(fd, &o)) < 0)
+                                        die(INIT_STEP_CONFIG, r);
+                                s_close(fd);
+                        } else if (fd >= 0) {
+                                s_close(fd);
                         }
                 }
                 if (p[2].revents & POLLIN) {
@@ -360,19 +340,23 @@ int init_main(void)
                         }
                 }
         }
-        if (sock_open) /* collect a late exec error */
-                recv_msg(sv[0], &listener, &exec_errno);
+        if (sock_open) { /* collect a late exec error */
+                char kind = 0;
+                int fd = -1;
+                recv_msg(sv[0], &kind, &fd, &exec_errno);
+        }
         if (exec_errno != 0)
                 report(MSG_EXEC_FAILED, exec_errno, 0);
         report(MSG_EXITED, status, 0);
         return 0;
 }
 
-/* The entry point: no libc to set anything up, so align the stack and call. */
+/* The entry point: no libc to set anything up, so align the stack and call
+ * init_main(argc, argv). */
 #if defined(__x86_64__)
-__asm__(".text\n.global _start\n_start:\n\txor %rbp, %rbp\n\tand $-16, %rsp\n\tcall init_main\n"
-        "\tmov %eax, %edi\n\tmov $231, %eax\n\tsyscall\n\thlt\n");
+__asm__(".text\n.global _start\n_start:\n\txor %rbp, %rbp\n\tmov (%rsp), %edi\n\tlea 8(%rsp), %rsi\n"
+        "\tand $-16, %rsp\n\tcall init_main\n\tmov %eax, %edi\n\tmov $231, %eax\n\tsyscall\n\thlt\n");
 #elif defined(__aarch64__)
-__asm__(".text\n.global _start\n_start:\n\tmov x29, #0\n\tmov x30, #0\n\tbl init_main\n"
-        "\tmov x8, #94\n\tsvc 0\n");
+__asm__(".text\n.global _start\n_start:\n\tmov x29, #0\n\tmov x30, #0\n\tldr x0, [sp]\n\tadd x1, sp, #8\n"
+        "\tbl init_main\n\tmov x8, #94\n\tsvc 0\n");
 #endif

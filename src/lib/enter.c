@@ -13,7 +13,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
 #include <linux/mount.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -21,14 +23,17 @@
 #include <string.h>
 #include <grp.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "init-orders.h"
 #include "jail-internal.h"
 #include "netdev.h"
 
@@ -178,29 +183,40 @@ static int do_op(const struct mount_op *op)
         return -1;
 }
 
-/* Put the fds the jail keeps at 0..4 and close every other one.  Sources
- * may sit on the target numbers, so everything moves up out of the way
- * first. */
+/* Put src[i] at fd i (0 <= i < n) and close every other one: the first
+ * n_inherit stay open across exec, the rest are close-on-exec; a -1
+ * leaves its number closed.  Sources may sit on the target numbers, so
+ * everything moves up out of the way first. */
+static int place_fds(const int *src, int n, int n_inherit)
+{
+        int high[8];
+        for (int i = 0; i < n; i++) {
+                high[i] = src[i] < 0 ? -1 : fcntl(src[i], F_DUPFD_CLOEXEC, 10);
+                if (src[i] >= 0 && high[i] < 0)
+                        return -1;
+        }
+        for (int i = 0; i < n; i++) {
+                if (high[i] < 0)
+                        close(i);
+                else if (i < n_inherit ? dup2(high[i], i) < 0 /* dup2 leaves the target without CLOEXEC */
+                                       : dup3(high[i], i, O_CLOEXEC) < 0)
+                        return -1;
+        }
+        if (syscall(SYS_close_range, n, ~0U, 0) < 0) {
+                for (int fd = n; fd < 65536; fd++)
+                        close(fd);
+        }
+        return 0;
+}
+
+/* init's descriptors at 0..4 (the status fd stays open across the exec,
+ * and init marks it close-on-exec again), corral-init's own at 5. */
 static int arrange_fds(const struct jail_plan *p, int *ret_init_fd)
 {
         int src[6] = { p->stdin_fd, p->stdout_fd, p->stderr_fd, p->config_fd, p->status_fd, p->init_fd };
-        int high[6];
-        for (int i = 0; i < 6; i++) {
-                high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
-                if (high[i] < 0)
-                        return -1;
-        }
-        for (int i = 0; i < 5; i++)
-                if (dup2(high[i], i) < 0) /* dup2 leaves the target without CLOEXEC */
-                        return -1;
-        /* The status fd stays CLOEXEC in init's payload: set again by init. */
-        if (dup3(high[5], 5, O_CLOEXEC) < 0)
+        if (place_fds(src, 6, 5) < 0)
                 return -1;
         status_fd = CORRAL_INIT_STATUS_FD;
-        if (syscall(SYS_close_range, 6, ~0U, 0) < 0) {
-                for (int fd = 6; fd < 65536; fd++)
-                        close(fd);
-        }
         *ret_init_fd = 5;
         return 0;
 }
@@ -354,6 +370,188 @@ static void await_claim(struct jail_plan *q)
                 write_script(&c, fds[2 + c.n_trees]);
 }
 
+/* Give up every capability for good: bounding set, ambient set, then the
+ * rest; no_new_privs keeps exec from granting any back.  A zygote keeps
+ * those of its own user namespace (uid 0 there): it makes each session's
+ * namespaces, and each session drops them all before any user code runs
+ * (src/session/zygote.c). */
+static void drop_privileges(const struct jail_plan *p)
+{
+        for (int cap = 0; cap <= 63 && !p->keep_caps; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        fail(STEP_DROP_CAPS);
+        if (!p->keep_caps && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                fail(STEP_DROP_CAPS);
+        if (!p->keep_caps && capset_all(false) < 0)
+                fail(STEP_DROP_CAPS);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                fail(STEP_NO_NEW_PRIVS);
+}
+
+/* The root read-only, as the program will see it, and no privilege left. */
+static void seal_root(const struct jail_plan *p)
+{
+        if (mount("/", "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+                fail(STEP_ROOT_READONLY);
+        drop_privileges(p);
+}
+
+static __attribute__((noreturn)) void exec_init(int init_fd, char *const argv[], char *const envp[])
+{
+        syscall(SYS_execveat, init_fd, "", argv, envp, AT_EMPTY_PATH);
+        fail(STEP_EXEC_INIT);
+}
+
+/* The failure of a step init would have taken (protocol.h's init_step),
+ * reported as init reports it, so that a pre-made jail's caller hears what
+ * a direct jail's hears. */
+static __attribute__((noreturn)) void init_step_failed(enum init_step step, int err)
+{
+        report(MSG_INIT_FAILED, step, err);
+        _exit(125);
+}
+
+static long exec_fn(const char *path, char *const *argv, char *const *envp)
+{
+        execve(path, argv, envp);
+        return -errno;
+}
+
+static int send_tagged_fd(int sock, char tag, int fd)
+{
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct iovec iov = { &tag, 1 };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &fd, sizeof(int));
+        return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+/* A pre-made jail's program process, once claimed: the claim's stdio at
+ * 0..2, then what corral-init's forked child does in a direct jail (its
+ * run_program()): the orders read (and handed to init, for the EPERM
+ * set), a session of its own, the rlimits, the working directory, the
+ * filter (its listener to init), and the program.  The root is sealed and
+ * every privilege gone already.  Memory comes from mmap: this is a copy of
+ * a threaded process, whose allocator's locks it must not touch. */
+static __attribute__((noreturn)) void start_claimed_program(const struct jail_plan *q, int sock)
+{
+        enum { FD_STATUS = 3, FD_SOCK, FD_ORDERS };
+        int src[6] = { q->stdin_fd, q->stdout_fd, q->stderr_fd, q->status_fd, sock, q->config_fd };
+        if (place_fds(src, 6, 3) < 0)
+                fail(STEP_FDS);
+        status_fd = FD_STATUS;
+        report(MSG_ROOT_READY, 0, 0);
+
+        struct init_header h;
+        off_t size = lseek(FD_ORDERS, 0, SEEK_END);
+        if (size < (off_t)sizeof(h) || pread(FD_ORDERS, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+            corral_orders_header((const char *)&h, (size_t)size, &h) < 0)
+                init_step_failed(INIT_STEP_CONFIG, EINVAL);
+        char *buf = mmap(NULL, (size_t)size + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        char **vec = mmap(NULL, (h.argc + h.envc + 2) * sizeof(char *), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (buf == MAP_FAILED || vec == MAP_FAILED)
+                init_step_failed(INIT_STEP_CONFIG, ENOMEM);
+        for (off_t got = 0; got < size;) {
+                ssize_t n = pread(FD_ORDERS, buf + got, (size_t)(size - got), got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        init_step_failed(INIT_STEP_CONFIG, n < 0 ? errno : EINVAL);
+                got += n;
+        }
+        struct corral_orders o;
+        if (corral_orders_parse(buf, (size_t)size, vec, &o) < 0)
+                init_step_failed(INIT_STEP_CONFIG, EINVAL);
+        if (send_tagged_fd(FD_SOCK, CORRAL_ORDERS_MSG_ORDERS, FD_ORDERS) < 0)
+                init_step_failed(INIT_STEP_CONFIG, errno);
+        close(FD_ORDERS);
+
+        /* Own session: no controlling terminal, so no TIOCSTI into the caller's. */
+        setsid();
+        for (uint32_t i = 0; i < o.hdr.n_rlimits; i++) {
+                struct rlimit64 rl = { o.rlimits[i].cur, o.rlimits[i].max }, now;
+                if (prlimit64(0, (enum __rlimit_resource)o.rlimits[i].resource, NULL, &now) == 0)
+                        corral_orders_lower(&rl.rlim_cur, &rl.rlim_max, now.rlim_max, RLIM64_INFINITY);
+                if (prlimit64(0, (enum __rlimit_resource)o.rlimits[i].resource, &rl, NULL) < 0)
+                        init_step_failed(INIT_STEP_RLIMIT, errno);
+        }
+        if (chdir(o.cwd) < 0)
+                init_step_failed(INIT_STEP_CHDIR, errno);
+        umask(022);
+
+        struct sock_fprog prog = { .len = (unsigned short)o.hdr.bpf_len, .filter = o.bpf };
+        bool want_listener = !(o.hdr.flags & CORRAL_INIT_FLAG_NO_LISTENER);
+        long listener = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                want_listener ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &prog);
+        if (listener < 0)
+                init_step_failed(INIT_STEP_SECCOMP, errno);
+        /* From here on every system call passes the filter. */
+        report(MSG_SECCOMP_LOADED, 0, 0);
+        if (want_listener) {
+                if (send_tagged_fd(FD_SOCK, CORRAL_ORDERS_MSG_LISTENER, (int)listener) < 0)
+                        init_step_failed(INIT_STEP_LISTENER, errno);
+                close((int)listener);
+        }
+
+        int err = corral_orders_exec(o.argv, o.envp, exec_fn);
+        char msg[1 + sizeof(int)] = { CORRAL_ORDERS_MSG_EXEC_ERR };
+        memcpy(msg + 1, &err, sizeof(int));
+        send(FD_SOCK, msg, sizeof(msg), MSG_NOSIGNAL);
+        _exit(err == ENOENT ? 127 : 126);
+}
+
+/* A pre-made jail splits in two before its claim.  The program's process
+ * is forked now and waits for the claim; this process (pid 1) drops every
+ * privilege and becomes corral-init, which adopts it.  So the claim wakes
+ * one process that is ready to run the program: no corral-init to execute
+ * and no fork between the claim and the program (docs/exec-pool.md). */
+static __attribute__((noreturn)) void premade_wait(const struct jail_plan *p)
+{
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                fail(STEP_PROGRAM_PROCESS);
+        /* The raw call, not fork(): this is a copy of a threaded process,
+         * whose atfork handlers and locks must stay untouched. */
+        pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+        if (pid < 0)
+                fail(STEP_PROGRAM_PROCESS);
+        if (pid == 0) {
+                close(sv[0]);
+                struct jail_plan claimed = *p;
+                await_claim(&claimed);
+                seal_root(&claimed);
+                start_claimed_program(&claimed, sv[1]);
+        }
+        close(sv[1]);
+        /* init: the status pipe and the socket; no stdio, no claim. */
+        struct jail_plan q = *p;
+        q.stdin_fd = q.stdout_fd = q.stderr_fd = -1;
+        q.config_fd = sv[0];
+        drop_privileges(&q);
+        int init_fd;
+        if (arrange_fds(&q, &init_fd) < 0)
+                fail(STEP_FDS);
+        char adopt[sizeof(CORRAL_INIT_ADOPT_VAR "=") + 12], *d = adopt + sizeof(adopt);
+        *--d = '\0';
+        do /* no snprintf in the child: digits backwards */
+                *--d = (char)('0' + pid % 10);
+        while ((pid /= 10) > 0);
+        d -= sizeof(CORRAL_INIT_ADOPT_VAR "=") - 1;
+        memcpy(d, CORRAL_INIT_ADOPT_VAR "=", sizeof(CORRAL_INIT_ADOPT_VAR "=") - 1);
+        char *const argv[] = { (char *)"corral-init", NULL };
+        char *const envp[] = { d, NULL };
+        exec_init(init_fd, argv, envp);
+}
+
 _Static_assert(CORRAL_NET_PROXY_PORT == 3128, "netdev.c binds the proxy's port by number");
 
 void jail_enter(const struct jail_plan *p)
@@ -455,29 +653,9 @@ void jail_enter(const struct jail_plan *p)
 
         /* A pre-made jail waits here, every namespace made and its root
          * mounted but still writable, for what depends on its caller. */
-        struct jail_plan claimed;
-        if (p->premade) {
-                claimed = *p;
-                await_claim(&claimed);
-                p = &claimed;
-        }
-        if (mount("/", "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
-                fail(STEP_ROOT_READONLY);
-
-        /* Give up every capability for good: bounding set, ambient set, then
-         * the rest; no_new_privs keeps exec from granting any back.  A
-         * zygote keeps those of its own user namespace (uid 0 there): it
-         * makes each session's namespaces, and each session drops them all
-         * before any user code runs (src/session/zygote.c). */
-        for (int cap = 0; cap <= 63 && !p->keep_caps; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-                        fail(STEP_DROP_CAPS);
-        if (!p->keep_caps && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-                fail(STEP_DROP_CAPS);
-        if (!p->keep_caps && capset_all(false) < 0)
-                fail(STEP_DROP_CAPS);
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                fail(STEP_NO_NEW_PRIVS);
+        if (p->premade)
+                premade_wait(p);
+        seal_root(p);
 
         int init_fd;
         if (arrange_fds(p, &init_fd) < 0)
@@ -488,6 +666,5 @@ void jail_enter(const struct jail_plan *p)
          * empty environment and none of the caller's memory. */
         char *const argv[] = { (char *)"corral-init", NULL };
         char *const envp[] = { NULL };
-        syscall(SYS_execveat, init_fd, "", argv, envp, AT_EMPTY_PATH);
-        fail(STEP_EXEC_INIT);
+        exec_init(init_fd, argv, envp);
 }

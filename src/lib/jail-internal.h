@@ -263,6 +263,7 @@ enum enter_step {
         STEP_RESIZE = -20,
         STEP_ATTACH = -21,
         STEP_SCRIPT = -22,
+        STEP_PROGRAM_PROCESS = -23, /* a pre-made jail: its program's process, forked before the claim */
 };
 
 /* A pre-made jail's claim (spawn.c to enter.c, over plan.order_fd): one
@@ -383,11 +384,14 @@ CORRAL_HIDDEN int jail_run_special(const corral_jail_config *cfg, const corral_j
  * for cfg: limits written to its cgroups, /tmp and the default /workspace
  * resized to cfg's disk limit, cfg's workspace and binds attached
  * (trees.c), init's orders sent; then it is supervised as a direct jail
- * and torn down.  It returns 0 or -1 as corral_jail_run() does, or
+ * to its end.  It returns 0 or -1 as corral_jail_run() does, or
  * JAIL_PREMADE_UNCLAIMED (error set) when nothing of the claim reached
- * the jail (the caller may start a direct jail instead).  Either way pm is
- * gone.  jail_premade_misfit() says why cfg cannot use pm (NULL: it can);
- * jail_premade_free() kills and tears down one never claimed. */
+ * the jail (the caller may start a direct jail instead).  Either way the
+ * caller then frees pm with jail_premade_free(), which tears it down (its
+ * cgroups, uid lease and descriptors): after the result is passed on, so
+ * that its caller does not wait for that.  jail_premade_misfit() says why
+ * cfg cannot use pm (NULL: it can); jail_premade_free() also kills and
+ * tears down one never claimed. */
 struct jail_premade;
 #define JAIL_PREMADE_UNCLAIMED (-2)
 CORRAL_HIDDEN int jail_premade_make(const corral_jail_config *cfg, struct jail_premade **ret, corral_error **ret_err);

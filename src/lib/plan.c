@@ -650,6 +650,7 @@ const char *jail_plan_step_name(const struct jail_plan *p, int step, char *buf, 
                 [-STEP_RESIZE] = "resize /tmp and /workspace to the caller's disk limit",
                 [-STEP_ATTACH] = "attach its caller's workspace and binds",
                 [-STEP_SCRIPT] = "write its caller's program text",
+                [-STEP_PROGRAM_PROCESS] = "start the process that waits for its caller's program",
         };
         if (step < 0 && (size_t)-step < ARRAY_SIZE(fixed) && fixed[-step])
                 return fixed[-step];

@@ -265,12 +265,24 @@ fail:
  * so (its file description is the caller's: we cannot make it non-blocking);
  * a regular file, which epoll cannot watch, is read whenever the jail's pipe
  * has room. */
+#define STDIN_PUMP_BUF 65536
 struct stdin_pump {
         int src, dst;
         bool pollable, eof, src_watched, dst_watched;
         size_t off, len;
-        char buf[65536];
+        char *buf; /* STDIN_PUMP_BUF bytes, allocated at the first read: a jail without --stdin
+                    * touches none of it (each page a fault, dear in a VM) */
 };
+
+/* The jail's end of its stdin closed, and the buffer gone. */
+static void stdin_pump_release(struct stdin_pump *p)
+{
+        if (p->dst >= 0)
+                close(p->dst);
+        p->dst = -1;
+        free(p->buf);
+        p->buf = NULL;
+}
 
 struct jail {
         const corral_jail_config *cfg;
@@ -308,7 +320,8 @@ struct jail {
 
 static void jail_close_fds(struct jail *j)
 {
-        int *fds[] = { &j->pidfd, &j->out_r, &j->err_r, &j->status_r, &j->in.dst, &j->sync_w, &j->order_w };
+        stdin_pump_release(&j->in);
+        int *fds[] = { &j->pidfd, &j->out_r, &j->err_r, &j->status_r, &j->sync_w, &j->order_w };
         for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
                 if (*fds[i] >= 0)
                         close(*fds[i]);
@@ -447,8 +460,10 @@ static void watch_fd(int ep, int fd, uint32_t events, uint32_t tag, bool *watche
 static void pump_stdin(struct stdin_pump *p, int ep, uint32_t src_tag, uint32_t dst_tag, bool src_ready)
 {
         while (p->dst >= 0) {
+                if (p->buf == NULL && (p->buf = malloc(STDIN_PUMP_BUF)) == NULL)
+                        p->eof = true; /* out of memory: the jail's stdin ends */
                 if (p->len == 0 && !p->eof && (src_ready || !p->pollable)) {
-                        ssize_t r = read(p->src, p->buf, sizeof(p->buf));
+                        ssize_t r = read(p->src, p->buf, STDIN_PUMP_BUF);
                         src_ready = false;
                         if (r > 0) {
                                 p->off = 0;
@@ -476,8 +491,7 @@ static void pump_stdin(struct stdin_pump *p, int ep, uint32_t src_tag, uint32_t 
                 if (p->len == 0 && p->eof) {
                         watch_fd(ep, p->src, EPOLLIN, src_tag, &p->src_watched, false);
                         watch_fd(ep, p->dst, EPOLLOUT, dst_tag, &p->dst_watched, false);
-                        close(p->dst);
-                        p->dst = -1;
+                        stdin_pump_release(p);
                         return;
                 }
                 if (p->len > 0 || p->pollable)
@@ -1048,10 +1062,13 @@ static int jail_finish(struct jail *j, corral_jail_result *ret, corral_error **r
                 ret->phases.clone = j->t_child - j->t_clone;
         if (j->t_root > 0 && j->t_child > 0)
                 ret->phases.mounts = j->t_root - j->t_child;
-        if (j->t_init > 0 && j->t_root > 0)
-                ret->phases.exec = j->t_init - j->t_root;
-        if (j->t_seccomp > 0 && j->t_init > 0)
-                ret->phases.seccomp = j->t_seccomp - j->t_init;
+        /* A pre-made jail's init was executed before its claim: from its
+         * root ready, the claim's next phase is the filter (enter.c). */
+        double t_init = j->premade ? j->t_root : j->t_init;
+        if (t_init > 0 && j->t_root > 0)
+                ret->phases.exec = t_init - j->t_root;
+        if (j->t_seccomp > 0 && t_init > 0)
+                ret->phases.seccomp = j->t_seccomp - t_init;
         return 0;
 }
 
@@ -1078,7 +1095,7 @@ static void jail_teardown(struct jail *j, int rc, corral_jail_result *ret)
         jail_plan_release(&j->plan);
         capbuf_release(&j->out);
         capbuf_release(&j->err);
-        if (rc == 0 && j->t_exit_seen > 0)
+        if (rc == 0 && ret && j->t_exit_seen > 0)
                 ret->phases.teardown = monotonic_ms() - j->t_exit_seen;
 }
 
@@ -1101,6 +1118,8 @@ struct jail_premade {
         struct jail j;
         corral_jail_config made; /* the configuration it was made with (a copy) */
         double t_ready;
+        bool ended;  /* jail_premade_run() saw it to its end: nothing to kill */
+        bool ran_ok; /* ... and it has a result */
 };
 
 int jail_premade_make(const corral_jail_config *cfg, struct jail_premade **ret, corral_error **ret_err)
@@ -1201,8 +1220,9 @@ void jail_premade_free(struct jail_premade *pm)
 {
         if (pm == NULL)
                 return;
-        stop_and_reap(&pm->j);
-        jail_teardown(&pm->j, -1, NULL);
+        if (!pm->ended)
+                stop_and_reap(&pm->j);
+        jail_teardown(&pm->j, pm->ran_ok ? 0 : -1, NULL);
         corral_jail_config_release(&pm->made);
         free(pm);
 }
@@ -1348,11 +1368,11 @@ int jail_output_pump(int out_r, int err_r, int stdin_w, const corral_jail_config
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0) {
+                        int e = errno;
                         capbuf_release(&j.out);
                         capbuf_release(&j.err);
-                        if (j.in.dst >= 0)
-                                close(j.in.dst);
-                        return corral_fail(ret_err, errno, "cannot read the jail's output");
+                        stdin_pump_release(&j.in);
+                        return corral_fail(ret_err, e, "cannot read the jail's output");
                 }
                 for (int i = 0; i < n; i++) {
                         int s = (int)evs[i].data.u32;
@@ -1371,8 +1391,7 @@ int jail_output_pump(int out_r, int err_r, int stdin_w, const corral_jail_config
                                 epoll_ctl(ep, EPOLL_CTL_DEL, fds[s], NULL);
                 }
         }
-        if (j.in.dst >= 0)
-                close(j.in.dst); /* the jail ended before its stdin did */
+        stdin_pump_release(&j.in); /* the jail may have ended before its stdin did */
         ret->stdout_truncated = j.out.truncated;
         ret->stderr_truncated = j.err.truncated;
         ret->stdout_total = j.out.total;
@@ -1400,17 +1419,13 @@ int jail_premade_run(struct jail_premade *pm, const corral_jail_config *cfg, con
                      corral_jail_result *ret, corral_error **ret_err)
 {
         memset(ret, 0, sizeof(*ret));
-        int rc;
-        if (corral_jail_config_validate(cfg, ret_err) < 0 || premade_claim(pm, cfg, io, ret_err) < 0) {
-                rc = JAIL_PREMADE_UNCLAIMED;
-                stop_and_reap(&pm->j);
-                jail_teardown(&pm->j, -1, NULL);
-        } else {
-                rc = jail_finish(&pm->j, ret, ret_err) < 0 ? -1 : 0;
-                jail_teardown(&pm->j, rc, ret);
-        }
-        corral_jail_config_release(&pm->made);
-        free(pm);
+        if (corral_jail_config_validate(cfg, ret_err) < 0 || premade_claim(pm, cfg, io, ret_err) < 0)
+                return JAIL_PREMADE_UNCLAIMED;
+        int rc = jail_finish(&pm->j, ret, ret_err) < 0 ? -1 : 0;
+        /* Its output's buffers are ret's now; the cgroups and descriptors
+         * wait for jail_premade_free(), after the caller passed ret on. */
+        pm->ended = true;
+        pm->ran_ok = rc == 0;
         return rc;
 }
 

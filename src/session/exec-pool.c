@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -377,7 +378,6 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const
                 corral_jail_io io = { .stdin_fd = in[0], .cancel_fd = fd };
                 corral_jail_result res;
                 int rc = jail_premade_run(pm, &cfg, &io, &res, &err);
-                claim_ended(p);
                 if (rc == 0) {
                         char *r = corral_jail_result_to_json(&res);
                         json_t *rj = r ? json_loads(r, 0, NULL) : NULL;
@@ -391,6 +391,10 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const
                                             err ? err->msg : "the jail failed", "kind",
                                             err ? err->kind : CORRAL_ERR_INTERNAL));
                 }
+                /* Torn down once the client has its answer: it need not
+                 * wait for the cgroups' removal. */
+                jail_premade_free(pm);
+                claim_ended(p);
                 goto out;
         }
         reply(fd, json_pack("{s:s,s:s,s:i}", "t", "error", "message", err ? err->msg : "bad exec-claim", "kind",
@@ -443,24 +447,21 @@ int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, cor
         const char *env = getenv("CORRAL_EXEC_POOL");
         if ((env && strcmp(env, "0") == 0) || !claimable(cfg))
                 return 1;
-        /* A host whose pool is on says so beside its socket. */
+        /* A host whose pool is on listens beside host.sock: nothing to
+         * connect to is the direct path, at once. */
         corral_error *e = NULL;
         cleanup_free char *dir = wire_runtime_dir(false, &e);
         corral_error_free(e);
-        if (dir == NULL)
+        struct sockaddr_un sa;
+        if (dir == NULL || wire_socket_path(dir, EXEC_POOL_SOCKET, &sa, NULL) < 0)
                 return 1;
-        cleanup_free char *marker = NULL;
-        if (asprintf(&marker, "%s/" EXEC_POOL_MARKER, dir) < 0) {
-                marker = NULL;
-                return 1;
-        }
-        if (access(marker, F_OK) < 0)
-                return 1;
-        e = NULL;
-        int fd = session_client_connect_host(false, &e);
-        corral_error_free(e);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
-                return 1; /* no host: the direct path, which validates cfg itself */
+                return 1;
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                close(fd);
+                return 1; /* no host, or no pool: the direct path, which validates cfg itself */
+        }
         e = NULL;
         if (corral_jail_config_validate(cfg, &e) < 0) {
                 corral_error_free(e);

@@ -27,10 +27,12 @@
 /* A refill waits this long for a claim under way (exec-pool.c says why). */
 #define EXEC_POOL_REFILL_DEFER_MS 100.0
 
-/* The file the host keeps beside host.sock while its pool is on:
- * corral exec claims only when it is there, so that with no pool (the
- * default) a running host costs it no round trip. */
-#define EXEC_POOL_MARKER "exec-pool"
+/* The socket (EXEC_POOL_SOCKET.sock) the host listens on beside host.sock
+ * while its pool is on, served by a thread waiting in accept() (daemon.c):
+ * corral exec claims there, and with no pool (the default) finds nothing
+ * to connect to and starts its jail directly at once.  host.sock serves
+ * the same exec-claim. */
+#define EXEC_POOL_SOCKET "exec-pool"
 
 struct exec_pool;
 struct jail_premade;

@@ -5,7 +5,9 @@ here a second time with a pool host in their environment.
 A pre-made jail is made before anyone claims it, and its caller's limits,
 workspace and binds are attached at the claim: the files, processes and
 limits attacks are where such a jail could differ from a direct one, so they
-run here in make test; the whole suite through the pool runs in make stress
+run here in make test, with the syscalls attacks on its privileges, its
+filter and its init (started before the claim, adopting the program's
+process); the whole suite through the pool runs in make stress
 (tests/stress/exec-pool-attack.sh).  Each run through `run_jail` whose
 options a pooled jail takes must say `"from": "pool"` (the pool is waited
 for before it, so a miss is a fallback, not a race); the others, and the
@@ -30,6 +32,13 @@ from corral_attack import CORRAL, JailProc, preflight_problems
 from test_files import *  # noqa: F401,F403,E402
 from test_limits import *  # noqa: F401,F403,E402
 from test_processes import *  # noqa: F401,F403,E402
+# A pre-made jail's init is started before the claim and adopts the program's
+# process, which loads the filter itself (src/lib/enter.c): the privileges,
+# the filter's kill and EPERM answers, and init's own protection, checked here.
+from test_syscalls import (test_capabilities_and_no_new_privs, test_eperm_calls_do_nothing,  # noqa: F401,E402
+                           test_eperm_syscall_refused, test_init_fds_unreachable, test_init_maps_unreadable,
+                           test_init_mem_write_refused, test_init_memory_not_writable,
+                           test_init_status_pipe_not_writable, test_killed_syscall_kills, test_plain_fork_still_works)
 
 POOL = 4
 # Options every pooled jail takes (docs/exec-pool.md, "When corral exec uses

@@ -86,6 +86,7 @@ int main(int argc, char **argv)
                                 return 1;
                 }
                 rc = jail_premade_run(pm, &claim, NULL, &res, &err);
+                jail_premade_free(pm);
                 if (handed) {
                         pthread_join(th, NULL);
                         if (pump.rc < 0)

@@ -3,6 +3,7 @@ configuration and claimed with another gets the claim's limits, disk, workspace 
 direct jail, and shares nothing with another (tests/e2e/premade-jails.c drives the library)."""
 import json
 import os
+import stat
 import subprocess
 
 import pytest
@@ -192,9 +193,10 @@ def test_no_pool_by_default_one_when_asked_and_a_bad_size_is_refused(tmp_path):
         try:
             st = pool_status(env)["exec_pool"]
             assert (st and st["target"]) == want, st
-            # corral exec asks a host for a jail only when this says its pool is on
-            marker = rt / "rt" / "corral" / "sessions" / "exec-pool"
+            # corral exec asks a host for a jail only where it listens for claims: while its pool is on
+            marker = rt / "rt" / "corral" / "sessions" / "exec-pool.sock"
             assert marker.exists() == (want is not None), list(marker.parent.iterdir())
+            assert want is None or stat.S_ISSOCK(marker.stat().st_mode)
             r = corral(dict(env, CORRAL_EXEC_POOL_WAIT_MS="3000"), "exec", "--json", "--", "/bin/true")
             assert json.loads(r.stdout)["from"] == ("pool" if want else "direct"), r.stdout
         finally:
@@ -253,10 +255,11 @@ def recv_frame(s):
     return json.loads(body), list(fds)
 
 
-def claim(env, argv, profile=None, go=True):
-    """A claim as `corral exec` will make it: the request, then (once claimed) "go"."""
+def claim(env, argv, profile=None, go=True, sock="exec-pool"):
+    """A claim as `corral exec` makes it (on exec-pool.sock; host.sock serves it too): the request, then
+    (once claimed) "go"."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(os.path.join(env["XDG_RUNTIME_DIR"], "corral", "sessions", "host.sock"))
+    s.connect(os.path.join(env["XDG_RUNTIME_DIR"], "corral", "sessions", f"{sock}.sock"))
     send_frame(s, {"op": "exec-claim", "profile": profile or {}, "argv": argv})
     msg, fds = recv_frame(s)
     if go and msg and msg["t"] == "claimed":
@@ -291,12 +294,15 @@ def pool_host(tmp_path):
 
 
 def procs_with(arg):
+    """The `sleep ARG` processes: the jailed program, not the `corral exec -- sleep ARG` that asked for it
+    (found first, it once let a test kill the host before the claim, and the client then ran a direct jail)."""
     found = []
     for p in os.listdir("/proc"):
         try:
             with open(f"/proc/{p}/cmdline", "rb") as f:
-                if arg.encode() in f.read().split(b"\0"):
-                    found.append(int(p))
+                args = f.read().split(b"\0")
+            if args[0].endswith(b"sleep") and arg.encode() in args:
+                found.append(int(p))
         except (OSError, ValueError):
             pass
     return found
@@ -325,6 +331,31 @@ def test_claim_over_host_sock_hands_the_output_to_the_client(pool_host):
     assert msg["t"] == "result" and r["exit_code"] == 5 and r["stdout"] == "" and r["stdout_bytes"] == 0, msg
     st = pool_status(pool_host)["exec_pool"]
     assert st["claimed"] == 1, st
+
+
+def test_claims_on_either_socket_and_nothing_else_on_the_pools(pool_host):
+    # exec-pool.sock, where a thread waits in accept() for the next claim (daemon.c), and host.sock serve
+    # the same claim; two claims on exec-pool.sock at once are both served (the waiting thread is replaced).
+    first = claim(pool_host, ["/bin/sh", "-c", "read x; echo $x"])
+    assert first[1]["t"] == "claimed", first[1]
+    for sock in ("exec-pool", "host"):
+        for _ in range(200):  # a jail ready (the pool holds two)
+            if pool_status(pool_host)["exec_pool"]["size"] >= 1:
+                break
+            time.sleep(0.05)
+        s, msg, fds = claim(pool_host, ["/bin/echo", sock], sock=sock)
+        assert msg["t"] == "claimed" and read_all(fds[0]) == sock.encode() + b"\n", msg
+        read_all(fds[1])
+        msg, _ = recv_frame(s)
+        assert msg["t"] == "result" and msg["result"]["exit_code"] == 0, msg
+    first[0].close()  # its hang-up kills the first jail, still waiting for its stdin
+    for fd in first[2]:
+        os.close(fd)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(pool_host["XDG_RUNTIME_DIR"], "corral", "sessions", "exec-pool.sock"))
+    send_frame(s, {"op": "status"})
+    msg, _ = recv_frame(s)
+    assert msg["t"] == "error" and msg["message"] == "exec-pool.sock serves exec-claim only", msg
 
 
 def test_a_claim_that_does_not_fit_falls_back(pool_host):
