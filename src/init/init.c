@@ -121,26 +121,42 @@ static long send_fd(int sock, int fd)
         return r == 1 ? 0 : (r < 0 ? r : -S_EINVAL);
 }
 
-/* Receive a message of the program's process (init-orders.h): its
- * listener or its orders (a descriptor, the message's kind in *ret_kind),
- * or an exec errno. */
-static long recv_msg(int sock, char *ret_kind, int *ret_fd, int *ret_errno)
+/* What the program's process said on their socket (init-orders.h). */
+struct from_program {
+        struct corral_orders *orders; /* filled by its orders, when it sends them (adopted) */
+        int listener;
+        int exec_errno;
+};
+
+/* Receive and take in one message of the program's process: its orders
+ * (adopted), its listener, or an exec errno.  flags: S_MSG_DONTWAIT to
+ * drain what is left.  recvmsg's result. */
+static long recv_msg(int sock, struct from_program *f, int flags)
 {
         char buf[8];
         struct s_iovec iov = { buf, sizeof(buf) };
         struct s_cmsghdr c;
         memset(&c, 0, sizeof(c));
         struct s_msghdr m = { .iov = &iov, .iovlen = 1, .control = &c, .controllen = sizeof(c) };
-        long n = s_recvmsg(sock, &m, S_MSG_CMSG_CLOEXEC);
+        long n = s_recvmsg(sock, &m, S_MSG_CMSG_CLOEXEC | flags);
         if (n <= 0)
                 return n;
-        *ret_kind = buf[0];
-        if ((buf[0] == CORRAL_ORDERS_MSG_LISTENER || buf[0] == CORRAL_ORDERS_MSG_ORDERS) &&
-            c.level == S_SOL_SOCKET && c.type == S_SCM_RIGHTS)
-                *ret_fd = c.fd;
-        else if (buf[0] == CORRAL_ORDERS_MSG_EXEC_ERR && n >= 5)
-                memcpy(ret_errno, buf + 1, sizeof(int));
-        return 1;
+        int fd = c.level == S_SOL_SOCKET && c.type == S_SCM_RIGHTS ? c.fd : -1;
+        if (buf[0] == CORRAL_ORDERS_MSG_LISTENER && fd >= 0 && f->listener < 0) {
+                f->listener = fd;
+        } else if (buf[0] == CORRAL_ORDERS_MSG_ORDERS && fd >= 0) {
+                /* Adopted: the EPERM set, before any listener. */
+                long r = read_orders(fd, f->orders);
+                if (r < 0)
+                        die(INIT_STEP_CONFIG, r);
+                s_close(fd);
+        } else {
+                if (buf[0] == CORRAL_ORDERS_MSG_EXEC_ERR && n >= 5)
+                        memcpy(&f->exec_errno, buf + 1, sizeof(int));
+                if (fd >= 0)
+                        s_close(fd);
+        }
+        return n;
 }
 
 static __attribute__((noreturn)) void run_program(struct corral_orders *o, int sock, const uint64_t *oldmask)
@@ -284,7 +300,8 @@ int init_main(int argc, char **argv)
                 s_close(sv[1]);
         }
 
-        int listener = -1, exec_errno = 0, status = 0;
+        struct from_program f = { .orders = &o, .listener = -1, .exec_errno = 0 };
+        int status = 0;
         bool sock_open = true, done = false;
         uint64_t eperm_seen[CORRAL_INIT_EPERM_WORDS];
         memset(eperm_seen, 0, sizeof(eperm_seen));
@@ -292,39 +309,26 @@ int init_main(int argc, char **argv)
                 struct pollfd p[3] = {
                         { .fd = (int)sfd, .events = POLLIN },
                         { .fd = sock_open ? sv[0] : -1, .events = POLLIN },
-                        { .fd = listener, .events = POLLIN },
+                        { .fd = f.listener, .events = POLLIN },
                 };
                 r = s_ppoll(p, 3);
                 if (r == -S_EINTR)
                         continue;
                 if (r < 0)
                         die(INIT_STEP_SIGNALS, r);
-                if (p[1].revents) {
-                        char kind = 0;
-                        int fd = -1;
-                        if (recv_msg(sv[0], &kind, &fd, &exec_errno) <= 0) {
-                                /* the program exec'd (CLOEXEC) or died */
-                                s_close(sv[0]);
-                                sock_open = false;
-                        } else if (kind == CORRAL_ORDERS_MSG_LISTENER) {
-                                listener = fd;
-                        } else if (kind == CORRAL_ORDERS_MSG_ORDERS && fd >= 0) {
-                                /* Adopted: the EPERM set, before any listener. */
-                                if ((r = read_orders(fd, &o)) < 0)
-                                        die(INIT_STEP_CONFIG, r);
-                                s_close(fd);
-                        } else if (fd >= 0) {
-                                s_close(fd);
-                        }
+                if (p[1].revents && recv_msg(sv[0], &f, 0) <= 0) {
+                        /* the program exec'd (CLOEXEC) or died */
+                        s_close(sv[0]);
+                        sock_open = false;
                 }
                 if (p[2].revents & POLLIN) {
                         struct seccomp_notif req;
                         memset(&req, 0, sizeof(req));
-                        if (s_ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0)
-                                answer(listener, &req, o.hdr.eperm, eperm_seen);
+                        if (s_ioctl(f.listener, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0)
+                                answer(f.listener, &req, o.hdr.eperm, eperm_seen);
                 } else if (p[2].revents & (POLLHUP | POLLERR)) {
-                        s_close(listener); /* no filtered task left */
-                        listener = -1;
+                        s_close(f.listener); /* no filtered task left */
+                        f.listener = -1;
                 }
                 if (p[0].revents & POLLIN) {
                         struct signalfd_siginfo si;
@@ -340,13 +344,12 @@ int init_main(int argc, char **argv)
                         }
                 }
         }
-        if (sock_open) { /* collect a late exec error */
-                char kind = 0;
-                int fd = -1;
-                recv_msg(sv[0], &kind, &fd, &exec_errno);
-        }
-        if (exec_errno != 0)
-                report(MSG_EXEC_FAILED, exec_errno, 0);
+        /* Everything it said before it ended, an exec error last: it may
+         * have sent all of it (orders, listener, error) before we looked. */
+        while (sock_open && recv_msg(sv[0], &f, S_MSG_DONTWAIT) > 0)
+                ;
+        if (f.exec_errno != 0)
+                report(MSG_EXEC_FAILED, f.exec_errno, 0);
         report(MSG_EXITED, status, 0);
         return 0;
 }

@@ -68,6 +68,7 @@ SYS_INLINE long sys6(long n, long a, long b, long c, long d, long e, long f)
 #define S_SOL_SOCKET 1
 #define S_SCM_RIGHTS 1
 #define S_MSG_NOSIGNAL 0x4000
+#define S_MSG_DONTWAIT 0x40
 #define S_MSG_CMSG_CLOEXEC 0x40000000
 #define S_SIGCHLD 17
 #define S_SIGKILL 9

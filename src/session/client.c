@@ -33,7 +33,7 @@
 static const char *const daemon_env_keep[] = {
         "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME",
         "CORRAL_CACHE_DIR", "CORRAL_INIT", "CORRAL_SESSION_DRIVER", "CORRAL_ZYGOTE", "CORRAL_WARM_POOL", "CORRAL_EXEC_POOL",
-        "CORRAL_SESSION_LINGER", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+        "CORRAL_EXEC_POOL_QUIET_MS", "CORRAL_SESSION_LINGER", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
 };
 
 /* Start a daemon: 0 started, 1 busy (another one holds the directory), -1

@@ -766,8 +766,8 @@ void session_daemon_main(int ready_fd, int cancel_fd)
         struct session_host_options hopt = { .on_session_end = on_session_end, .userdata = &d };
         if (session_host_new(&hopt, &d.h, &err) < 0)
                 goto fail;
-        int pool_target = exec_pool_target_from_env(&err);
-        if (pool_target < 0)
+        struct exec_pool_options pool_opt;
+        if (exec_pool_options_from_env(&pool_opt, &err) < 0)
                 goto fail;
         d.dir = wire_runtime_dir(true, &err);
         if (d.dir == NULL)
@@ -813,8 +813,8 @@ void session_daemon_main(int ready_fd, int cancel_fd)
         if (wire_socket_path(d.dir, EXEC_POOL_SOCKET, &claim_sa, &err) < 0)
                 goto fail;
         unlink(claim_sa.sun_path);
-        d.pool = exec_pool_new(pool_target, &err);
-        if (pool_target > 0 && d.pool == NULL)
+        d.pool = exec_pool_new(&pool_opt, &err);
+        if (pool_opt.target > 0 && d.pool == NULL)
                 goto fail;
         if (d.pool) {
                 d.claim_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

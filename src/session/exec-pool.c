@@ -40,7 +40,8 @@ struct exec_pool {
         /* Claims under way, and when the last began: refills wait for
          * them (see refill_wait_ms()). */
         int running;
-        double last_take_ms;
+        double last_claim_ms; /* the last claim, taken or not */
+        double quiet_ms;      /* a refill waits until no claim came for this long */
         unsigned long made, claimed, failed, replaced;
         struct {
                 const char *why;
@@ -49,19 +50,33 @@ struct exec_pool {
         char last_error[256];
 };
 
-int exec_pool_target_from_env(corral_error **ret_err)
+/* An integer from lo to hi in the variable name, or def when it is unset;
+ * -1 (error set) otherwise. */
+static long env_number(const char *name, long def, long lo, long hi, const char *what, corral_error **ret_err)
 {
-        const char *v = getenv("CORRAL_EXEC_POOL");
+        const char *v = getenv(name);
         if (v == NULL || v[0] == '\0')
-                return EXEC_POOL_DEFAULT;
+                return def;
         char *end;
         errno = 0;
         long n = strtol(v, &end, 10);
-        if (errno || *end || end == v || n < 0 || n > EXEC_POOL_MAX)
-                return corral_usage(ret_err, "CORRAL_EXEC_POOL must be a number of jails from 0 (no pool) to %d, "
-                                             "not '%s'",
-                                    EXEC_POOL_MAX, v);
-        return (int)n;
+        if (errno || *end || end == v || n < lo || n > hi)
+                return corral_usage(ret_err, "%s must be %s from %ld to %ld, not '%s'", name, what, lo, hi, v);
+        return n;
+}
+
+int exec_pool_options_from_env(struct exec_pool_options *ret, corral_error **ret_err)
+{
+        long target = env_number("CORRAL_EXEC_POOL", EXEC_POOL_DEFAULT, 0, EXEC_POOL_MAX,
+                                 "a number of jails (0: no pool)", ret_err);
+        long quiet = target < 0 ? -1
+                                : env_number("CORRAL_EXEC_POOL_QUIET_MS", (long)EXEC_POOL_REFILL_DEFER_MS, 0, 60000,
+                                             "a number of milliseconds", ret_err);
+        if (target < 0 || quiet < 0)
+                return -1;
+        ret->target = (int)target;
+        ret->quiet_ms = (double)quiet;
+        return 0;
 }
 
 /* The configuration every jail of the pool is made with: the library's
@@ -86,17 +101,19 @@ static void count_fallback(struct exec_pool *p, const char *why)
 }
 
 /* How long a refill waits, 0 for not at all.  Making a jail takes one
- * CPU for ~10 ms and the kernel's namespace and mount locks; on a small
+ * CPU for ~15 ms and the kernel's namespace and mount locks; on a small
  * host, made beside a claimed jail it took the CPU from that jail's set-up
  * and program (a pre-made jail's `corral exec -- /bin/true` was slower
- * than a direct one on 2 CPUs).  So a refill waits while a claim begun in
- * the last EXEC_POOL_REFILL_DEFER_MS is under way, unless the pool is
- * empty.  Lock held. */
+ * than a direct one on 2 CPUs), and back to back a pre-made jail cost more
+ * CPU than a direct one.  So a refill waits until no claim came for
+ * quiet_ms (EXEC_POOL_REFILL_DEFER_MS unless the host's environment says
+ * otherwise), even with the pool empty: jails are made
+ * while the host is quiet, and under a steady stream of claims the pool
+ * steps aside (they fall back to direct jails) instead of competing with
+ * them.  Lock held. */
 static double refill_wait_ms(const struct exec_pool *p)
 {
-        if (p->n == 0 || p->running == 0)
-                return 0;
-        double left = p->last_take_ms + EXEC_POOL_REFILL_DEFER_MS - monotonic_ms();
+        double left = p->last_claim_ms + p->quiet_ms - monotonic_ms();
         return left > 0 ? left : 0;
 }
 
@@ -170,9 +187,9 @@ static void *pool_thread(void *arg)
         return NULL;
 }
 
-struct exec_pool *exec_pool_new(int target, corral_error **ret_err)
+struct exec_pool *exec_pool_new(const struct exec_pool_options *opt, corral_error **ret_err)
 {
-        if (target <= 0)
+        if (opt->target <= 0)
                 return NULL;
         struct exec_pool *p = calloc(1, sizeof(*p));
         if (p == NULL) {
@@ -184,7 +201,8 @@ struct exec_pool *exec_pool_new(int target, corral_error **ret_err)
         pthread_condattr_init(&ca);
         pthread_cond_init(&p->wake, &ca);
         pthread_condattr_destroy(&ca);
-        p->target = target > EXEC_POOL_MAX ? EXEC_POOL_MAX : target;
+        p->target = opt->target > EXEC_POOL_MAX ? EXEC_POOL_MAX : opt->target;
+        p->quiet_ms = opt->quiet_ms;
         int e = pthread_create(&p->thread, NULL, pool_thread, p);
         if (e != 0) {
                 corral_fail(ret_err, e, "cannot start the pool of jails made in advance");
@@ -201,6 +219,7 @@ struct jail_premade *exec_pool_take(struct exec_pool *p, const corral_jail_confi
         struct jail_premade *pm = NULL;
         const char *why = NULL;
         pthread_mutex_lock(&p->lock);
+        p->last_claim_ms = monotonic_ms();
         if (p->n == 0) {
                 why = "none ready";
         } else if ((why = jail_premade_misfit(p->ready[0], cfg)) == NULL) {
@@ -209,7 +228,6 @@ struct jail_premade *exec_pool_take(struct exec_pool *p, const corral_jail_confi
                 p->n--;
                 p->claimed++;
                 p->running++;
-                p->last_take_ms = monotonic_ms();
                 pthread_cond_signal(&p->wake);
         }
         if (why)

@@ -6,9 +6,9 @@
  * configuration) and replaces one idle for EXEC_POOL_IDLE_MS; it never
  * makes one on a caller's path.  exec_pool_take() hands one that fits a
  * configuration to its caller (who claims it with jail_premade_run()) and
- * wakes the thread to refill (which lets the claim's first
- * EXEC_POOL_REFILL_DEFER_MS go by), or says why there is none (counted as
- * a fallback).  exec_pool_status() is what `corral session status` shows.
+ * wakes the thread to refill (once no claim came for
+ * EXEC_POOL_REFILL_DEFER_MS), or says why there is none (counted as a
+ * fallback).  exec_pool_status() is what `corral session status` shows.
  * Thread-safe.
  *
  * Internal to src/session/: the daemon owns the pool.
@@ -19,12 +19,13 @@
 #include <corral/jail.h>
 #include <jansson.h>
 
-/* Off unless asked for: on 2 CPUs a pre-made jail started no sooner than
- * a direct one and cost more CPU back to back (docs/exec-pool.md). */
-#define EXEC_POOL_DEFAULT 0
+/* Two by default: a claimed jail starts ~2.5 ms sooner than a direct one,
+ * and under a steady stream of claims the pool steps aside (exec-pool.c,
+ * refill_wait_ms()); docs/exec-pool.md has the figures. */
+#define EXEC_POOL_DEFAULT 2
 #define EXEC_POOL_MAX 16
 #define EXEC_POOL_IDLE_MS (10 * 60 * 1000.0)
-/* A refill waits this long for a claim under way (exec-pool.c says why). */
+/* A refill waits until no claim came for this long (exec-pool.c says why). */
 #define EXEC_POOL_REFILL_DEFER_MS 100.0
 
 /* The socket (EXEC_POOL_SOCKET.sock) the host listens on beside host.sock
@@ -37,11 +38,17 @@
 struct exec_pool;
 struct jail_premade;
 
-/* CORRAL_EXEC_POOL from the environment: EXEC_POOL_DEFAULT when unset,
- * 0 (off) to EXEC_POOL_MAX; -1 (error set) for anything else. */
-int exec_pool_target_from_env(corral_error **ret_err);
-/* NULL when target is 0 or the thread cannot start (error set then). */
-struct exec_pool *exec_pool_new(int target, corral_error **ret_err);
+struct exec_pool_options {
+        int target;      /* jails kept ready: CORRAL_EXEC_POOL, EXEC_POOL_DEFAULT when unset, 0 (off) to
+                          * EXEC_POOL_MAX */
+        double quiet_ms; /* a refill waits until no claim came for this long: CORRAL_EXEC_POOL_QUIET_MS,
+                          * EXEC_POOL_REFILL_DEFER_MS when unset, 0 (at once) to 60000 */
+};
+/* The options from the environment: 0, or -1 (error set) for a value out
+ * of range. */
+int exec_pool_options_from_env(struct exec_pool_options *ret, corral_error **ret_err);
+/* NULL when its target is 0 or the thread cannot start (error set then). */
+struct exec_pool *exec_pool_new(const struct exec_pool_options *opt, corral_error **ret_err);
 /* A ready jail for cfg, or NULL with *ret_why (static) saying why not. */
 struct jail_premade *exec_pool_take(struct exec_pool *p, const corral_jail_config *cfg, const char **ret_why);
 /* {"size", "target", "made", "claimed", "failed", "replaced", "fallbacks": {WHY: N}} */

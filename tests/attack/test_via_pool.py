@@ -58,7 +58,7 @@ class PoolHost:
         # A loaded test host may take longer than the 50 ms corral exec
         # waits for a pooled jail by default.
         self.env = {"XDG_RUNTIME_DIR": self.rundir, "CORRAL_EXEC_POOL": str(POOL),
-                    "CORRAL_EXEC_POOL_WAIT_MS": "5000"}
+                    "CORRAL_EXEC_POOL_WAIT_MS": "5000", "CORRAL_EXEC_POOL_QUIET_MS": "0"}
         r = self.corral("start", "--cold")
         assert r.returncode == 0, r.stderr
 

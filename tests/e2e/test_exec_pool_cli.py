@@ -17,7 +17,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def test_cli_exec_tests_through_the_pool():
     rt = tempfile.mkdtemp(prefix="corral-exec-pool-")
     os.chmod(rt, 0o700)
-    env = dict(os.environ, XDG_RUNTIME_DIR=rt, CORRAL_EXEC_POOL="4", CORRAL_EXEC_POOL_WAIT_MS="3000")
+    # The pool refills at once (not only once claims stop coming for 100 ms), so that test_cli.py's runs one
+    # after the other are served by it.
+    env = dict(os.environ, XDG_RUNTIME_DIR=rt, CORRAL_EXEC_POOL="4", CORRAL_EXEC_POOL_QUIET_MS="0",
+               CORRAL_EXEC_POOL_WAIT_MS="3000")
     assert subprocess.run([CORRAL, "session", "start", "--cold"], env=env, capture_output=True,
                           timeout=120).returncode == 0
     try:

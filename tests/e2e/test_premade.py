@@ -183,9 +183,9 @@ def test_session_host_keeps_the_pool_full_and_leaves_nothing(tmp_path):
     assert not alive, f"jails made in advance outlived their host: {alive}"
 
 
-def test_no_pool_by_default_one_when_asked_and_a_bad_size_is_refused(tmp_path):
-    for pool, want in ((None, None), (0, None), (2, 2)):
-        rt = tmp_path / {None: "d", 0: "z", 2: "p"}[pool]  # a short socket path
+def test_two_by_default_none_when_asked_and_a_bad_size_is_refused(tmp_path):
+    for pool, want in ((None, 2), (0, None), (3, 3)):
+        rt = tmp_path / {None: "d", 0: "z", 3: "p"}[pool]  # a short socket path
         env = host_env(rt, pool or 0)
         if pool is None:
             del env["CORRAL_EXEC_POOL"]
@@ -197,15 +197,21 @@ def test_no_pool_by_default_one_when_asked_and_a_bad_size_is_refused(tmp_path):
             marker = rt / "rt" / "corral" / "sessions" / "exec-pool.sock"
             assert marker.exists() == (want is not None), list(marker.parent.iterdir())
             assert want is None or stat.S_ISSOCK(marker.stat().st_mode)
+            if want:
+                wait_ready(env)
             r = corral(dict(env, CORRAL_EXEC_POOL_WAIT_MS="3000"), "exec", "--json", "--", "/bin/true")
             assert json.loads(r.stdout)["from"] == ("pool" if want else "direct"), r.stdout
         finally:
             corral(env, "session", "shutdown")
         assert not marker.exists()
-    env = host_env(tmp_path / "bad", 17) if (tmp_path / "bad").mkdir() is None else None
+    (tmp_path / "bad").mkdir()
+    env = host_env(tmp_path / "bad", 17)
     p = corral(env, "session", "start", "--cold")
-    assert p.returncode == 2 and "CORRAL_EXEC_POOL must be a number of jails from 0 (no pool) to 16, not '17'" in \
-        p.stderr, p.stderr
+    assert p.returncode == 2 and "CORRAL_EXEC_POOL must be a number of jails (0: no pool) from 0 to 16, not '17'" \
+        in p.stderr, p.stderr
+    p = corral(dict(env, CORRAL_EXEC_POOL="2", CORRAL_EXEC_POOL_QUIET_MS="soon"), "session", "start", "--cold")
+    assert p.returncode == 2 and "CORRAL_EXEC_POOL_QUIET_MS must be a number of milliseconds from 0 to 60000, " \
+        "not 'soon'" in p.stderr, p.stderr
 
 
 @pytest.mark.parametrize("limit", [None, "1K"])
@@ -339,10 +345,7 @@ def test_claims_on_either_socket_and_nothing_else_on_the_pools(pool_host):
     first = claim(pool_host, ["/bin/sh", "-c", "read x; echo $x"])
     assert first[1]["t"] == "claimed", first[1]
     for sock in ("exec-pool", "host"):
-        for _ in range(200):  # a jail ready (the pool holds two)
-            if pool_status(pool_host)["exec_pool"]["size"] >= 1:
-                break
-            time.sleep(0.05)
+        wait_ready(pool_host)
         s, msg, fds = claim(pool_host, ["/bin/echo", sock], sock=sock)
         assert msg["t"] == "claimed" and read_all(fds[0]) == sock.encode() + b"\n", msg
         read_all(fds[1])
@@ -425,7 +428,20 @@ def test_host_killed_mid_claim_leaves_nothing_and_the_client_hears_it(pool_host)
 
 # ---- corral exec through the pool ----
 
+def wait_ready(env):
+    """A jail ready in the pool: it refills once no claim came for 100 ms (exec-pool.c), so a test's claims
+    one after the other would otherwise fall back to direct jails."""
+    for _ in range(400):
+        st = pool_status(env)
+        if not st or not st["exec_pool"] or st["exec_pool"]["size"] >= 1:
+            return  # no host, or no pool: nothing to wait for
+        time.sleep(0.02)
+    raise AssertionError(f"no jail made in advance: {pool_status(env)}")
+
+
 def pool_exec(env, *args, **kw):
+    if env.get("CORRAL_EXEC_POOL") != "0":
+        wait_ready(env)
     return subprocess.run([CORRAL, "exec", *args], capture_output=True, text=True, env=env, timeout=120, **kw)
 
 
@@ -492,10 +508,12 @@ def test_corral_exec_stdin_through_the_pool(exec_env, tmp_path):
     data = bytes(range(256)) * 4100
     for src in ("pipe", "file"):
         kw = {"input": data} if src == "pipe" else {"stdin": open(_write(tmp_path / "in.bin", data), "rb")}
+        wait_ready(exec_env)
         p = subprocess.run([CORRAL, "exec", "--json", "--stdin", "--", "/bin/sh", "-c", "wc -c; echo done"],
                            capture_output=True, env=exec_env, timeout=120, **kw)
         r = json.loads(p.stdout)
         assert r["from"] == "pool" and r["stdout"] == f"{len(data)}\ndone\n", (src, r)
+    wait_ready(exec_env)
     p = subprocess.run([CORRAL, "exec", "--json", "--stdin", "--", "/bin/true"], capture_output=True,
                        env=exec_env, timeout=120, input=data * 4)
     r = json.loads(p.stdout)
