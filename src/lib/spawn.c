@@ -1251,7 +1251,12 @@ static int premade_claim(struct jail_premade *pm, const corral_jail_config *cfg,
                 return -1;
         int fds[2 + 1 + JAIL_TREES_MAX_BINDS + 1];
         int nfds = 0, rc = -1;
-        struct jail_premade_claim *c = calloc(1, sizeof(*c));
+        /* Only as much of the claim as it fills (jail_premade_misfit() bounds
+         * the destinations): all of it is 32 KiB, each page a fault here. */
+        size_t dsts = 0;
+        for (size_t i = 0; i < cfg->n_binds; i++)
+                dsts += strlen(cfg->binds[i].dst) + 1;
+        struct jail_premade_claim *c = calloc(1, offsetof(struct jail_premade_claim, dsts) + dsts + 1);
         if (c == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot claim a jail made in advance");
         if ((fds[nfds] = jail_orders(j, cfg, ret_err)) < 0)
