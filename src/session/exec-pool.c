@@ -37,8 +37,8 @@ struct exec_pool {
         int target;
         struct jail_premade *ready[EXEC_POOL_MAX]; /* oldest first */
         int n;
-        /* Claims under way, and when the last began: refills wait for
-         * them (see refill_wait_ms()). */
+        /* Claims under way (the status shows them), and when the last
+         * claim came: refills wait for quiet (refill_wait_ms()). */
         int running;
         double last_claim_ms; /* the last claim, taken or not */
         double quiet_ms;      /* a refill waits until no claim came for this long */
@@ -107,10 +107,9 @@ static void count_fallback(struct exec_pool *p, const char *why)
  * than a direct one on 2 CPUs), and back to back a pre-made jail cost more
  * CPU than a direct one.  So a refill waits until no claim came for
  * quiet_ms (EXEC_POOL_REFILL_DEFER_MS unless the host's environment says
- * otherwise), even with the pool empty: jails are made
- * while the host is quiet, and under a steady stream of claims the pool
- * steps aside (they fall back to direct jails) instead of competing with
- * them.  Lock held. */
+ * otherwise), even with the pool empty: jails are made while the host is
+ * quiet, and under a steady stream of claims the pool steps aside (they
+ * fall back to direct jails) instead of competing with them.  Lock held. */
 static double refill_wait_ms(const struct exec_pool *p)
 {
         double left = p->last_claim_ms + p->quiet_ms - monotonic_ms();

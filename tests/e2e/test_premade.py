@@ -525,6 +525,23 @@ def _write(path, data):
     return path
 
 
+def test_an_exec_error_is_reported_however_fast_the_claim(tmp_path):
+    # The program process of a pre-made jail may send init its orders, its listener and its exec error, and
+    # end, before init has looked at their socket (a claim right after the jail was made, init still
+    # starting): init must still report the error (it read one message after the end, and lost it in 2 runs
+    # of 6 before it drained them all).
+    env = dict(host_env(tmp_path, 4), CORRAL_EXEC_POOL_QUIET_MS="0", CORRAL_EXEC_POOL_WAIT_MS="3000")
+    assert corral(env, "session", "start", "--cold").returncode == 0
+    try:
+        wait_ready(env)
+        reasons = [json.loads(pool_exec(env, "--json", "--", "no-such-program-xyz").stdout) for _ in range(20)]
+        assert all(r["from"] == "pool" for r in reasons[:4]), reasons
+        assert all(r["exit_code"] == 127 and r["reason"] == "cannot execute 'no-such-program-xyz': No such file or "
+                   "directory" for r in reasons), [(r["from"], r["reason"]) for r in reasons]
+    finally:
+        corral(env, "session", "shutdown")
+
+
 def test_corral_exec_refuses_through_the_pool_as_directly(exec_env):
     """What a direct jail refuses (a credential without an allow-list, a bad
     limit) is refused the same with a pool ready: the same message and exit
