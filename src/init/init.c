@@ -76,15 +76,8 @@ static long read_orders(int fd, struct corral_orders *o)
         long size = s_lseek(fd, 0, S_SEEK_END);
         if (size < 0)
                 return size;
-        struct init_header h;
-        char head[sizeof(h)];
-        /* The header alone says whether the size is right: nothing mapped
-         * for a bad one. */
-        if (size < (long)sizeof(h) || s_pread(fd, head, sizeof(head), 0) != (long)sizeof(head))
+        if (size < (long)sizeof(struct init_header) || size > (long)CORRAL_INIT_MAX_CONFIG)
                 return -S_EINVAL;
-        long r = corral_orders_header(head, (size_t)size, &h);
-        if (r < 0)
-                return r;
         char *buf = s_mmap((size_t)size + 1);
         if (buf == NULL)
                 return -S_ENOMEM;
@@ -97,8 +90,11 @@ static long read_orders(int fd, struct corral_orders *o)
                 got += n;
         }
         buf[size] = '\0';
+        long r = corral_orders_header(buf, (size_t)size, &o->hdr);
+        if (r < 0)
+                return r;
         /* mmap'd memory is zeroed: argv[argc] and envp[envc] are NULL. */
-        char **vec = s_mmap((h.argc + h.envc + 2) * sizeof(char *));
+        char **vec = s_mmap((o->hdr.argc + o->hdr.envc + 2) * sizeof(char *));
         if (vec == NULL)
                 return -S_ENOMEM;
         return corral_orders_parse(buf, (size_t)size, vec, o);

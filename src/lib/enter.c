@@ -417,23 +417,6 @@ static long exec_fn(const char *path, char *const *argv, char *const *envp)
         return -errno;
 }
 
-static int send_tagged_fd(int sock, char tag, int fd)
-{
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct iovec iov = { &tag, 1 };
-        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-        h->cmsg_level = SOL_SOCKET;
-        h->cmsg_type = SCM_RIGHTS;
-        h->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(h), &fd, sizeof(int));
-        return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
 /* A pre-made jail's program process, once claimed: the claim's stdio at
  * 0..2, then what corral-init's forked child does in a direct jail (its
  * run_program()): the orders read (and handed to init, for the EPERM
@@ -450,15 +433,11 @@ static __attribute__((noreturn)) void start_claimed_program(const struct jail_pl
         status_fd = FD_STATUS;
         report(MSG_ROOT_READY, 0, 0);
 
-        struct init_header h;
         off_t size = lseek(FD_ORDERS, 0, SEEK_END);
-        if (size < (off_t)sizeof(h) || pread(FD_ORDERS, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-            corral_orders_header((const char *)&h, (size_t)size, &h) < 0)
+        if (size < (off_t)sizeof(struct init_header) || size > (off_t)CORRAL_INIT_MAX_CONFIG)
                 init_step_failed(INIT_STEP_CONFIG, EINVAL);
         char *buf = mmap(NULL, (size_t)size + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        char **vec = mmap(NULL, (h.argc + h.envc + 2) * sizeof(char *), PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (buf == MAP_FAILED || vec == MAP_FAILED)
+        if (buf == MAP_FAILED)
                 init_step_failed(INIT_STEP_CONFIG, ENOMEM);
         for (off_t got = 0; got < size;) {
                 ssize_t n = pread(FD_ORDERS, buf + got, (size_t)(size - got), got);
@@ -469,9 +448,18 @@ static __attribute__((noreturn)) void start_claimed_program(const struct jail_pl
                 got += n;
         }
         struct corral_orders o;
+        if (corral_orders_header(buf, (size_t)size, &o.hdr) < 0)
+                init_step_failed(INIT_STEP_CONFIG, EINVAL);
+        /* mmap'd memory is zeroed: argv[argc] and envp[envc] are NULL. */
+        char **vec = mmap(NULL, (o.hdr.argc + o.hdr.envc + 2) * sizeof(char *), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (vec == MAP_FAILED)
+                init_step_failed(INIT_STEP_CONFIG, ENOMEM);
         if (corral_orders_parse(buf, (size_t)size, vec, &o) < 0)
                 init_step_failed(INIT_STEP_CONFIG, EINVAL);
-        if (send_tagged_fd(FD_SOCK, CORRAL_ORDERS_MSG_ORDERS, FD_ORDERS) < 0)
+        char tag = CORRAL_ORDERS_MSG_ORDERS;
+        int orders_fd = FD_ORDERS;
+        if (unix_send_fds(FD_SOCK, &tag, 1, &orders_fd, 1) < 0)
                 init_step_failed(INIT_STEP_CONFIG, errno);
         close(FD_ORDERS);
 
@@ -497,7 +485,9 @@ static __attribute__((noreturn)) void start_claimed_program(const struct jail_pl
         /* From here on every system call passes the filter. */
         report(MSG_SECCOMP_LOADED, 0, 0);
         if (want_listener) {
-                if (send_tagged_fd(FD_SOCK, CORRAL_ORDERS_MSG_LISTENER, (int)listener) < 0)
+                int fd = (int)listener;
+                tag = CORRAL_ORDERS_MSG_LISTENER;
+                if (unix_send_fds(FD_SOCK, &tag, 1, &fd, 1) < 0)
                         init_step_failed(INIT_STEP_LISTENER, errno);
                 close((int)listener);
         }

@@ -82,6 +82,7 @@ struct conn {
         bool client_gone;
         int fds[WIRE_MAX_FDS];   /* descriptors the request carried (a start's binds) */
         size_t nfds;
+        bool claims_only;        /* on exec-pool.sock: an exec-claim and nothing else */
 };
 
 static void poke(int fd)
@@ -461,9 +462,9 @@ static void serve_host(struct conn *c, const char *op, json_t *req)
         }
 }
 
-static void *conn_thread(void *arg)
+/* Serve the connection's one request, then close and free it. */
+static void serve_conn(struct conn *c)
 {
-        struct conn *c = arg;
         struct daemon *d = c->d;
         struct ucred cred;
         socklen_t len = sizeof(cred);
@@ -471,7 +472,10 @@ static void *conn_thread(void *arg)
         if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid()) {
                 json_t *req = wire_read_fds(c->fd, 5000, c->fds, WIRE_MAX_FDS, &c->nfds);
                 const char *op = json_string_value(json_object_get(req, "op"));
-                if (op && c->id[0])
+                if (op && c->claims_only && strcmp(op, "exec-claim") != 0)
+                        reply(c->fd, json_pack("{s:s,s:s,s:i}", "t", "error", "message",
+                                               "exec-pool.sock serves exec-claim only", "kind", CORRAL_ERR_USAGE));
+                else if (op && c->id[0])
                         serve_session(c, op, req);
                 else if (op)
                         serve_host(c, op, req);
@@ -488,7 +492,23 @@ static void *conn_thread(void *arg)
         pthread_cond_broadcast(&d->quiet);
         pthread_mutex_unlock(&d->lock);
         poke(d->wake_fd);
+}
+
+static void *conn_thread(void *arg)
+{
+        serve_conn(arg);
         return NULL;
+}
+
+static bool start_detached(void *(*fn)(void *), void *arg)
+{
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int e = pthread_create(&t, &attr, fn, arg);
+        pthread_attr_destroy(&attr);
+        return e == 0;
 }
 
 /* ---- claims of pre-made jails (exec-pool.c) ----
@@ -504,41 +524,13 @@ static bool start_claim_thread(struct daemon *d)
         pthread_mutex_lock(&d->lock);
         d->standby++; /* counted before it exists: the daemon's end waits for it */
         pthread_mutex_unlock(&d->lock);
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int e = pthread_create(&t, &attr, claim_thread, d);
-        pthread_attr_destroy(&attr);
-        if (e == 0)
+        if (start_detached(claim_thread, d))
                 return true;
         pthread_mutex_lock(&d->lock);
         d->standby--;
         pthread_cond_broadcast(&d->quiet);
         pthread_mutex_unlock(&d->lock);
         return false;
-}
-
-static void serve_claim(struct daemon *d, int fd)
-{
-        struct ucred cred;
-        socklen_t len = sizeof(cred);
-        int fds[WIRE_MAX_FDS];
-        size_t nfds = 0;
-        /* Another user gets not even an answer (as on host.sock). */
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid()) {
-                json_t *req = wire_read_fds(fd, 5000, fds, WIRE_MAX_FDS, &nfds);
-                const char *op = json_string_value(json_object_get(req, "op"));
-                if (op && strcmp(op, "exec-claim") == 0)
-                        exec_pool_serve_claim(d->pool, fd, req, fds, nfds);
-                else if (op)
-                        reply(fd, json_pack("{s:s,s:s,s:i}", "t", "error", "message",
-                                            "exec-pool.sock serves exec-claim only", "kind", CORRAL_ERR_USAGE));
-                json_decref(req);
-                for (size_t i = 0; i < nfds; i++)
-                        if (fds[i] >= 0)
-                                close(fds[i]);
-        }
 }
 
 static void *claim_thread(void *arg)
@@ -548,28 +540,33 @@ static void *claim_thread(void *arg)
                 int fd = accept4(d->claim_fd, NULL, NULL, SOCK_CLOEXEC);
                 if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
                         continue;
+                struct conn *c = fd >= 0 ? calloc(1, sizeof(*c)) : NULL;
+                if (fd >= 0 && c == NULL) {
+                        close(fd);
+                        continue;
+                }
                 pthread_mutex_lock(&d->lock);
                 d->standby--;
-                if (fd >= 0) {
+                if (c) {
                         d->conns++; /* under the lock that drops standby: the daemon's end sees one or the other */
                         d->served = true;
                 }
                 pthread_cond_broadcast(&d->quiet);
                 pthread_mutex_unlock(&d->lock);
-                if (fd < 0)
+                if (c == NULL)
                         return NULL; /* shut down: the daemon is ending */
-                bool replaced = start_claim_thread(d);
+                c->d = d;
+                c->fd = fd;
+                c->claims_only = true;
                 struct timeval tv = { .tv_sec = SEND_TIMEOUT_S };
                 setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-                serve_claim(d, fd);
-                close(fd);
-                pthread_mutex_lock(&d->lock);
-                d->conns--;
-                if (!replaced)
+                bool replaced = start_claim_thread(d);
+                if (!replaced) {
+                        pthread_mutex_lock(&d->lock);
                         d->standby++; /* no other could start: this one waits again */
-                pthread_cond_broadcast(&d->quiet);
-                pthread_mutex_unlock(&d->lock);
-                poke(d->wake_fd);
+                        pthread_mutex_unlock(&d->lock);
+                }
+                serve_conn(c);
                 if (replaced)
                         return NULL;
         }
@@ -595,13 +592,7 @@ static void accept_one(struct daemon *d, int listen_fd, const char *id)
         if (id == NULL)
                 d->served = true; /* from now on the daemon ends with its last session */
         pthread_mutex_unlock(&d->lock);
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int e = pthread_create(&t, &attr, conn_thread, c);
-        pthread_attr_destroy(&attr);
-        if (e != 0) {
+        if (!start_detached(conn_thread, c)) {
                 close(fd);
                 free(c);
                 pthread_mutex_lock(&d->lock);
