@@ -551,6 +551,11 @@ void cgroup_read_stats(struct jail_cgroup *cg, struct cgroup_stats *st)
         st->have_cpu = cgroup_cpu_usage(cg, &st->cpu_usec);
 }
 
+bool cgroup_counts_usage(const struct jail_cgroup *cg)
+{
+        return cg->memory != CG_NONE && (cg->v2 || cg->v1_cpuacct);
+}
+
 bool cgroup_cpu_usage(struct jail_cgroup *cg, uint64_t *ret_usec)
 {
         uint64_t v;

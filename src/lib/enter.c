@@ -340,7 +340,8 @@ static void await_claim(struct jail_plan *q)
         close(q->order_fd);
         q->config_fd = fds[0];
         q->stdin_fd = fds[1];
-        if (resize_tmpfs("/tmp", c.disk_bytes) < 0 || (!c.workspace && resize_tmpfs("/workspace", c.disk_bytes) < 0))
+        if (c.disk_bytes > 0 && (resize_tmpfs("/tmp", c.disk_bytes) < 0 ||
+                                 (!c.workspace && resize_tmpfs("/workspace", c.disk_bytes) < 0)))
                 fail(STEP_RESIZE);
         const char *dst = c.dsts;
         for (uint32_t i = 0; i < c.n_trees; i++) {
@@ -375,25 +376,42 @@ static void await_claim(struct jail_plan *q)
  * those of its own user namespace (uid 0 there): it makes each session's
  * namespaces, and each session drops them all before any user code runs
  * (src/session/zygote.c). */
-static void drop_privileges(const struct jail_plan *p)
+static void drop_bounding_set(void)
 {
-        for (int cap = 0; cap <= 63 && !p->keep_caps; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+        /* Capabilities are numbered without gaps: the first EINVAL is past
+         * the kernel's last one. */
+        for (int cap = 0; cap <= 63; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+                        if (errno == EINVAL)
+                                break;
                         fail(STEP_DROP_CAPS);
-        if (!p->keep_caps && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                }
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 fail(STEP_DROP_CAPS);
+}
+
+/* The rest, once the bounding and ambient sets are gone: nothing left
+ * that an exec could grant back. */
+static void drop_capabilities(const struct jail_plan *p)
+{
         if (!p->keep_caps && capset_all(false) < 0)
                 fail(STEP_DROP_CAPS);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 fail(STEP_NO_NEW_PRIVS);
 }
 
-/* The root read-only, as the program will see it, and no privilege left. */
-static void seal_root(const struct jail_plan *p)
+static void drop_privileges(const struct jail_plan *p)
+{
+        if (!p->keep_caps)
+                drop_bounding_set();
+        drop_capabilities(p);
+}
+
+/* The root read-only, as the program will see it. */
+static void seal_root(void)
 {
         if (mount("/", "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
                 fail(STEP_ROOT_READONLY);
-        drop_privileges(p);
 }
 
 static __attribute__((noreturn)) void exec_init(int init_fd, char *const argv[], char *const envp[])
@@ -424,6 +442,10 @@ static long exec_fn(const char *path, char *const *argv, char *const *envp)
  * filter (its listener to init), and the program.  The root is sealed and
  * every privilege gone already.  Memory comes from mmap: this is a copy of
  * a threaded process, whose allocator's locks it must not touch. */
+/* A pre-made jail's program process: the rlimits in force, read before
+ * its claim. */
+static struct rlimit64 limits_now[RLIM_NLIMITS];
+
 static __attribute__((noreturn)) void start_claimed_program(const struct jail_plan *q, int sock)
 {
         enum { FD_STATUS = 3, FD_SOCK, FD_ORDERS };
@@ -466,10 +488,11 @@ static __attribute__((noreturn)) void start_claimed_program(const struct jail_pl
         /* Own session: no controlling terminal, so no TIOCSTI into the caller's. */
         setsid();
         for (uint32_t i = 0; i < o.hdr.n_rlimits; i++) {
-                struct rlimit64 rl = { o.rlimits[i].cur, o.rlimits[i].max }, now;
-                if (prlimit64(0, (enum __rlimit_resource)o.rlimits[i].resource, NULL, &now) == 0)
-                        corral_orders_lower(&rl.rlim_cur, &rl.rlim_max, now.rlim_max, RLIM64_INFINITY);
-                if (prlimit64(0, (enum __rlimit_resource)o.rlimits[i].resource, &rl, NULL) < 0)
+                struct rlimit64 rl = { o.rlimits[i].cur, o.rlimits[i].max };
+                uint32_t res = o.rlimits[i].resource;
+                if (res < RLIM_NLIMITS)
+                        corral_orders_lower(&rl.rlim_cur, &rl.rlim_max, limits_now[res].rlim_max, RLIM64_INFINITY);
+                if (prlimit64(0, (enum __rlimit_resource)res, &rl, NULL) < 0)
                         init_step_failed(INIT_STEP_RLIMIT, errno);
         }
         if (chdir(o.cwd) < 0)
@@ -516,9 +539,17 @@ static __attribute__((noreturn)) void premade_wait(const struct jail_plan *p)
                 fail(STEP_PROGRAM_PROCESS);
         if (pid == 0) {
                 close(sv[0]);
+                /* What needs no claim is done before it: the bounding set
+                 * (its mounts need only the effective set) and the limits
+                 * in force, which the orders' rlimits may not exceed. */
+                drop_bounding_set();
+                for (int r = 0; r < RLIM_NLIMITS; r++)
+                        if (prlimit64(0, (enum __rlimit_resource)r, NULL, &limits_now[r]) < 0)
+                                fail(STEP_PROGRAM_PROCESS);
                 struct jail_plan claimed = *p;
                 await_claim(&claimed);
-                seal_root(&claimed);
+                seal_root();
+                drop_capabilities(&claimed);
                 start_claimed_program(&claimed, sv[1]);
         }
         close(sv[1]);
@@ -645,7 +676,8 @@ void jail_enter(const struct jail_plan *p)
          * mounted but still writable, for what depends on its caller. */
         if (p->premade)
                 premade_wait(p);
-        seal_root(p);
+        seal_root();
+        drop_privileges(p);
 
         int init_fd;
         if (arrange_fds(p, &init_fd) < 0)

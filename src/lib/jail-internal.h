@@ -153,6 +153,9 @@ CORRAL_HIDDEN int cgroup_attach_v1(struct jail_cgroup *cg, pid_t pid, corral_err
 CORRAL_HIDDEN size_t cgroup_open_v1_tasks(struct jail_cgroup *cg, int ret_fds[CGROUP_V1_MAX]);
 CORRAL_HIDDEN void cgroup_kill(struct jail_cgroup *cg);
 CORRAL_HIDDEN void cgroup_read_stats(struct jail_cgroup *cg, struct cgroup_stats *st);
+/* Whether cgroup_read_stats() has the tree's memory peak and CPU time
+ * (without them, a result needs the rusage of init's wait). */
+CORRAL_HIDDEN bool cgroup_counts_usage(const struct jail_cgroup *cg);
 /* CPU time of the whole tree so far (v2 cpu.stat or v1 cpuacct). */
 CORRAL_HIDDEN bool cgroup_cpu_usage(struct jail_cgroup *cg, uint64_t *ret_usec);
 CORRAL_HIDDEN void cgroup_destroy(struct jail_cgroup *cg);
@@ -279,7 +282,7 @@ enum enter_step {
 #define JAIL_PREMADE_MAX_SCRIPT_NAME 128
 #define JAIL_PREMADE_READY 'r'
 struct jail_premade_claim {
-        uint64_t disk_bytes;     /* /tmp and the default /workspace are resized to this */
+        uint64_t disk_bytes;     /* /tmp and the default /workspace are resized to this (0: as made) */
         uint64_t root_bytes;     /* with a script: the root tmpfs is resized to this first */
         uint64_t script_len;
         uint32_t script;         /* 1: the last descriptor is the program text */
@@ -391,13 +394,19 @@ CORRAL_HIDDEN int jail_run_special(const corral_jail_config *cfg, const corral_j
  * cgroups, uid lease and descriptors): after the result is passed on, so
  * that its caller does not wait for that.  jail_premade_misfit() says why
  * cfg cannot use pm (NULL: it can); jail_premade_free() also kills and
- * tears down one never claimed. */
+ * tears down one never claimed.  jail_premade_run() is
+ * jail_premade_claim() (0, or JAIL_PREMADE_UNCLAIMED) and then
+ * jail_premade_finish(), for a caller with something to do while the
+ * program starts. */
 struct jail_premade;
 #define JAIL_PREMADE_UNCLAIMED (-2)
 CORRAL_HIDDEN int jail_premade_make(const corral_jail_config *cfg, struct jail_premade **ret, corral_error **ret_err);
 CORRAL_HIDDEN const char *jail_premade_misfit(const struct jail_premade *pm, const corral_jail_config *cfg);
 CORRAL_HIDDEN int jail_premade_run(struct jail_premade *pm, const corral_jail_config *cfg, const corral_jail_io *io,
                                    corral_jail_result *ret, corral_error **ret_err);
+CORRAL_HIDDEN int jail_premade_claim(struct jail_premade *pm, const corral_jail_config *cfg,
+                                     const corral_jail_io *io, corral_error **ret_err);
+CORRAL_HIDDEN int jail_premade_finish(struct jail_premade *pm, corral_jail_result *ret, corral_error **ret_err);
 CORRAL_HIDDEN double jail_premade_idle_ms(const struct jail_premade *pm);
 CORRAL_HIDDEN pid_t jail_premade_pid(const struct jail_premade *pm);
 /* What bounds its memory (rlimit: corral_jail_run()'s caller would hear
@@ -410,6 +419,15 @@ CORRAL_HIDDEN void jail_premade_free(struct jail_premade *pm);
  * the caller's to release either way). */
 struct json_t;
 CORRAL_HIDDEN int jail_result_from_json(const struct json_t *o, corral_jail_result *r);
+/* corral_jail_config_to_profile_json()'s object, for a caller that sends
+ * it inside a message of its own (a claim); NULL when out of memory. */
+CORRAL_HIDDEN struct json_t *jail_config_profile_object(const corral_jail_config *cfg);
+/* corral_jail_config_load_profile_text() for a profile already parsed (a
+ * claim's, inside its message). */
+CORRAL_HIDDEN int jail_config_apply_profile_object(corral_jail_config *cfg, struct json_t *root, const char *name,
+                                                   corral_error **ret_err);
+/* corral_jail_result_to_json()'s object, likewise (a claim's result). */
+CORRAL_HIDDEN struct json_t *jail_result_object(const corral_jail_result *r);
 /* For a claimant that reads the program's output itself (the claim over
  * host.sock, docs/exec-pool.md): the read ends of the jail's stdout and
  * stderr pipes (non-blocking, close-on-exec), taken before

@@ -89,6 +89,11 @@ int corral_jail_config_load_profile_text(corral_jail_config *cfg, const char *te
         return r;
 }
 
+int jail_config_apply_profile_object(corral_jail_config *cfg, json_t *root, const char *name, corral_error **ret_err)
+{
+        return apply_profile(cfg, root, name, ret_err);
+}
+
 static int apply_profile(corral_jail_config *cfg, json_t *root, const char *path, corral_error **ret_err)
 {
         int r = 0;
@@ -291,7 +296,7 @@ static int profile_net_allow(json_t *o, const corral_jail_config *cfg)
         return r;
 }
 
-char *corral_jail_config_to_profile_json(const corral_jail_config *cfg)
+json_t *jail_config_profile_object(const corral_jail_config *cfg)
 {
         static const char *const nets[] = { [CORRAL_NET_NONE] = "none", [CORRAL_NET_DOWN] = "down",
                                             [CORRAL_NET_HOST] = "host",
@@ -328,7 +333,13 @@ char *corral_jail_config_to_profile_json(const corral_jail_config *cfg)
                 json_array_append_new(binds, json_pack("{s:s, s:s, s:b}", "src", cfg->binds[i].src, "dst",
                                                        cfg->binds[i].dst, "writable", cfg->binds[i].writable));
         json_object_set_new(o, "binds", binds);
-        char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        return o;
+}
+
+char *corral_jail_config_to_profile_json(const corral_jail_config *cfg)
+{
+        json_t *o = jail_config_profile_object(cfg);
+        char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         json_decref(o);
         return s;
 }

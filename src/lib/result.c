@@ -110,7 +110,7 @@ char *corral_net_conn_to_json(const struct corral_net_conn *c)
         return s;
 }
 
-char *corral_jail_result_to_json(const corral_jail_result *r)
+json_t *jail_result_object(const corral_jail_result *r)
 {
         const char *limit = corral_limit_to_string(r->limit);
         json_t *phases = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "prepare", ms(r->phases.prepare), "clone",
@@ -144,7 +144,13 @@ char *corral_jail_result_to_json(const corral_jail_result *r)
                 if (r->network_dropped)
                         json_object_set_new(o, "network_dropped", json_integer((json_int_t)r->network_dropped));
         }
-        char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
+        return o;
+}
+
+char *corral_jail_result_to_json(const corral_jail_result *r)
+{
+        json_t *o = jail_result_object(r);
+        char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
         json_decref(o);
         return s;
 }

@@ -312,6 +312,7 @@ struct jail {
         int proxy_child_fd;       /* the child's end of the proxy's handoff socket */
         int child_fds[6];         /* the child's ends until the clone: stdin, stdout, stderr, orders, status, sync */
         bool zygote;
+        bool reaped;              /* its init waited for: nothing of it is left */
         bool premade;             /* made by jail_premade_make(), waiting for jail_premade_run() */
         int order_w, order_child; /* a pre-made jail: our end of its claim socket, and its end until the clone */
         uint32_t host_uid;
@@ -561,8 +562,13 @@ static int supervise(struct jail *j, corral_error **ret_err)
                 j->in.src_watched = j->in.pollable;
                 pump_stdin(&j->in, ep, EV_STDIN, EV_STDIN_OUT, false);
         }
-        /* A pre-made jail's output may be read by its claimant instead. */
+        /* A pre-made jail's output may be read by its claimant instead.
+         * Then its result is whole once init reported the program's end:
+         * the cgroups counted what the tree used, and the exit of init
+         * (with the rest of its namespace) is the teardown's to wait for,
+         * after the caller has the result. */
         bool out_open = j->out_r >= 0, err_open = j->err_r >= 0, running = true;
+        bool done_at_report = j->premade && !out_open && !err_open && j->have_cg && cgroup_counts_usage(&j->cg);
         while (running || out_open || err_open) {
                 struct epoll_event evs[8];
                 int n = epoll_wait(ep, evs, 8, running ? -1 : 1000);
@@ -587,6 +593,10 @@ static int supervise(struct jail *j, corral_error **ret_err)
                                 read_status(j);
                                 if (j->violation)
                                         kill_tree(j); /* init does too; this also covers a stuck init */
+                                if (done_at_report && j->exited && running) {
+                                        j->t_exit_seen = monotonic_ms();
+                                        running = false;
+                                }
                                 if (evs[i].events & (EPOLLHUP | EPOLLERR) && !(evs[i].events & EPOLLIN))
                                         epoll_ctl(ep, EPOLL_CTL_DEL, j->status_r, NULL);
                                 break;
@@ -621,6 +631,7 @@ static int supervise(struct jail *j, corral_error **ret_err)
                                 memset(&si, 0, sizeof(si));
                                 if (syscall(SYS_waitid, P_PIDFD, j->pidfd, &si, WEXITED | __WALL, &j->ru) == 0) {
                                         j->t_exit_seen = monotonic_ms();
+                                        j->reaped = true;
                                         running = false;
                                         epoll_ctl(ep, EPOLL_CTL_DEL, j->pidfd, NULL);
                                         /* Everyone in the namespace is gone: the
@@ -663,7 +674,11 @@ static void classify(struct jail *j, const struct cgroup_stats *st, corral_jail_
                 .backend = j->backend,
                 /* a cut-off stderr has lost its last line */
                 .stderr_memory_error = !j->err.truncated && jail_outcome_memory_error(j->err.data, j->err.len),
-                .cpu_s = (double)j->ru.ru_utime.tv_sec + (double)j->ru.ru_stime.tv_sec,
+                /* Without init's wait (a pre-made jail done at its report),
+                 * the tree's CPU time as the cgroup counted it. */
+                .cpu_s = j->reaped    ? (double)j->ru.ru_utime.tv_sec + (double)j->ru.ru_stime.tv_sec
+                         : st->have_cpu ? floor((double)st->cpu_usec / 1e6)
+                                        : -1,
         };
         if (j->exited)
                 jail_outcome_set_wait_status(&o, j->wait_status);
@@ -1118,7 +1133,7 @@ struct jail_premade {
         struct jail j;
         corral_jail_config made; /* the configuration it was made with (a copy) */
         double t_ready;
-        bool ended;  /* jail_premade_run() saw it to its end: nothing to kill */
+        bool ended;  /* jail_premade_run() reaped its init: nothing to kill */
         bool ran_ok; /* ... and it has a result */
 };
 
@@ -1247,7 +1262,11 @@ static int premade_claim(struct jail_premade *pm, const corral_jail_config *cfg,
                 return setup_error(j, ret_err);
         j->t_start = j->t_clone = j->t_child = monotonic_ms();
         struct cgroup_limits lim = { .memory_bytes = cfg->memory_bytes, .pids = cfg->pids, .cpus = cfg->cpus };
-        if (j->have_cg && cgroup_set_limits(&j->cg, &lim, ret_err) < 0)
+        /* Limits it was made with are in force already (most claims ask
+         * for the defaults it was made with). */
+        bool as_made = cfg->memory_bytes == pm->made.memory_bytes && cfg->pids == pm->made.pids &&
+                       cfg->cpus == pm->made.cpus;
+        if (j->have_cg && !as_made && cgroup_set_limits(&j->cg, &lim, ret_err) < 0)
                 return -1;
         int fds[2 + 1 + JAIL_TREES_MAX_BINDS + 1];
         int nfds = 0, rc = -1;
@@ -1267,7 +1286,8 @@ static int premade_claim(struct jail_premade *pm, const corral_jail_config *cfg,
                 goto out;
         }
         nfds++;
-        c->disk_bytes = cfg->disk_bytes;
+        /* Its tmpfs are the made size already: no remount for that. */
+        c->disk_bytes = cfg->disk_bytes == pm->made.disk_bytes ? 0 : cfg->disk_bytes;
         if (cfg->workspace || cfg->n_binds > 0) {
                 if (jail_trees_make(cfg, j->host_uid, j->leased, fds + nfds, ret_err) < 0)
                         goto out;
@@ -1420,16 +1440,29 @@ watch_failed: {
 }
 }
 
+int jail_premade_claim(struct jail_premade *pm, const corral_jail_config *cfg, const corral_jail_io *io,
+                       corral_error **ret_err)
+{
+        if (corral_jail_config_validate(cfg, ret_err) < 0 || premade_claim(pm, cfg, io, ret_err) < 0)
+                return JAIL_PREMADE_UNCLAIMED;
+        return 0;
+}
+
 int jail_premade_run(struct jail_premade *pm, const corral_jail_config *cfg, const corral_jail_io *io,
                      corral_jail_result *ret, corral_error **ret_err)
 {
         memset(ret, 0, sizeof(*ret));
-        if (corral_jail_config_validate(cfg, ret_err) < 0 || premade_claim(pm, cfg, io, ret_err) < 0)
-                return JAIL_PREMADE_UNCLAIMED;
+        return jail_premade_claim(pm, cfg, io, ret_err) < 0 ? JAIL_PREMADE_UNCLAIMED : jail_premade_finish(pm, ret, ret_err);
+}
+
+int jail_premade_finish(struct jail_premade *pm, corral_jail_result *ret, corral_error **ret_err)
+{
+        memset(ret, 0, sizeof(*ret));
         int rc = jail_finish(&pm->j, ret, ret_err) < 0 ? -1 : 0;
         /* Its output's buffers are ret's now; the cgroups and descriptors
-         * wait for jail_premade_free(), after the caller passed ret on. */
-        pm->ended = true;
+         * (and init, when its report was enough) wait for
+         * jail_premade_free(), after the caller passed ret on. */
+        pm->ended = pm->j.reaped;
         pm->ran_ok = rc == 0;
         return rc;
 }

@@ -72,7 +72,8 @@ struct daemon {
         int conns;               /* connections being served */
         bool served;             /* a start request came */
         int claim_fd;            /* exec-pool.sock while the pool is on, else -1 */
-        int standby;             /* claim threads waiting in accept() (0 or 1, more for a moment) */
+        int claimers;            /* claim threads alive (the daemon's end waits for them) */
+        int waiting;             /* ... of which waiting in accept() */
 };
 
 struct conn {
@@ -512,22 +513,26 @@ static bool start_detached(void *(*fn)(void *), void *arg)
 }
 
 /* ---- claims of pre-made jails (exec-pool.c) ----
- * One thread waits in accept() on exec-pool.sock, so that a claim wakes
- * the thread that serves it: no main loop to wake first, no thread to
- * start on the claim's path (it saved 0.5-1 ms a claim on 2 CPUs).  Once
- * it has a client it starts the next one to wait, then serves its own. */
+ * Threads wait in accept() on exec-pool.sock, so that a claim wakes the
+ * thread that serves it: no main loop to wake first, no thread to start on
+ * the claim's path (it saved 0.5-1 ms a claim on 2 CPUs).  A thread serves
+ * its claim and waits again; the last one waiting starts another when it
+ * gets a client, so that a claim made meanwhile finds one (the threads are
+ * as many as claims ever were at once, plus one). */
 
 static void *claim_thread(void *arg);
 
 static bool start_claim_thread(struct daemon *d)
 {
         pthread_mutex_lock(&d->lock);
-        d->standby++; /* counted before it exists: the daemon's end waits for it */
+        d->claimers++; /* counted before it exists: the daemon's end waits for it */
+        d->waiting++;
         pthread_mutex_unlock(&d->lock);
         if (start_detached(claim_thread, d))
                 return true;
         pthread_mutex_lock(&d->lock);
-        d->standby--;
+        d->claimers--;
+        d->waiting--;
         pthread_cond_broadcast(&d->quiet);
         pthread_mutex_unlock(&d->lock);
         return false;
@@ -546,29 +551,31 @@ static void *claim_thread(void *arg)
                         continue;
                 }
                 pthread_mutex_lock(&d->lock);
-                d->standby--;
+                d->waiting--;
+                bool last = d->waiting == 0;
                 if (c) {
-                        d->conns++; /* under the lock that drops standby: the daemon's end sees one or the other */
+                        d->conns++;
                         d->served = true;
+                } else {
+                        d->claimers--; /* shut down: the daemon is ending */
                 }
                 pthread_cond_broadcast(&d->quiet);
                 pthread_mutex_unlock(&d->lock);
                 if (c == NULL)
-                        return NULL; /* shut down: the daemon is ending */
+                        return NULL;
                 c->d = d;
                 c->fd = fd;
                 c->claims_only = true;
                 struct timeval tv = { .tv_sec = SEND_TIMEOUT_S };
                 setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-                bool replaced = start_claim_thread(d);
-                if (!replaced) {
-                        pthread_mutex_lock(&d->lock);
-                        d->standby++; /* no other could start: this one waits again */
-                        pthread_mutex_unlock(&d->lock);
-                }
+                /* Should none start, the next claim waits in the listen
+                 * queue for this one to be done. */
+                if (last)
+                        start_claim_thread(d);
                 serve_conn(c);
-                if (replaced)
-                        return NULL;
+                pthread_mutex_lock(&d->lock);
+                d->waiting++;
+                pthread_mutex_unlock(&d->lock);
         }
 }
 
@@ -833,7 +840,7 @@ void session_daemon_main(int ready_fd, int cancel_fd)
         poke(d.ending_fd);
         session_host_cancel_all(d.h);
         pthread_mutex_lock(&d.lock);
-        while (d.conns > 0 || d.standby > 0)
+        while (d.conns > 0 || d.claimers > 0)
                 pthread_cond_wait(&d.quiet, &d.lock);
         pthread_mutex_unlock(&d.lock);
         if (d.claim_fd >= 0)

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,6 @@
 #include "wire.h"
 
 #define MAX_WHY 12
-#define EXEC_CLAIM_GO_MS 5000 /* how long a claimed jail waits for its client's go */
 
 struct exec_pool {
         pthread_mutex_t lock;
@@ -286,17 +286,43 @@ static void reply(int fd, json_t *r)
         json_decref(r);
 }
 
+/* A claim's ticket: a pipe the client made holding one byte, with its
+ * write end closed.  Whoever reads the byte first owns the claim's
+ * outcome: the host, which then runs the program, or a client that gave
+ * up waiting, which then starts a direct jail.  So a program never runs
+ * twice, and the host needs no second message to know the client still
+ * wants its jail. */
+static bool ticket_take(int fd)
+{
+        struct stat st;
+        char b;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+                return false;
+        ssize_t n;
+        do
+                n = read(fd, &b, 1);
+        while (n < 0 && errno == EINTR);
+        return n == 1;
+}
+
+/* fds[member's index] of the request, or -1. */
+static int request_fd(const json_t *req, const char *member, const int *fds, size_t nfds)
+{
+        json_t *k = json_object_get(req, member);
+        if (!json_is_integer(k) || json_integer_value(k) < 0 || (size_t)json_integer_value(k) >= nfds)
+                return -1;
+        return fds[json_integer_value(k)];
+}
+
 /* The claim's program text (its "script"): the request's memfd, read
  * whole into cfg as corral exec set it.  0, or -1 with ret_err. */
 static int claim_script(corral_jail_config *cfg, const json_t *script, const int *fds, size_t nfds,
                         corral_error **ret_err)
 {
         const char *name = json_string_value(json_object_get(script, "name"));
-        json_t *k = json_object_get(script, "fd");
-        if (name == NULL || !json_is_integer(k) || json_integer_value(k) < 0 ||
-            (size_t)json_integer_value(k) >= nfds)
+        int mfd = request_fd(script, "fd", fds, nfds);
+        if (name == NULL || mfd < 0)
                 return corral_usage(ret_err, "an exec-claim's script needs a name and a descriptor");
-        int mfd = fds[json_integer_value(k)];
         struct stat st;
         if (fstat(mfd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)JAIL_MAX_SCRIPT)
                 return corral_usage(ret_err, "an exec-claim's script is not a program text");
@@ -319,10 +345,9 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const
         corral_error *err = NULL;
         const json_t *profile = json_object_get(req, "profile");
         const json_t *jargv = json_object_get(req, "argv");
-        char *text = json_is_object(profile) ? json_dumps(profile, JSON_COMPACT) : NULL;
         size_t argc = json_is_array(jargv) ? json_array_size(jargv) : 0;
         char **argv = calloc(argc + 1, sizeof(*argv));
-        bool ok = text && argv && argc > 0;
+        bool ok = json_is_object(profile) && argv && argc > 0;
         for (size_t i = 0; ok && i < argc; i++)
                 ok = (argv[i] = (char *)json_string_value(json_array_get(jargv, i))) != NULL;
         /* With "stdin": the client copies its caller's stdin into a pipe
@@ -333,7 +358,7 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const
         /* A member this host does not know is a claim of a newer corral's
          * (one that lingered across an upgrade): run it directly rather
          * than without what it asked for. */
-        static const char *const known[] = { "op", "profile", "argv", "stdin", "script" };
+        static const char *const known[] = { "op", "profile", "argv", "stdin", "script", "ticket" };
         const char *key;
         json_t *v;
         json_object_foreach ((json_t *)req, key, v) {
@@ -345,11 +370,17 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const
                         goto out;
                 }
         }
+        int ticket = request_fd(req, "ticket", fds, nfds);
+        if (ticket < 0) {
+                /* an older corral's, which would say go after "claimed" */
+                reply(fd, json_pack("{s:s,s:s}", "t", "fallback", "why", "a claim without a ticket"));
+                goto out;
+        }
         if (!ok) {
                 corral_usage(&err, "an exec-claim needs a profile (an object) and argv (strings)");
         } else if (with_stdin && pipe2(in, O_CLOEXEC) < 0) {
                 corral_fail(&err, errno, "cannot make the jail's stdin");
-        } else if (corral_jail_config_load_profile_text(&cfg, text, strlen(text), "exec-claim", &err) == 0 &&
+        } else if (jail_config_apply_profile_object(&cfg, (json_t *)profile, "exec-claim", &err) == 0 &&
                    corral_jail_config_set_argv(&cfg, argv, &err) == 0 &&
                    (!json_is_object(json_object_get(req, "script")) ||
                     claim_script(&cfg, json_object_get(req, "script"), fds, nfds, &err) == 0) &&
@@ -364,28 +395,9 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const
                         reply(fd, json_pack("{s:s,s:s}", "t", "fallback", "why", why ? why : "no pool"));
                         goto out;
                 }
-                int out[3] = { -1, -1, in[1] };
-                jail_premade_take_output(pm, &out[0], &out[1]);
-                json_t *claimed = json_pack("{s:s}", "t", "claimed");
-                if (claimed && jail_premade_backend(pm) == CORRAL_BACKEND_RLIMIT)
-                        /* what a direct jail's caller hears before its program runs */
-                        json_object_set_new(claimed, "notice", json_string(JAIL_NOTICE_RLIMITS));
-                int sent = claimed ? wire_write_fds(fd, claimed, out, with_stdin ? 3 : 2) : -1;
-                json_decref(claimed);
-                close(out[0]);
-                close(out[1]);
-                if (in[1] >= 0)
-                        close(in[1]);
-                in[1] = -1;
-                /* The client says go once it has the pipes in time; a
-                 * client that gave up waiting (and starts a direct jail)
-                 * hangs up instead, and nothing of the claim ran: a
-                 * program never runs twice. */
-                json_t *go = sent < 0 ? NULL : wire_read(fd, EXEC_CLAIM_GO_MS);
-                const char *gop = json_string_value(json_object_get(go, "op"));
-                bool going = gop && strcmp(gop, "go") == 0;
-                json_decref(go);
-                if (!going) {
+                if (!ticket_take(ticket)) {
+                        /* The client gave up waiting and starts a direct
+                         * jail: nothing of the claim reached this one. */
                         jail_premade_free(pm);
                         claim_ended(p);
                         goto out;
@@ -394,11 +406,31 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const
                  * (the client killed) is the jail's cancel, at once. */
                 corral_jail_io io = { .stdin_fd = in[0], .cancel_fd = fd };
                 corral_jail_result res;
-                int rc = jail_premade_run(pm, &cfg, &io, &res, &err);
+                memset(&res, 0, sizeof(res));
+                /* The program starts first; the client hears of it while
+                 * it does. */
+                int rc = jail_premade_claim(pm, &cfg, &io, &err);
                 if (rc == 0) {
-                        char *r = corral_jail_result_to_json(&res);
-                        json_t *rj = r ? json_loads(r, 0, NULL) : NULL;
-                        free(r);
+                        int out[3] = { -1, -1, in[1] };
+                        jail_premade_take_output(pm, &out[0], &out[1]);
+                        json_t *claimed = json_pack("{s:s}", "t", "claimed");
+                        if (claimed && jail_premade_backend(pm) == CORRAL_BACKEND_RLIMIT)
+                                /* what a direct jail's caller hears before its program runs */
+                                json_object_set_new(claimed, "notice", json_string(JAIL_NOTICE_RLIMITS));
+                        /* Not sent: the client is gone, and its hang-up
+                         * cancels the jail. */
+                        if (claimed)
+                                wire_write_fds(fd, claimed, out, with_stdin ? 3 : 2);
+                        json_decref(claimed);
+                        close(out[0]);
+                        close(out[1]);
+                        if (in[1] >= 0)
+                                close(in[1]);
+                        in[1] = -1;
+                        rc = jail_premade_finish(pm, &res, &err);
+                }
+                if (rc == 0) {
+                        json_t *rj = jail_result_object(&res);
                         reply(fd, rj ? json_pack("{s:s,s:o}", "t", "result", "result", rj) : NULL);
                         corral_jail_result_release(&res);
                 } else if (rc == JAIL_PREMADE_UNCLAIMED) {
@@ -423,7 +455,6 @@ out:
         corral_error_free(err);
         corral_jail_config_release(&cfg);
         free(argv);
-        free(text);
 }
 
 /* ---- the client's side (corral exec) ---- */
@@ -486,17 +517,15 @@ int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, cor
                 return 1;
         }
         bool with_stdin = cfg->stdin_mode == CORRAL_STDIN_PIPE;
-        int rc = 1, out[3] = { -1, -1, -1 };
+        int rc = 1, out[3] = { -1, -1, -1 }, ticket = -1;
         size_t nfds = 0;
         json_t *msg = NULL;
-        char *profile = corral_jail_config_to_profile_json(cfg);
-        json_t *req = json_pack("{s:s,s:o,s:[]}", "op", "exec-claim", "profile",
-                                profile ? json_loads(profile, 0, NULL) : NULL, "argv");
+        json_t *req = json_pack("{s:s,s:o,s:[]}", "op", "exec-claim", "profile", jail_config_profile_object(cfg),
+                                "argv");
         for (size_t i = 0; req && cfg->argv[i]; i++)
                 json_array_append_new(json_object_get(req, "argv"), json_string(cfg->argv[i]));
         if (req && with_stdin)
                 json_object_set_new(req, "stdin", json_true());
-        free(profile);
         /* The program text (-c, --code) goes as a sealed memfd: any bytes,
          * any size a direct jail takes, never through the JSON. */
         int text = -1;
@@ -510,22 +539,49 @@ int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, cor
                 }
                 json_object_set_new(req, "script", json_pack("{s:s,s:i}", "name", cfg->script_name, "fd", 0));
         }
-        int sent_req = req == NULL ? -1 : text >= 0 ? wire_write_fds(fd, req, &text, 1) : wire_write(fd, req);
+        /* The ticket (ticket_take()): one byte in a pipe, for the host or
+         * for us, should we give up waiting. */
+        int tp[2] = { -1, -1 };
+        if (req && pipe2(tp, O_CLOEXEC | O_NONBLOCK) == 0) {
+                bool put = write(tp[1], "t", 1) == 1;
+                close(tp[1]);
+                if (!put) {
+                        close(tp[0]);
+                        tp[0] = -1;
+                }
+        }
+        ticket = tp[0];
+        int sent_req = -1;
+        if (req && ticket >= 0) {
+                int sfds[2] = { text, ticket };
+                json_object_set_new(req, "ticket", json_integer(text >= 0 ? 1 : 0));
+                sent_req = wire_write_fds(fd, req, text >= 0 ? sfds : sfds + 1, text >= 0 ? 2 : 1);
+        }
         if (text >= 0)
                 close(text);
         if (sent_req < 0)
                 goto out;
         size_t want = with_stdin ? 3 : 2;
-        msg = wire_read_fds(fd, claim_wait_ms(), out, want, &nfds);
+        struct pollfd answer = { .fd = fd, .events = POLLIN };
+        int ready;
+        do
+                ready = poll(&answer, 1, claim_wait_ms());
+        while (ready < 0 && errno == EINTR);
+        if (ready == 0 && ticket_take(ticket))
+                goto out; /* no jail in time, and the host never took the claim: nothing ran */
+        /* The host answers now: it took the claim, or it says why not. */
+        msg = wire_read_fds(fd, -1, out, want, &nfds);
         const char *t = json_string_value(json_object_get(msg, "t"));
-        if (t == NULL || strcmp(t, "claimed") != 0 || nfds != want)
-                goto out; /* no jail, or too late: we hang up, the host tears it down */
-        json_t *go = json_pack("{s:s}", "op", "go");
-        int sent = go ? wire_write(fd, go) : -1;
-        json_decref(go);
-        if (sent < 0)
+        if (t == NULL || strcmp(t, "claimed") != 0 || nfds != want) {
+                /* A fallback: nothing ran.  Anything else, once the host
+                 * took the claim, may have started the program. */
+                if ((t && strcmp(t, "fallback") == 0) || ticket_take(ticket))
+                        goto out;
+                rc = -1;
+                corral_fail(ret_err, 0, "the session host failed the claim of a jail made in advance");
                 goto out;
-        /* From here the program may run: it is never started again. */
+        }
+        /* From here the program runs: it is never started again. */
         rc = -1;
         const char *notice = json_string_value(json_object_get(msg, "notice"));
         if (notice && strcmp(notice, JAIL_NOTICE_RLIMITS) == 0 && io && io->on_notice)
@@ -582,6 +638,8 @@ out:
         for (size_t i = 0; i < nfds && i < 3; i++)
                 if (out[i] >= 0)
                         close(out[i]);
+        if (ticket >= 0)
+                close(ticket);
         json_decref(req);
         json_decref(msg);
         close(fd);

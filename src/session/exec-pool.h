@@ -5,7 +5,7 @@
  * jails made in advance (jail_premade_make(), the library's default
  * configuration) and replaces one idle for EXEC_POOL_IDLE_MS; it never
  * makes one on a caller's path.  exec_pool_take() hands one that fits a
- * configuration to its caller (who claims it with jail_premade_run()) and
+ * configuration to its caller (who claims it with jail_premade_claim()) and
  * wakes the thread to refill (once no claim came for
  * EXEC_POOL_REFILL_DEFER_MS), or says why there is none (counted as a
  * fallback).  exec_pool_status() is what `corral session status` shows.
@@ -53,20 +53,22 @@ struct exec_pool *exec_pool_new(const struct exec_pool_options *opt, corral_erro
 struct jail_premade *exec_pool_take(struct exec_pool *p, const corral_jail_config *cfg, const char **ret_why);
 /* {"size", "target", "made", "claimed", "failed", "replaced", "fallbacks": {WHY: N}} */
 json_t *exec_pool_status(struct exec_pool *p);
-/* Serve {"op": "exec-claim", "profile": {...}, "argv": [...]} (with
- * "stdin": true, the caller's stdin goes through; with "script": {"name",
- * "fd": K}, the program text is the sealed memfd fds[K] of the request) on
- * the client's connection fd (p may be NULL: no pool): answers
- * {"t": "fallback", "why"} when no jail of the pool fits (nothing ran; the
- * client starts a direct jail), else {"t": "claimed"} carrying the read
- * ends of the jail's stdout and stderr (SCM_RIGHTS, for the client to read
- * and cap); on the client's {"op": "go"} (anything else, or nothing for 5
- * s: the jail is torn down unclaimed, as for a client that gave up
- * waiting and started a direct jail) it runs the jail with the connection
- * as its cancel (the client's
- * hang-up kills it at once), then answers {"t": "result", "result": {...}}
- * (the output fields empty: the client has the output), {"t": "fallback"}
- * when the claim failed before the program started, or {"t": "error"}. */
+/* Serve {"op": "exec-claim", "profile": {...}, "argv": [...], "ticket": K}
+ * (with "stdin": true, the caller's stdin goes through; with "script":
+ * {"name", "fd": K}, the program text is the sealed memfd fds[K] of the
+ * request) on the client's connection fd (p may be NULL: no pool).  The
+ * ticket fds[K] is a pipe holding one byte (exec-pool.c, ticket_take()):
+ * the host runs the program only once it took the byte, and a client that
+ * gave up waiting takes it back first.  Answers {"t": "fallback", "why"}
+ * when no jail of the pool fits, or the claim has no ticket (an older
+ * corral's; nothing ran: the client starts a direct jail); nothing when
+ * the client took its ticket back; else it starts the program and answers
+ * {"t": "claimed"} carrying the read ends of the jail's stdout and stderr
+ * (SCM_RIGHTS, for the client to read and cap), runs the jail with the
+ * connection as its cancel (the client's hang-up kills it at once), then
+ * answers {"t": "result", "result": {...}} (the output fields empty: the
+ * client has the output), {"t": "fallback"} when the claim failed before
+ * the program started, or {"t": "error"}. */
 void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const int *fds, size_t nfds);
 /* `corral exec`'s side: run cfg in a jail of the user's session host's
  * pool (docs/exec-pool.md, "When corral exec uses the pool"): 0 with ret

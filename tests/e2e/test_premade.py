@@ -261,15 +261,22 @@ def recv_frame(s):
     return json.loads(body), list(fds)
 
 
-def claim(env, argv, profile=None, go=True, sock="exec-pool"):
-    """A claim as `corral exec` makes it (on exec-pool.sock; host.sock serves it too): the request, then
-    (once claimed) "go"."""
+def claim(env, argv, profile=None, gave_up=False, sock="exec-pool"):
+    """A claim as `corral exec` makes it (on exec-pool.sock; host.sock serves it too): the request with its
+    ticket, a pipe holding one byte that the host takes to run the program. With gave_up, the client took
+    it back first, as one does that stopped waiting and started a direct jail."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(os.path.join(env["XDG_RUNTIME_DIR"], "corral", "sessions", f"{sock}.sock"))
-    send_frame(s, {"op": "exec-claim", "profile": profile or {}, "argv": argv})
+    r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    os.write(w, b"t")
+    os.close(w)
+    if gave_up:
+        assert os.read(r, 1) == b"t"
+    body = json.dumps({"op": "exec-claim", "profile": profile or {}, "argv": argv, "ticket": 0}).encode()
+    s.sendmsg([struct.pack(">I", len(body))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [r]))])
+    s.sendall(body)
+    os.close(r)
     msg, fds = recv_frame(s)
-    if go and msg and msg["t"] == "claimed":
-        send_frame(s, {"op": "go"})
     return s, msg, fds
 
 
@@ -377,15 +384,25 @@ def test_a_claim_with_a_member_the_host_does_not_know_falls_back(pool_host):
     assert pool_status(pool_host)["exec_pool"]["claimed"] == 0
 
 
-def test_a_client_that_gave_up_before_go_runs_nothing(pool_host):
-    # It starts a direct jail instead: the pooled one must never run the program too.
-    s, msg, fds = claim(pool_host, ["/bin/sh", "-c", "exec sleep 33.1234"], go=False)
-    assert msg["t"] == "claimed"
-    s.close()
-    for fd in fds:
-        assert read_all(fd) == b""  # the jail is torn down: every writer gone
+def test_a_client_that_took_its_ticket_back_runs_nothing_in_the_pool(pool_host):
+    # It starts a direct jail instead: the pooled one must never run the program too. The host finds the
+    # ticket taken, hangs up without an answer and tears the jail down.
+    s, msg, fds = claim(pool_host, ["/bin/sh", "-c", "exec sleep 33.1234"], gave_up=True)
+    assert msg is None and fds == [], msg
+    time.sleep(0.3)
     assert procs_with("33.1234") == []
-    assert pool_status(pool_host)["exec_pool"]["claimed"] == 1
+    st = pool_status(pool_host)["exec_pool"]
+    assert st["claimed"] == 1 and st["running"] == 0, st
+
+
+def test_a_claim_without_a_ticket_falls_back(pool_host):
+    # An older corral's claim, which would have said go after "claimed": it runs directly.
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(pool_host["XDG_RUNTIME_DIR"], "corral", "sessions", "exec-pool.sock"))
+    send_frame(s, {"op": "exec-claim", "profile": {}, "argv": ["/bin/true"]})
+    msg, fds = recv_frame(s)
+    assert msg == {"t": "fallback", "why": "a claim without a ticket"} and not fds, msg
+    assert pool_status(pool_host)["exec_pool"]["claimed"] == 0
 
 
 def test_killing_the_client_kills_the_jail_at_once(pool_host):
@@ -518,6 +535,31 @@ def test_corral_exec_stdin_through_the_pool(exec_env, tmp_path):
                        env=exec_env, timeout=120, input=data * 4)
     r = json.loads(p.stdout)
     assert r["from"] == "pool" and r["exit_code"] == 0, r
+
+
+def test_a_host_that_answers_late_never_runs_the_program_twice(pool_host, tmp_path):
+    # A stopped host still accepts the claim (the listen queue); corral exec waits 50 ms, takes its ticket
+    # back and runs a direct jail. Once the host goes on, it finds the ticket gone and runs nothing.
+    wait_ready(pool_host)
+    ws = tmp_path / "w"
+    ws.mkdir()
+    host = pool_status(pool_host)["pid"]
+    os.kill(host, signal.SIGSTOP)
+    try:
+        p = subprocess.run([CORRAL, "exec", "--json", "-w", str(ws), "--", "/bin/sh", "-c", "echo ran >> runs"],
+                           capture_output=True, text=True, env=pool_host, timeout=120)
+    finally:
+        os.kill(host, signal.SIGCONT)
+    r = json.loads(p.stdout)
+    assert r["from"] == "direct" and r["exit_code"] == 0, r
+    for _ in range(100):
+        st = pool_status(pool_host)["exec_pool"]
+        if st["claimed"] == 1 and st["running"] == 0:
+            break
+        time.sleep(0.05)
+    assert st["claimed"] == 1 and st["running"] == 0, st  # the host took a jail for it, then let it go
+    time.sleep(0.2)
+    assert (ws / "runs").read_text() == "ran\n"
 
 
 def _write(path, data):
