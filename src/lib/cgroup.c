@@ -205,14 +205,13 @@ static char *cg_read(const char *dir, const char *file)
         return p ? read_file_at(AT_FDCWD, p, 65536) : NULL;
 }
 
-/* Value of "key N" in a flat-keyed file (memory.events, cpu.stat, ...). */
-static bool cg_read_key(const char *dir, const char *file, const char *key, uint64_t *ret)
+/* Value of "key N" in a flat-keyed file's text (memory.events, cpu.stat, ...). */
+static bool text_key(const char *text, const char *key, uint64_t *ret)
 {
-        cleanup_free char *text = cg_read(dir, file);
         if (text == NULL)
                 return false;
         size_t n = strlen(key);
-        for (char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
                 if (strncmp(p, key, n) == 0 && p[n] == ' ') {
                         *ret = strtoull(p + n + 1, NULL, 10);
                         return true;
@@ -221,13 +220,67 @@ static bool cg_read_key(const char *dir, const char *file, const char *key, uint
         return false;
 }
 
-static bool cg_read_u64(const char *dir, const char *file, uint64_t *ret)
+static bool text_u64(const char *text, uint64_t *ret)
 {
-        cleanup_free char *text = cg_read(dir, file);
         if (text == NULL || !(text[0] >= '0' && text[0] <= '9'))
                 return false;
         *ret = strtoull(text, NULL, 10);
         return true;
+}
+
+static bool cg_read_u64(const char *dir, const char *file, uint64_t *ret)
+{
+        cleanup_free char *text = cg_read(dir, file);
+        return text_u64(text, ret);
+}
+
+/* ---- the counters a result reads ---- */
+
+/* Where each counter of cgroup_read_stats() is, given cg's versions. */
+static const char *stat_file(const struct jail_cgroup *cg, int which, const char **ret_dir)
+{
+        switch (which) {
+        case CG_STAT_PEAK:
+                *ret_dir = cg->memory == CG_V2 ? cg->v2 : cg->v1_memory;
+                return cg->memory == CG_V2 ? "memory.peak" : cg->memory == CG_V1 ? "memory.max_usage_in_bytes" : NULL;
+        case CG_STAT_OOM:
+                *ret_dir = cg->memory == CG_V2 ? cg->v2 : cg->v1_memory;
+                return cg->memory == CG_V2 ? "memory.events" : cg->memory == CG_V1 ? "memory.oom_control" : NULL;
+        case CG_STAT_PIDS:
+                *ret_dir = cg->pids == CG_V2 ? cg->v2 : cg->v1_pids;
+                return cg->pids != CG_NONE ? "pids.events" : NULL;
+        default:
+                *ret_dir = cg->v2 ? cg->v2 : cg->v1_cpuacct;
+                return cg->v2 ? "cpu.stat" : cg->v1_cpuacct ? "cpuacct.usage" : NULL;
+        }
+}
+
+void cgroup_open_stats(struct jail_cgroup *cg)
+{
+        for (int i = 0; i < CG_STATS; i++) {
+                const char *dir = NULL, *file = stat_file(cg, i, &dir);
+                cleanup_free char *p = file && dir ? path_join(dir, file) : NULL;
+                cg->stat_fds[i] = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+        }
+        cg->stats_open = true;
+}
+
+/* A counter file's text: read again from its descriptor kept open (a
+ * pre-made jail's, whose result is on its caller's path), else by path. */
+static char *stat_text(struct jail_cgroup *cg, int which)
+{
+        const char *dir = NULL, *file = stat_file(cg, which, &dir);
+        if (!cg->stats_open)
+                return file && dir ? cg_read(dir, file) : NULL;
+        int fd = cg->stat_fds[which];
+        char *buf = fd >= 0 ? malloc(4096) : NULL;
+        ssize_t n = buf ? pread(fd, buf, 4095, 0) : -1;
+        if (n < 0) {
+                free(buf);
+                return NULL;
+        }
+        buf[n] = '\0';
+        return buf;
 }
 
 /* v2 controllers can only be handed to children through subtree_control,
@@ -533,20 +586,13 @@ void cgroup_read_stats(struct jail_cgroup *cg, struct cgroup_stats *st)
 {
         memset(st, 0, sizeof(*st));
         uint64_t v;
-        if (cg->memory == CG_V2) {
-                if (cg_read_u64(cg->v2, "memory.peak", &v))
-                        st->memory_peak = v;
-                if (cg_read_key(cg->v2, "memory.events", "oom_kill", &v))
-                        st->oom_kills = v;
-        } else if (cg->memory == CG_V1) {
-                if (cg_read_u64(cg->v1_memory, "memory.max_usage_in_bytes", &v))
-                        st->memory_peak = v;
-                if (cg_read_key(cg->v1_memory, "memory.oom_control", "oom_kill", &v))
-                        st->oom_kills = v;
-        }
-        if (cg->pids == CG_V2 && cg_read_key(cg->v2, "pids.events", "max", &v))
-                st->pids_max_hits = v;
-        else if (cg->pids == CG_V1 && cg_read_key(cg->v1_pids, "pids.events", "max", &v))
+        cleanup_free char *peak = stat_text(cg, CG_STAT_PEAK), *oom = stat_text(cg, CG_STAT_OOM),
+                          *pids = stat_text(cg, CG_STAT_PIDS);
+        if (text_u64(peak, &v))
+                st->memory_peak = v;
+        if (text_key(oom, "oom_kill", &v))
+                st->oom_kills = v;
+        if (text_key(pids, "max", &v))
                 st->pids_max_hits = v;
         st->have_cpu = cgroup_cpu_usage(cg, &st->cpu_usec);
 }
@@ -558,12 +604,13 @@ bool cgroup_counts_usage(const struct jail_cgroup *cg)
 
 bool cgroup_cpu_usage(struct jail_cgroup *cg, uint64_t *ret_usec)
 {
+        cleanup_free char *text = stat_text(cg, CG_STAT_CPU);
         uint64_t v;
-        if (cg->v2 && cg_read_key(cg->v2, "cpu.stat", "usage_usec", &v)) {
+        if (cg->v2 && text_key(text, "usage_usec", &v)) {
                 *ret_usec = v;
                 return true;
         }
-        if (cg->v1_cpuacct && cg_read_u64(cg->v1_cpuacct, "cpuacct.usage", &v)) {
+        if (!cg->v2 && text_u64(text, &v)) {
                 *ret_usec = v / 1000;
                 return true;
         }
@@ -591,6 +638,9 @@ void cgroup_destroy(struct jail_cgroup *cg)
                 return;
         if (cg->v2_fd >= 0)
                 close(cg->v2_fd);
+        for (int i = 0; cg->stats_open && i < CG_STATS; i++)
+                if (cg->stat_fds[i] >= 0)
+                        close(cg->stat_fds[i]);
         remove_dir(cg->layout, cg->v1_memory);
         remove_dir(cg->layout, cg->v1_pids);
         remove_dir(cg->layout, cg->v1_cpu);

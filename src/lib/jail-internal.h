@@ -121,7 +121,10 @@ struct jail_cgroup {
         char *v1_memory, *v1_pids, *v1_cpu, *v1_cpuacct;
         enum cg_version memory, pids, cpu;
         bool v1_by_child;        /* the jail's setup child enters the v1 cgroups itself */
+        bool stats_open;         /* cgroup_open_stats(): the counters' files are read from stat_fds */
+        int stat_fds[4];         /* CG_STAT_*, -1 where there is none */
 };
+enum { CG_STAT_PEAK, CG_STAT_OOM, CG_STAT_PIDS, CG_STAT_CPU, CG_STATS };
 struct cgroup_stats {
         uint64_t memory_peak;
         uint64_t oom_kills;
@@ -153,6 +156,9 @@ CORRAL_HIDDEN int cgroup_attach_v1(struct jail_cgroup *cg, pid_t pid, corral_err
 CORRAL_HIDDEN size_t cgroup_open_v1_tasks(struct jail_cgroup *cg, int ret_fds[CGROUP_V1_MAX]);
 CORRAL_HIDDEN void cgroup_kill(struct jail_cgroup *cg);
 CORRAL_HIDDEN void cgroup_read_stats(struct jail_cgroup *cg, struct cgroup_stats *st);
+/* Keep the files cgroup_read_stats() reads open from now on (closed by
+ * cgroup_destroy()): a pre-made jail's result then opens nothing. */
+CORRAL_HIDDEN void cgroup_open_stats(struct jail_cgroup *cg);
 /* Whether cgroup_read_stats() has the tree's memory peak and CPU time
  * (without them, a result needs the rusage of init's wait). */
 CORRAL_HIDDEN bool cgroup_counts_usage(const struct jail_cgroup *cg);

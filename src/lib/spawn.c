@@ -1165,6 +1165,9 @@ int jail_premade_make(const corral_jail_config *cfg, struct jail_premade **ret, 
                 stop_and_reap(&pm->j);
                 goto fail;
         }
+        /* Its result, on its caller's path, then opens no file. */
+        if (pm->j.have_cg)
+                cgroup_open_stats(&pm->j.cg);
         pm->t_ready = monotonic_ms();
         *ret = pm;
         return 0;

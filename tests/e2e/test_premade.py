@@ -537,6 +537,30 @@ def test_corral_exec_stdin_through_the_pool(exec_env, tmp_path):
     assert r["from"] == "pool" and r["exit_code"] == 0, r
 
 
+def test_a_pooled_result_counts_the_programs_use_and_its_tree_still_ends(exec_env):
+    # The host answers once init reported the program's end, before init's own exit: CPU time and memory
+    # peak come from the cgroups, and what the program left running dies with init after the answer.
+    burn = ("b = bytearray(80 << 20)\nb[::4096] = b'x' * len(b[::4096])\nimport time\nt = time.process_time()\n"
+            "while time.process_time() - t < 0.3: pass\n")
+    r = json.loads(pool_exec(exec_env, "--json", "--", "python3", "-c", burn).stdout)
+    assert r["from"] == "pool" and r["exit_code"] == 0, r
+    assert r["cpu_ms"] >= 250 and r["memory_peak_bytes"] >= 80 << 20, r
+    t0 = time.monotonic()
+    r = json.loads(pool_exec(exec_env, "--json", "--", "/bin/sh", "-c", "sleep 37.1234 & echo started").stdout)
+    assert r["from"] == "pool" and r["exit_code"] == 0 and r["stdout"] == "started\n", r
+    assert time.monotonic() - t0 < 10
+    assert wait_gone("37.1234", 5) == [], "the program's child outlived its jail"
+
+
+def test_a_claim_with_the_made_limits_has_them(exec_env):
+    # Limits equal to those the jail was made with are not written again at the claim: they must be in
+    # force all the same (128 processes, a /tmp of 256 MiB by default).
+    r = json.loads(pool_exec(exec_env, "--json", "--", "/bin/sh", "-c",
+                             "df -k /tmp | tail -1; for i in $(seq 200); do sleep 5 & done; wait").stdout)
+    assert r["from"] == "pool" and r["limit"] == "pids", r
+    assert r["stdout"].split()[1] == str(256 << 10), r
+
+
 def test_a_host_that_answers_late_never_runs_the_program_twice(pool_host, tmp_path):
     # A stopped host still accepts the claim (the listen queue); corral exec waits 50 ms, takes its ticket
     # back and runs a direct jail. Once the host goes on, it finds the ticket gone and runs nothing.

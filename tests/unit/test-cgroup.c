@@ -171,6 +171,18 @@ TEST(v2_detect_create_stats)
         cgroup_read_stats(&j, &st);
         CHECK(st.memory_peak == 0);
 
+        /* With the files kept open (a pre-made jail), each read is of what
+         * they hold then, from their start. */
+        put(j.v2, "memory.peak", "4096\n");
+        cgroup_open_stats(&j);
+        CHECK(j.stats_open && j.stat_fds[CG_STAT_PEAK] >= 0 && j.stat_fds[CG_STAT_CPU] >= 0);
+        cgroup_read_stats(&j, &st);
+        CHECK(st.memory_peak == 4096 && st.oom_kills == 4 && st.pids_max_hits == 2 && st.cpu_usec == 2500);
+        put(j.v2, "memory.peak", "8192\n");
+        put(j.v2, "cpu.stat", "usage_usec 3500\n");
+        cgroup_read_stats(&j, &st);
+        CHECK(st.memory_peak == 8192 && st.cpu_usec == 3500 && st.have_cpu);
+
         /* kill and a late attach (no CLONE_INTO_CGROUP) write their files. */
         cgroup_kill(&j);
         CHECK(file_is(j.v2, "cgroup.kill", "1"));
