@@ -338,8 +338,8 @@ static void await_claim(struct jail_plan *q)
                 fail(STEP_ORDERS);
         }
         close(q->order_fd);
-        q->config_fd = fds[0];
-        q->stdin_fd = fds[1];
+        q->stdin_fd = fds[0];
+        q->config_fd = fds[1];
         if (c.disk_bytes > 0 && (resize_tmpfs("/tmp", c.disk_bytes) < 0 ||
                                  (!c.workspace && resize_tmpfs("/workspace", c.disk_bytes) < 0)))
                 fail(STEP_RESIZE);
@@ -435,24 +435,57 @@ static long exec_fn(const char *path, char *const *argv, char *const *envp)
         return -errno;
 }
 
-/* A pre-made jail's program process, once claimed: the claim's stdio at
- * 0..2, then what corral-init's forked child does in a direct jail (its
- * run_program()): the orders read (and handed to init, for the EPERM
- * set), a session of its own, the rlimits, the working directory, the
- * filter (its listener to init), and the program.  The root is sealed and
- * every privilege gone already.  Memory comes from mmap: this is a copy of
- * a threaded process, whose allocator's locks it must not touch. */
 /* A pre-made jail's program process: the rlimits in force, read before
  * its claim. */
 static struct rlimit64 limits_now[RLIM_NLIMITS];
 
-static __attribute__((noreturn)) void start_claimed_program(const struct jail_plan *q, int sock)
+/* The program process's descriptors: stdout and stderr at 1 and 2, the
+ * status pipe at 3, init's socket at 4, placed before the claim (the
+ * claim's socket waits at 6); the claim's stdin goes to 0 and its orders
+ * to 5. */
+enum { FD_STATUS = 3, FD_SOCK, FD_ORDERS, FD_CLAIM };
+
+static void place_waiting_fds(struct jail_plan *q, int sock)
 {
-        enum { FD_STATUS = 3, FD_SOCK, FD_ORDERS };
-        int src[6] = { q->stdin_fd, q->stdout_fd, q->stderr_fd, q->status_fd, sock, q->config_fd };
-        if (place_fds(src, 6, 3) < 0)
+        int src[7] = { -1, q->stdout_fd, q->stderr_fd, q->status_fd, sock, -1, q->order_fd };
+        if (place_fds(src, 7, 3) < 0)
                 fail(STEP_FDS);
         status_fd = FD_STATUS;
+        q->stdout_fd = 1;
+        q->stderr_fd = 2;
+        q->status_fd = FD_STATUS;
+        q->order_fd = FD_CLAIM;
+}
+
+/* The claim's stdin at 0 and orders at 5: where they land, the lowest
+ * numbers free, unless something else was open. */
+static int place_claim_fds(const struct jail_plan *q)
+{
+        if (q->stdin_fd != 0 || q->config_fd != FD_ORDERS) {
+                int src[6] = { q->stdin_fd, 1, 2, FD_STATUS, FD_SOCK, q->config_fd };
+                return place_fds(src, 6, 3);
+        }
+        if (fcntl(0, F_SETFD, 0) < 0) /* received close-on-exec: the program's stdin stays open */
+                return -1;
+        if (syscall(SYS_close_range, FD_ORDERS + 1, ~0U, 0) < 0) {
+                for (int fd = FD_ORDERS + 1; fd < 65536; fd++)
+                        close(fd);
+        }
+        return 0;
+}
+
+/* A pre-made jail's program process, once claimed: the claim's stdin at
+ * 0 and orders at 5, then what corral-init's forked child does in a
+ * direct jail (its run_program()): the orders read (and handed to init,
+ * for the EPERM set), the rlimits, the working directory, the filter (its
+ * listener to init), and the program (its session of its own was made
+ * before the claim).  The root is sealed and every privilege gone already.
+ * Memory comes from mmap: this is a copy of a threaded process, whose
+ * allocator's locks it must not touch. */
+static __attribute__((noreturn)) void start_claimed_program(const struct jail_plan *q)
+{
+        if (place_claim_fds(q) < 0)
+                fail(STEP_FDS);
         report(MSG_ROOT_READY, 0, 0);
 
         off_t size = lseek(FD_ORDERS, 0, SEEK_END);
@@ -485,8 +518,6 @@ static __attribute__((noreturn)) void start_claimed_program(const struct jail_pl
                 init_step_failed(INIT_STEP_CONFIG, errno);
         close(FD_ORDERS);
 
-        /* Own session: no controlling terminal, so no TIOCSTI into the caller's. */
-        setsid();
         for (uint32_t i = 0; i < o.hdr.n_rlimits; i++) {
                 struct rlimit64 rl = { o.rlimits[i].cur, o.rlimits[i].max };
                 uint32_t res = o.rlimits[i].resource;
@@ -495,9 +526,9 @@ static __attribute__((noreturn)) void start_claimed_program(const struct jail_pl
                 if (prlimit64(0, (enum __rlimit_resource)res, &rl, NULL) < 0)
                         init_step_failed(INIT_STEP_RLIMIT, errno);
         }
+        /* (Its umask is 022 since jail_enter().) */
         if (chdir(o.cwd) < 0)
                 init_step_failed(INIT_STEP_CHDIR, errno);
-        umask(022);
 
         struct sock_fprog prog = { .len = (unsigned short)o.hdr.bpf_len, .filter = o.bpf };
         bool want_listener = !(o.hdr.flags & CORRAL_INIT_FLAG_NO_LISTENER);
@@ -546,11 +577,15 @@ static __attribute__((noreturn)) void premade_wait(const struct jail_plan *p)
                 for (int r = 0; r < RLIM_NLIMITS; r++)
                         if (prlimit64(0, (enum __rlimit_resource)r, NULL, &limits_now[r]) < 0)
                                 fail(STEP_PROGRAM_PROCESS);
+                /* Own session: no controlling terminal, so no TIOCSTI
+                 * into the caller's. */
+                setsid();
                 struct jail_plan claimed = *p;
+                place_waiting_fds(&claimed, sv[1]);
                 await_claim(&claimed);
                 seal_root();
                 drop_capabilities(&claimed);
-                start_claimed_program(&claimed, sv[1]);
+                start_claimed_program(&claimed);
         }
         close(sv[1]);
         /* init: the status pipe and the socket; no stdio, no claim. */

@@ -1281,13 +1281,15 @@ static int premade_claim(struct jail_premade *pm, const corral_jail_config *cfg,
         struct jail_premade_claim *c = calloc(1, offsetof(struct jail_premade_claim, dsts) + dsts + 1);
         if (c == NULL)
                 return corral_fail(ret_err, ENOMEM, "cannot claim a jail made in advance");
-        if ((fds[nfds] = jail_orders(j, cfg, ret_err)) < 0)
-                goto out;
-        nfds++;
+        /* The stdin first, then the orders: they land at 0 and 5 of the
+         * program process, the lowest numbers it has free (enter.c). */
         if ((fds[nfds] = jail_stdin(j, cfg, io, NULL)) < 0) {
                 corral_fail(ret_err, errno, "cannot create pipes for the jail");
                 goto out;
         }
+        nfds++;
+        if ((fds[nfds] = jail_orders(j, cfg, ret_err)) < 0)
+                goto out;
         nfds++;
         /* Its tmpfs are the made size already: no remount for that. */
         c->disk_bytes = cfg->disk_bytes == pm->made.disk_bytes ? 0 : cfg->disk_bytes;

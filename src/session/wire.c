@@ -53,29 +53,35 @@ int wire_write_fds(int fd, json_t *obj, const int *fds, size_t nfds)
         size_t n = strlen(body);
         unsigned char head[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
                                   (unsigned char)n };
-        if (nfds == 0)
-                return send_all(fd, head, 4) < 0 || send_all(fd, body, n) < 0 ? -1 : 0;
-        /* The descriptors ride on the header's first byte. */
+        /* Header and body in one call (each is a system call less on a
+         * claim's path); the descriptors ride on the header's first byte. */
         union {
                 char buf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
                 struct cmsghdr align;
         } u;
         memset(&u, 0, sizeof(u));
-        struct iovec iov = { .iov_base = head, .iov_len = 4 };
-        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                            .msg_controllen = CMSG_SPACE(sizeof(int) * nfds) };
-        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+        struct iovec iov[2] = { { .iov_base = head, .iov_len = 4 }, { .iov_base = body, .iov_len = n } };
+        struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+        if (nfds > 0) {
+                m.msg_control = u.buf;
+                m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+                struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+        }
         ssize_t k;
         do
                 k = sendmsg(fd, &m, MSG_NOSIGNAL);
         while (k < 0 && errno == EINTR);
-        if (k <= 0 || (k < 4 && send_all(fd, head + k, 4 - (size_t)k) < 0))
+        if (k <= 0)
                 return -1;
-        return send_all(fd, body, n) < 0 ? -1 : 0;
+        size_t sent = (size_t)k;
+        if (sent < 4 && send_all(fd, head + sent, 4 - sent) < 0)
+                return -1;
+        size_t off = sent > 4 ? sent - 4 : 0;
+        return off < n && send_all(fd, body + off, n - off) < 0 ? -1 : 0;
 }
 
 int wire_write(int fd, json_t *obj)
