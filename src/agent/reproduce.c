@@ -122,7 +122,10 @@ struct answer_check {
  * 299.996; 1,234 matches 1234.2). */
 static bool matches(const struct numbers *ns, double x, int decimals)
 {
-        double half = 0.5 * pow(10, -decimals) + 1e-9 * fabs(x);
+        double scale = 1; /* 10^|decimals|, exact to 10^22 (no libm's pow) */
+        for (int i = 0; i < (decimals < 0 ? -decimals : decimals) && i < 308; i++)
+                scale *= 10;
+        double half = (decimals >= 0 ? 0.5 / scale : 0.5 * scale) + 1e-9 * fabs(x);
         for (size_t i = 0; i < ns->n; i++)
                 if (fabs(ns->v[i] - x) <= half || fabs(fabs(ns->v[i]) - fabs(x)) <= half)
                         return true;

@@ -318,7 +318,27 @@ const char *nearest_name(const char *word, const char *const *names)
 
 double round_ms(double ms)
 {
-        return round(ms * 100.0) / 100.0;
+        return round_half_away(ms * 100.0) / 100.0;
+}
+
+double round_half_away(double x)
+{
+        if (!(fabs(x) < 4503599627370496.0)) /* 2^52: whole already (or NaN, inf) */
+                return x;
+        double t = (double)(long long)x; /* toward zero */
+        if (x - t >= 0.5)
+                t += 1.0;
+        else if (x - t <= -0.5)
+                t -= 1.0;
+        return t;
+}
+
+double fmod_positive(double a, double b)
+{
+        double q = a / b;
+        if (!(q < 9223372036854775807.0))
+                return 0;
+        return a - b * (double)(long long)q;
 }
 
 void close_fds_except(int *keep, size_t n)

@@ -81,6 +81,16 @@ CORRAL_HIDDEN double monotonic_ms(void);
 /* A time in ms rounded to 0.01 ms, as every JSON result and event carries
  * times (17 digits say nothing a reader can use). */
 CORRAL_HIDDEN double round_ms(double ms);
+/* round() (halves away from zero) and fmod() for a >= 0 and b > 0, here
+ * rather than from libm: corral links no libm, a library less to load
+ * (and fault in) at every start, corral exec's included. */
+CORRAL_HIDDEN double round_half_away(double x);
+CORRAL_HIDDEN double fmod_positive(double a, double b);
+/* fmin() for numbers that are never NaN (times, limits). */
+static inline double min_double(double a, double b)
+{
+        return a < b ? a : b;
+}
 /* write() all of buf, retrying on EINTR/short writes; -1 on error. */
 CORRAL_HIDDEN int write_all(int fd, const void *buf, size_t len);
 

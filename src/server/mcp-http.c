@@ -535,7 +535,7 @@ double mcp_http_expire(struct server *s)
                 if (ms->open) {
                         /* A request is being answered: not idle; looked at
                          * again an idle time from now at the latest. */
-                        next = fmin(next, now + idle_ms);
+                        next = min_double(next, now + idle_ms);
                         continue;
                 }
                 double at = ms->last_ms + idle_ms;
@@ -543,7 +543,7 @@ double mcp_http_expire(struct server *s)
                         ms->refs++;
                         idle[n++] = ms;
                 } else {
-                        next = fmin(next, at <= now ? now : at);
+                        next = min_double(next, at <= now ? now : at);
                 }
         }
         pthread_mutex_unlock(&h->lock);

@@ -50,7 +50,7 @@ static void *expire_thread(void *arg)
 {
         struct server *s = arg;
         for (;;) {
-                double next = fmin(session_host_expire(s->host), mcp_http_expire(s)) - monotonic_ms();
+                double next = min_double(session_host_expire(s->host), mcp_http_expire(s)) - monotonic_ms();
                 struct pollfd p[2] = { { .fd = s->stop_fd, .events = POLLIN },
                                        { .fd = s->expire_wake_fd, .events = POLLIN } };
                 int r = poll(p, 2, next > 60000 ? 60000 : next < 0 ? 0 : (int)next + 1);
@@ -364,7 +364,7 @@ int sandbox_create(struct server *s, int who, json_t *body, json_t **ret, corral
             corral_jail_config_set_argv(&spec.cfg, placeholder, ret_err) < 0 ||
             get_seconds(body, "idle_timeout", spec.opt.idle_timeout_s, max_life, &spec.opt.idle_timeout_s,
                         ret_err) < 0 ||
-            get_seconds(body, "lifetime", fmin(spec.opt.lifetime_s, max_life), max_life, &spec.opt.lifetime_s,
+            get_seconds(body, "lifetime", min_double(spec.opt.lifetime_s, max_life), max_life, &spec.opt.lifetime_s,
                         ret_err) < 0 ||
             corral_jail_config_validate(&spec.cfg, ret_err) < 0) {
                 corral_jail_config_release(&spec.cfg);

@@ -35,7 +35,7 @@ void trace_fmt_size(char *buf, size_t size, double bytes)
                 bytes /= 1024;
                 u++;
         }
-        if (u == 0 || bytes >= 100 || fabs(bytes - round(bytes)) < 0.05)
+        if (u == 0 || bytes >= 100 || fabs(bytes - round_half_away(bytes)) < 0.05)
                 snprintf(buf, size, "%.0f %s", bytes, units[u]);
         else
                 snprintf(buf, size, "%.1f %s", bytes, units[u]);
@@ -48,11 +48,11 @@ void trace_fmt_ms(char *buf, size_t size, double ms)
         if (ms < 1000)
                 snprintf(buf, size, "%.0f ms", ms);
         else if (ms < 60000)
-                snprintf(buf, size, fmod(ms, 1000) < 0.5 ? "%.0f s" : "%.1f s", ms / 1000);
+                snprintf(buf, size, fmod_positive(ms, 1000) < 0.5 ? "%.0f s" : "%.1f s", ms / 1000);
         else if (ms < 3600000)
-                snprintf(buf, size, "%d min %02d s", (int)(ms / 60000), (int)fmod(ms / 1000, 60));
+                snprintf(buf, size, "%d min %02d s", (int)(ms / 60000), (int)fmod_positive(ms / 1000, 60));
         else
-                snprintf(buf, size, "%d h %02d min", (int)(ms / 3600000), (int)fmod(ms / 60000, 60));
+                snprintf(buf, size, "%d h %02d min", (int)(ms / 3600000), (int)fmod_positive(ms / 60000, 60));
 }
 
 void trace_fmt_count(char *buf, size_t size, unsigned long long n)

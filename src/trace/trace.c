@@ -411,7 +411,7 @@ void trace_emit(trace *t, const char *type, json_t *fields)
         json_t *ev = json_object();
         char ts[48];
         format_utc(ts, sizeof(ts));
-        double t_ms = round((monotonic_ms() - t->t0) * 10.0) / 10.0;
+        double t_ms = round_half_away((monotonic_ms() - t->t0) * 10.0) / 10.0;
         if (ev != NULL) {
                 json_object_set_new(ev, "v", json_integer(TRACE_SCHEMA_VERSION));
                 json_object_set_new(ev, "type", json_string(type));

@@ -6,6 +6,7 @@
  * Whatever bytes the program wrote, the JSON must stay valid. */
 #define _GNU_SOURCE
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -355,8 +356,27 @@ TEST(failure_json)
         free(s);
 }
 
+/* corral's round() and fmod() (util.c: it links no libm) against libm's. */
+static void test_rounding_without_libm(void)
+{
+        static const double xs[] = { 0,    0.5,    1.5,    2.5,     -0.5,   -1.5,   0.49999999999999994,
+                                     1234.5, -1234.5, 12.345 * 100, 1e15 + 0.5, 4503599627370497.0,
+                                     1e300,  -1e300, 0.25,  -0.75,  123456.789 };
+        for (size_t i = 0; i < sizeof(xs) / sizeof(xs[0]); i++)
+                CHECK(round_half_away(xs[i]) == round(xs[i]));
+        CHECK(isnan(round_half_away(NAN)) && round_half_away(INFINITY) == INFINITY);
+        static const double as[] = { 0, 999.4, 1000, 1500.25, 59999.9, 61234, 3599999, 7.5e9 };
+        for (size_t i = 0; i < sizeof(as) / sizeof(as[0]); i++) {
+                CHECK(fabs(fmod_positive(as[i], 1000) - fmod(as[i], 1000)) < 1e-6);
+                CHECK(fabs(fmod_positive(as[i], 60) - fmod(as[i], 60)) < 1e-6);
+        }
+        CHECK(min_double(1, INFINITY) == 1 && min_double(-2, 3) == -2);
+        CHECK(round_ms(12.345678) == 12.35 && round_ms(-0.004) == 0);
+}
+
 int main(void)
 {
+        RUN(rounding_without_libm);
         RUN(ok_result);
         RUN(null_buffers);
         RUN(binary_output);
