@@ -19,7 +19,7 @@
 #include <corral/jail.h>
 #include <jansson.h>
 
-/* Two by default: a claimed jail starts 3-4 ms sooner than a direct one,
+/* Two by default: a claimed jail starts 4-5 ms sooner than a direct one,
  * and under a steady stream of claims the pool steps aside (exec-pool.c,
  * refill_wait_ms()); docs/exec-pool.md has the figures. */
 #define EXEC_POOL_DEFAULT 2
