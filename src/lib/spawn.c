@@ -1457,7 +1457,9 @@ int jail_premade_run(struct jail_premade *pm, const corral_jail_config *cfg, con
                      corral_jail_result *ret, corral_error **ret_err)
 {
         memset(ret, 0, sizeof(*ret));
-        return jail_premade_claim(pm, cfg, io, ret_err) < 0 ? JAIL_PREMADE_UNCLAIMED : jail_premade_finish(pm, ret, ret_err);
+        if (jail_premade_claim(pm, cfg, io, ret_err) < 0)
+                return JAIL_PREMADE_UNCLAIMED;
+        return jail_premade_finish(pm, ret, ret_err);
 }
 
 int jail_premade_finish(struct jail_premade *pm, corral_jail_result *ret, corral_error **ret_err)

@@ -303,7 +303,8 @@ static bool retryable_curl(CURLcode rc)
 
 static double backoff_s(const model_client *c, unsigned attempt, double retry_after_s)
 {
-        double d = retry_after_s >= 0 ? retry_after_s : c->s.retry_base_s * (double)(1ull << (attempt < 62 ? attempt : 62));
+        double twice = (double)(1ull << (attempt < 62 ? attempt : 62)); /* 2^attempt */
+        double d = retry_after_s >= 0 ? retry_after_s : c->s.retry_base_s * twice;
         if (retry_after_s < 0) {
                 /* Jitter (±25%) so parallel clients do not retry in step. */
                 struct timespec ts;
