@@ -3,6 +3,7 @@
 #include "../lib/probe.h"
 #include "../model/model.h"
 #include "../session/client.h"
+#include "../trace/cmark-dl.h"
 #include "../workspace/archive-dl.h"
 #include "health.h"
 
@@ -19,6 +20,7 @@ json_t *health_report(void)
         }
         model_probe_library(checks);
         archive_probe(checks);
+        cmark_probe(checks);
         probe_openssl(checks);
         model_probe(checks);
         session_client_probe(checks);

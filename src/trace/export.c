@@ -25,12 +25,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cmark.h>
 #include <nettle/base64.h>
 
 #include "../workspace/artifact.h"
 #include "../workspace/dest.h"
 #include "../workspace/workspace.h"
+#include "cmark-dl.h"
 #include "export.h"
 #include "format.h"
 #include "render.h"
@@ -1067,14 +1067,25 @@ static void html_files(FILE *f, struct events *e, const json_t *arts)
                         cleanup_free char *text = markdown_text(e, a);
                         size_t n = 0;
                         cleanup_free char *clean = text ? term_sanitize(text, strlen(text), &n) : NULL;
-                        cleanup_free char *html = clean ? cmark_markdown_to_html(clean, n, CMARK_OPT_DEFAULT) : NULL;
+                        corral_error *err = NULL;
+                        cleanup_free char *html = clean ? markdown_to_html(clean, n, &err) : NULL;
                         if (html) {
                                 fputs("<figure><div class=\"report\">\n", f);
                                 fputs(html, f);
                                 fputs("</div><figcaption>", f);
                                 h(f, path);
                                 fputs("</figcaption></figure>\n", f);
+                        } else if (clean) {
+                                /* Without libcmark: the text as it is, and why. */
+                                fputs("<figure><pre>", f);
+                                h(f, clean);
+                                fputs("</pre><figcaption>", f);
+                                h(f, path);
+                                fputs(" (not rendered: ", f);
+                                h(f, err ? err->msg : "cannot render the markdown");
+                                fputs(")</figcaption></figure>\n", f);
                         }
+                        corral_error_free(err);
                 }
         }
 }

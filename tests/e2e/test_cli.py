@@ -153,7 +153,7 @@ def test_doctor_json_is_the_report_it_prints(corral):
     names = [c["name"] for c in checks]
     assert names[:3] == ["user namespaces", "seccomp", "no_new_privs"], names
     for name in ["cgroup v2", "cgroup v1", "limits backend", "landlock", "jail", "python in a jail", "libcurl",
-                 "libarchive", "libssl", "session host"]:
+                 "libarchive", "libcmark", "libssl", "session host"]:
         assert name in names, names
     libssl = checks[names.index("libssl")]
     assert libssl["ok"] is True and libssl["detail"].startswith("OpenSSL 3."), libssl
