@@ -554,10 +554,16 @@ def test_a_pooled_result_counts_the_programs_use_and_its_tree_still_ends(exec_en
 
 def test_a_claim_with_the_made_limits_has_them(exec_env):
     # Limits equal to those the jail was made with are not written again at the claim: they must be in
-    # force all the same (128 processes, a /tmp of 256 MiB by default).
-    r = json.loads(pool_exec(exec_env, "--json", "--", "/bin/sh", "-c",
-                             "df -k /tmp | tail -1; for i in $(seq 200); do sleep 5 & done; wait").stdout)
-    assert r["from"] == "pool" and r["limit"] == "pids", r
+    # force all the same (128 processes, a /tmp of 256 MiB by default), as in a direct jail.
+    argv = ["/bin/sh", "-c", "df -k /tmp | tail -1; for i in $(seq 200); do sleep 5 & done; wait"]
+    r = json.loads(pool_exec(exec_env, "--json", "--", *argv).stdout)
+    d = json.loads(pool_exec(dict(exec_env, CORRAL_EXEC_POOL="0"), "--json", "--", *argv).stdout)
+    assert (r["from"], d["from"]) == ("pool", "direct"), (r, d)
+    assert (r["limit"], r["exit_code"], r["status"]) == (d["limit"], d["exit_code"], d["status"]), (r, d)
+    if r["limits_backend"] == "rlimit":
+        assert r["exit_code"] != 0, r  # RLIMIT_NPROC: a fork failed, and the shell says so
+    else:
+        assert r["limit"] == "pids", r
     assert r["stdout"].split()[1] == str(256 << 10), r
 
 
