@@ -278,7 +278,8 @@ int init_main(int argc, char **argv)
         if (sfd < 0)
                 die(INIT_STEP_SIGNALS, sfd);
         int sv[2] = { CORRAL_INIT_CONFIG_FD, -1 };
-        if (child > 0) {
+        bool adopted = child > 0;
+        if (adopted) {
                 /* Adopted: fd 3 is the socket to the program's process,
                  * which sends the orders once it has them. */
                 s_fcntl(sv[0], F_SETFD, FD_CLOEXEC);
@@ -301,6 +302,11 @@ int init_main(int argc, char **argv)
         bool sock_open = true, done = false;
         uint64_t eperm_seen[CORRAL_INIT_EPERM_WORDS];
         memset(eperm_seen, 0, sizeof(eperm_seen));
+        /* An adopted process may have ended before SIGCHLD was blocked
+         * above (claimed as this init started): its signal was discarded,
+         * so look once now; any later end is on sfd. */
+        for (long w; adopted && !done && (w = s_wait4(-1, &status, S_WNOHANG | __WALL)) > 0;)
+                done = w == child;
         while (!done) {
                 struct pollfd p[3] = {
                         { .fd = (int)sfd, .events = POLLIN },
