@@ -8,15 +8,27 @@
 
 #include "../src/lib/jail-internal.h"
 
+/* A pre-made jail's two parts of the same filter (jail-internal.h). */
+static void emit(FILE *f, const char *name, const struct jail_bpf *bpf)
+{
+        fprintf(f, "\nextern const size_t %s_len;\nextern const struct sock_filter %s[];\n"
+                   "const size_t %s_len = %zu;\nconst struct sock_filter %s[] = {\n",
+                name, name, name, bpf->len, name);
+        for (size_t i = 0; i < bpf->len; i++)
+                fprintf(f, "\t{ 0x%04x, %u, %u, 0x%08x },\n", bpf->insns[i].code, bpf->insns[i].jt, bpf->insns[i].jf,
+                        bpf->insns[i].k);
+        fprintf(f, "};\n");
+}
+
 int main(int argc, char **argv)
 {
         if (argc != 2) {
                 fprintf(stderr, "usage: gen-seccomp OUTPUT.c\n");
                 return 2;
         }
-        struct jail_bpf bpf;
+        struct jail_bpf bpf, outer, inner;
         corral_error *err = NULL;
-        if (jail_seccomp_build(&bpf, &err) < 0) {
+        if (jail_seccomp_build(&bpf, &err) < 0 || jail_seccomp_build_premade(&outer, &inner, &err) < 0) {
                 fprintf(stderr, "gen-seccomp: %s\n", err ? err->msg : "failed");
                 return 1;
         }
@@ -38,11 +50,16 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < bpf.len; i++)
                 fprintf(f, "\t{ 0x%04x, %u, %u, 0x%08x },\n", bpf.insns[i].code, bpf.insns[i].jt, bpf.insns[i].jf,
                         bpf.insns[i].k);
-        fprintf(f, "};\n\n/* Notified calls init answers with EPERM, by number. */\n"
+        fprintf(f, "};\n");
+        emit(f, "jail_prebuilt_premade_outer", &outer);
+        emit(f, "jail_prebuilt_premade_inner", &inner);
+        fprintf(f, "\n/* Notified calls init answers with EPERM, by number. */\n"
                    "const uint64_t jail_prebuilt_eperm[%d] = {\n", CORRAL_INIT_EPERM_WORDS);
         for (size_t i = 0; i < CORRAL_INIT_EPERM_WORDS; i++)
                 fprintf(f, "\t0x%016llxull,\n", (unsigned long long)bpf.eperm[i]);
         fprintf(f, "};\n");
         free(bpf.insns);
+        free(outer.insns);
+        free(inner.insns);
         return fclose(f) == 0 ? 0 : 1;
 }

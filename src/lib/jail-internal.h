@@ -42,6 +42,18 @@ struct jail_bpf {
 CORRAL_HIDDEN int jail_seccomp_program(const struct jail_bpf **ret, corral_error **ret_err);
 /* Build it from the policy with libseccomp; out->insns is malloc'd. */
 CORRAL_HIDDEN int jail_seccomp_build(struct jail_bpf *out, corral_error **ret_err);
+/* The same filter in two parts for a pre-made jail's program process
+ * (enter.c), so that the claim loads a small program instead of the whole:
+ * the outer one, loaded before the claim without a listener, is the policy
+ * with the claim's own calls allowed (mount, umount2, move_mount, capset,
+ * seccomp); the inner one, loaded at the claim with the listener, notifies
+ * what the policy notifies (the tie goes to it, the newer filter) and
+ * refuses capset and seccomp with ENOSYS.  Stacked, they decide every call
+ * as jail_seccomp_program() does (test-seccomp.c runs all three).  Built
+ * once, or compiled in at build time; the _build variant mallocs. */
+CORRAL_HIDDEN int jail_seccomp_premade_programs(const struct jail_bpf **ret_outer, const struct jail_bpf **ret_inner,
+                                                corral_error **ret_err);
+CORRAL_HIDDEN int jail_seccomp_build_premade(struct jail_bpf *outer, struct jail_bpf *inner, corral_error **ret_err);
 CORRAL_HIDDEN char *jail_seccomp_syscall_name(int nr, uint32_t arch);
 /* The calls a jail's init answered with EPERM (MSG_SECCOMP_EPERM), each
  * once, in the order they came; past JAIL_MAX_DENIED the rest are dropped. */
@@ -332,6 +344,10 @@ struct jail_plan {
          * stdin_fd and config_fd come with it. */
         bool premade;
         int order_fd;
+        /* ... and its filter in two parts (seccomp.c): the outer one loaded
+         * before the claim, the inner one at it; whole is the program the
+         * two stand for, which the claim's orders must carry. */
+        const struct jail_bpf *bpf_outer, *bpf_inner, *bpf_whole;
         const char *ca_bundle;   /* brokered credentials: PEM text for JAIL_CA_BUNDLE (borrowed), or NULL */
         bool ssl_certs_dir;      /* a zygote: an empty /etc/ssl/certs, where a warm session with brokered
                                   * credentials mounts its own bundle (src/session/zygote.c) */

@@ -110,6 +110,14 @@ static const char *const eperm_syscalls[] = {
 #define TIOCLINUX_CMD 0x541Cu
 #define PERSONALITY_QUERY 0xffffffffu
 
+/* Which program seccomp_build() makes from the one policy. */
+enum filter_kind {
+        FILTER_JAIL,          /* what every jail's program runs under */
+        FILTER_ZYGOTE,        /* the zygote's: the jail's and what forking a session needs */
+        FILTER_PREMADE_OUTER, /* a pre-made jail's before its claim: the jail's and the claim's own calls */
+        FILTER_PREMADE_INNER, /* loaded on the outer one at the claim: what the outer one lets through */
+};
+
 /* What a zygote may do on top of the policy (zygote.c: each session it
  * forks unshares namespaces, mounts its /proc, /tmp and /workspace, drops
  * its capabilities and loads the jail's filter itself). */
@@ -117,10 +125,21 @@ static const char *const zygote_extra_syscalls[] = {
         "unshare", "mount", "umount2", "mount_setattr", "move_mount", "capset", "seccomp",
 };
 
-static bool zygote_extra(const char *name)
+/* What a pre-made jail's program process does at its claim, after its
+ * outer filter is loaded (enter.c): attach the caller's trees and seal the
+ * root, drop its capabilities, load the inner filter. */
+static const char *const premade_extra_syscalls[] = {
+        "mount", "umount2", "move_mount", "capset", "seccomp",
+};
+
+static bool is_extra(enum filter_kind kind, const char *name)
 {
-        for (size_t i = 0; i < ARRAY_SIZE(zygote_extra_syscalls); i++)
-                if (strcmp(name, zygote_extra_syscalls[i]) == 0)
+        const char *const *names = kind == FILTER_ZYGOTE ? zygote_extra_syscalls : premade_extra_syscalls;
+        size_t n = kind == FILTER_ZYGOTE ? ARRAY_SIZE(zygote_extra_syscalls) : ARRAY_SIZE(premade_extra_syscalls);
+        if (kind != FILTER_ZYGOTE && kind != FILTER_PREMADE_OUTER)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(name, names[i]) == 0)
                         return true;
         return false;
 }
@@ -131,8 +150,9 @@ static bool zygote_extra(const char *name)
  * with ENOSYS, and in a session, whose own filter (loaded later) notifies as
  * well, the tie goes to the newest filter, the one with the session's
  * listener.  A kill or an errno here would outrank it and the call would go
- * unnamed. */
-static int add_denied(scmp_filter_ctx ctx, bool zygote, const char *const *names, size_t n, uint64_t *eperm)
+ * unnamed.  A pre-made jail's outer and inner filters work the same way. */
+static int add_denied(scmp_filter_ctx ctx, enum filter_kind kind, const char *const *names, size_t n,
+                      uint64_t *eperm)
 {
         for (size_t i = 0; i < n; i++) {
                 int nr = seccomp_syscall_resolve_name(names[i]);
@@ -140,37 +160,47 @@ static int add_denied(scmp_filter_ctx ctx, bool zygote, const char *const *names
                         continue; /* not on this architecture */
                 if (eperm && (unsigned)nr < 64u * CORRAL_INIT_EPERM_WORDS)
                         eperm[nr / 64] |= 1ull << (nr % 64);
-                bool allow = zygote && zygote_extra(names[i]);
-                int r = seccomp_rule_add(ctx, allow ? SCMP_ACT_ALLOW : SCMP_ACT_NOTIFY, nr, 0);
+                int r = seccomp_rule_add(ctx, is_extra(kind, names[i]) ? SCMP_ACT_ALLOW : SCMP_ACT_NOTIFY, nr, 0);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-static int add_rules(scmp_filter_ctx ctx, bool zygote, uint64_t *eperm)
+/* The policy as kind's program.  The inner filter keeps only what is not
+ * an allow (its default): the notified calls, so that each ties with the
+ * outer filter's notification and reaches the inner one's listener, and an
+ * ENOSYS for the outer filter's extra capset and seccomp; every errno of
+ * the outer filter stands. */
+static int add_rules(scmp_filter_ctx ctx, enum filter_kind kind, uint64_t *eperm)
 {
+        bool inner = kind == FILTER_PREMADE_INNER;
         int r;
-        for (size_t i = 0; i < ARRAY_SIZE(allowed_syscalls); i++) {
+        for (size_t i = 0; i < ARRAY_SIZE(allowed_syscalls) && !inner; i++) {
                 int nr = seccomp_syscall_resolve_name(allowed_syscalls[i]);
                 if (nr == __NR_SCMP_ERROR)
                         continue; /* not on this architecture */
                 if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) < 0)
                         return r;
         }
-        if ((r = add_denied(ctx, zygote, kill_syscalls, ARRAY_SIZE(kill_syscalls), NULL)) < 0 ||
-            (r = add_denied(ctx, zygote, eperm_syscalls, ARRAY_SIZE(eperm_syscalls), eperm)) < 0)
+        if ((r = add_denied(ctx, kind, kill_syscalls, ARRAY_SIZE(kill_syscalls), NULL)) < 0 ||
+            (r = add_denied(ctx, kind, eperm_syscalls, ARRAY_SIZE(eperm_syscalls), eperm)) < 0)
                 return r;
         /* clone notifies only with a namespace flag (below): EPERM, as
          * unshare. */
         eperm[SCMP_SYS(clone) / 64] |= 1ull << (SCMP_SYS(clone) % 64);
-        if (zygote) {
+        if (kind != FILTER_JAIL) {
+                /* capset and seccomp: the jail's default, ENOSYS, except
+                 * where they are extras. */
                 static const char *const extra[] = { "capset", "seccomp" };
                 for (size_t i = 0; i < ARRAY_SIZE(extra); i++) {
                         int nr = seccomp_syscall_resolve_name(extra[i]);
-                        if (nr != __NR_SCMP_ERROR && (r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) < 0)
+                        if (nr != __NR_SCMP_ERROR &&
+                            (r = seccomp_rule_add(ctx, inner ? SCMP_ACT_ERRNO(ENOSYS) : SCMP_ACT_ALLOW, nr, 0)) < 0)
                                 return r;
                 }
+        }
+        if (kind == FILTER_ZYGOTE) {
                 /* Any clone: a session's pid namespace comes from unshare()
                  * then fork(). */
                 if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 0)) < 0)
@@ -178,12 +208,12 @@ static int add_rules(scmp_filter_ctx ctx, bool zygote, uint64_t *eperm)
         }
         /* clone: only without namespace flags.  Each flag gets its own rule
          * because libseccomp allows one comparison per argument and rule. */
-        r = zygote ? 0
-                   : seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-                                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NAMESPACE_FLAGS, 0));
+        r = kind == FILTER_ZYGOTE || inner ? 0
+                                           : seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                                                              SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NAMESPACE_FLAGS, 0));
         if (r < 0)
                 return r;
-        for (unsigned long bit = 1; bit <= CLONE_NAMESPACE_FLAGS && !zygote; bit <<= 1) {
+        for (unsigned long bit = 1; bit <= CLONE_NAMESPACE_FLAGS && kind != FILTER_ZYGOTE; bit <<= 1) {
                 if (!(CLONE_NAMESPACE_FLAGS & bit))
                         continue;
                 r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit));
@@ -194,6 +224,8 @@ static int add_rules(scmp_filter_ctx ctx, bool zygote, uint64_t *eperm)
          * refuses a rule equal to the default action), so libc falls back to
          * clone, whose flags are checked above.  clone3 passes its flags in
          * memory, where a filter cannot read them. */
+        if (inner)
+                return 0; /* the rest are allows and errnos: the outer filter's */
 
         /* socket: local and IP families only; anything else EAFNOSUPPORT.
          * AF_VSOCK in particular is not namespaced and would reach the
@@ -288,9 +320,9 @@ static size_t build_prefix(struct sock_filter *f, uint32_t native_arch)
         return ARRAY_SIZE(p);
 }
 
-static int seccomp_build(struct jail_bpf *out, bool zygote, corral_error **ret_err)
+static int seccomp_build(struct jail_bpf *out, enum filter_kind kind, corral_error **ret_err)
 {
-        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
+        scmp_filter_ctx ctx = seccomp_init(kind == FILTER_PREMADE_INNER ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(ENOSYS));
         int memfd = -1, rc = -1;
         struct sock_filter *insns = NULL;
         int r;
@@ -304,7 +336,7 @@ static int seccomp_build(struct jail_bpf *out, bool zygote, corral_error **ret_e
         if (r == 0)
                 r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
         if (r == 0)
-                r = add_rules(ctx, zygote, out->eperm);
+                r = add_rules(ctx, kind, out->eperm);
         if (r < 0) {
                 corral_fail(ret_err, -r, "cannot build the seccomp filter");
                 goto out;
@@ -339,7 +371,19 @@ out:
 
 int jail_seccomp_build(struct jail_bpf *out, corral_error **ret_err)
 {
-        return seccomp_build(out, false, ret_err);
+        return seccomp_build(out, FILTER_JAIL, ret_err);
+}
+
+int jail_seccomp_build_premade(struct jail_bpf *outer, struct jail_bpf *inner, corral_error **ret_err)
+{
+        if (seccomp_build(outer, FILTER_PREMADE_OUTER, ret_err) < 0)
+                return -1;
+        if (seccomp_build(inner, FILTER_PREMADE_INNER, ret_err) < 0) {
+                free(outer->insns);
+                outer->insns = NULL;
+                return -1;
+        }
+        return 0;
 }
 
 static struct jail_bpf zygote_bpf;
@@ -348,7 +392,7 @@ static pthread_once_t zygote_once = PTHREAD_ONCE_INIT;
 
 static void load_zygote_program(void)
 {
-        seccomp_build(&zygote_bpf, true, &zygote_err);
+        seccomp_build(&zygote_bpf, FILTER_ZYGOTE, &zygote_err);
 }
 
 int jail_seccomp_zygote_program(const struct jail_bpf **ret, corral_error **ret_err)
@@ -368,6 +412,8 @@ extern const struct sock_filter jail_prebuilt_bpf[];
 extern const size_t jail_prebuilt_bpf_len;
 extern const uint32_t jail_prebuilt_bpf_arch;
 extern const uint64_t jail_prebuilt_eperm[CORRAL_INIT_EPERM_WORDS];
+extern const struct sock_filter jail_prebuilt_premade_outer[], jail_prebuilt_premade_inner[];
+extern const size_t jail_prebuilt_premade_outer_len, jail_prebuilt_premade_inner_len;
 #endif
 
 static struct jail_bpf cached;
@@ -393,6 +439,37 @@ int jail_seccomp_program(const struct jail_bpf **ret, corral_error **ret_err)
         if (cached.insns == NULL)
                 return corral_fail(ret_err, 0, "%s", cached_err ? cached_err->msg : "seccomp filter unavailable");
         *ret = &cached;
+        return 0;
+}
+
+static struct jail_bpf premade_outer, premade_inner;
+static corral_error *premade_err;
+static pthread_once_t premade_once = PTHREAD_ONCE_INIT;
+
+static void load_premade_programs(void)
+{
+#ifdef CORRAL_PREBUILT_BPF
+        if (jail_prebuilt_bpf_arch == seccomp_arch_native()) {
+                premade_outer.insns = (struct sock_filter *)jail_prebuilt_premade_outer;
+                premade_outer.len = jail_prebuilt_premade_outer_len;
+                premade_inner.insns = (struct sock_filter *)jail_prebuilt_premade_inner;
+                premade_inner.len = jail_prebuilt_premade_inner_len;
+                memcpy(premade_outer.eperm, jail_prebuilt_eperm, sizeof(premade_outer.eperm));
+                memcpy(premade_inner.eperm, jail_prebuilt_eperm, sizeof(premade_inner.eperm));
+                return;
+        }
+#endif
+        jail_seccomp_build_premade(&premade_outer, &premade_inner, &premade_err);
+}
+
+int jail_seccomp_premade_programs(const struct jail_bpf **ret_outer, const struct jail_bpf **ret_inner,
+                                  corral_error **ret_err)
+{
+        pthread_once(&premade_once, load_premade_programs);
+        if (premade_outer.insns == NULL)
+                return corral_fail(ret_err, 0, "%s", premade_err ? premade_err->msg : "seccomp filter unavailable");
+        *ret_outer = &premade_outer;
+        *ret_inner = &premade_inner;
         return 0;
 }
 

@@ -957,6 +957,9 @@ static int jail_start(struct jail *j, const struct jail_special *sp, bool premad
         j->plan.order_fd = -1;
         j->plan.premade = premade;
         if (premade) {
+                if (jail_seccomp_premade_programs(&j->plan.bpf_outer, &j->plan.bpf_inner, ret_err) < 0 ||
+                    jail_seccomp_program(&j->plan.bpf_whole, ret_err) < 0)
+                        return -1;
                 int sv[2];
                 if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                         goto pipe_fail;

@@ -7,7 +7,10 @@
  * records which call it was and answers EPERM so the child carries on.  The
  * child then reports what every call returned.  Allowed calls must work,
  * unlisted ones (and clone3) fail with ENOSYS without a notification, denied
- * ones notify. */
+ * ones notify.  A pre-made jail's filter in two parts is checked twice: in
+ * a child that loads both as enter.c does, and by running the three
+ * programs here, in a small evaluator, over every system call number with
+ * the arguments the policy looks at. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/audit.h>
@@ -212,13 +215,18 @@ static long i386_getpid(void)
 }
 #endif
 
-/* The child: load the filter, hand over the listener, make the calls. */
-static __attribute__((noreturn)) void child(int sock, const struct jail_bpf *bpf)
+/* The child: load the filter (after outer, with no listener, if given),
+ * hand over the listener, make the calls. */
+static __attribute__((noreturn)) void child(int sock, const struct jail_bpf *outer, const struct jail_bpf *bpf)
 {
         struct outcome out[N_CALLS];
         memset(out, 0, sizeof(out));
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 _exit(10);
+        struct sock_fprog outer_prog = { .len = (unsigned short)(outer ? outer->len : 0),
+                                         .filter = outer ? outer->insns : NULL };
+        if (outer && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &outer_prog) < 0)
+                _exit(14);
         struct sock_fprog prog = { .len = (unsigned short)bpf->len, .filter = bpf->insns };
         int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
         if (listener < 0)
@@ -312,13 +320,8 @@ static double now_s(void)
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-TEST(filter_in_child)
+static void check_in_child(const struct jail_bpf *outer, const struct jail_bpf *bpf)
 {
-        const struct jail_bpf *bpf = NULL;
-        if (jail_seccomp_program(&bpf, NULL) < 0) {
-                CHECK(!"no seccomp program");
-                return;
-        }
         struct seccomp_notif_sizes sizes;
         if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0) {
                 CHECK(!"SECCOMP_GET_NOTIF_SIZES failed");
@@ -338,7 +341,7 @@ TEST(filter_in_child)
         pid_t pid = fork();
         if (pid == 0) {
                 close(sv[0]);
-                child(sv[1], bpf);
+                child(sv[1], outer, bpf);
         }
         close(sv[1]);
         CHECK(pid > 0);
@@ -498,6 +501,168 @@ TEST(filter_in_child)
         }
 }
 
+TEST(filter_in_child)
+{
+        const struct jail_bpf *bpf = NULL;
+        if (jail_seccomp_program(&bpf, NULL) < 0) {
+                CHECK(!"no seccomp program");
+                return;
+        }
+        check_in_child(NULL, bpf);
+}
+
+/* A pre-made jail's program process loads the outer part before its claim
+ * and the inner one at it (enter.c): the same calls, the same answers, the
+ * same notifications, all on the inner part's listener. */
+TEST(premade_filters_in_child)
+{
+        const struct jail_bpf *outer = NULL, *inner = NULL;
+        if (jail_seccomp_premade_programs(&outer, &inner, NULL) < 0) {
+                CHECK(!"no pre-made jail's programs");
+                return;
+        }
+        printf("# outer %zu instructions, inner %zu\n", outer->len, inner->len);
+        check_in_child(outer, inner);
+}
+
+/* ---- the two parts, stacked, decide as the whole ---- */
+
+/* Run a classic BPF program on d as the kernel's seccomp does; the
+ * instructions libseccomp and build_prefix() emit.  *bad: one it does not
+ * know. */
+static uint32_t run_bpf(const struct jail_bpf *b, const struct seccomp_data *d, bool *bad)
+{
+        uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = { 0 };
+        for (size_t pc = 0; pc < b->len; pc++) {
+                const struct sock_filter *f = &b->insns[pc];
+                switch (f->code) {
+                case BPF_LD | BPF_W | BPF_ABS:
+                        if (f->k > sizeof(*d) - 4 || f->k % 4) {
+                                *bad = true;
+                                return 0;
+                        }
+                        memcpy(&a, (const char *)d + f->k, 4);
+                        break;
+                case BPF_LD | BPF_MEM:
+                        a = mem[f->k % BPF_MEMWORDS];
+                        break;
+                case BPF_LDX | BPF_MEM:
+                        x = mem[f->k % BPF_MEMWORDS];
+                        break;
+                case BPF_ST:
+                        mem[f->k % BPF_MEMWORDS] = a;
+                        break;
+                case BPF_STX:
+                        mem[f->k % BPF_MEMWORDS] = x;
+                        break;
+                case BPF_ALU | BPF_AND | BPF_K:
+                        a &= f->k;
+                        break;
+                case BPF_MISC | BPF_TAX:
+                        x = a;
+                        break;
+                case BPF_MISC | BPF_TXA:
+                        a = x;
+                        break;
+                case BPF_JMP | BPF_JA:
+                        pc += f->k;
+                        break;
+                case BPF_JMP | BPF_JEQ | BPF_K:
+                        pc += a == f->k ? f->jt : f->jf;
+                        break;
+                case BPF_JMP | BPF_JGT | BPF_K:
+                        pc += a > f->k ? f->jt : f->jf;
+                        break;
+                case BPF_JMP | BPF_JGE | BPF_K:
+                        pc += a >= f->k ? f->jt : f->jf;
+                        break;
+                case BPF_JMP | BPF_JSET | BPF_K:
+                        pc += (a & f->k) ? f->jt : f->jf;
+                        break;
+                case BPF_RET | BPF_K:
+                        return f->k;
+                case BPF_RET | BPF_A:
+                        return a;
+                default:
+                        *bad = true;
+                        return 0;
+                }
+        }
+        *bad = true; /* ran off the end */
+        return 0;
+}
+
+/* The kernel's choice between stacked filters (kernel/seccomp.c): the
+ * newest first, and an action lower as a signed number replaces the one so
+ * far; so a tie goes to the newest. */
+static int32_t action_only(uint32_t ret)
+{
+        return (int32_t)(ret & SECCOMP_RET_ACTION_FULL);
+}
+
+TEST(premade_filters_stacked_are_the_whole)
+{
+        const struct jail_bpf *whole = NULL, *outer = NULL, *inner = NULL;
+        if (jail_seccomp_program(&whole, NULL) < 0 || jail_seccomp_premade_programs(&outer, &inner, NULL) < 0) {
+                CHECK(!"no seccomp programs");
+                return;
+        }
+        /* The values the policy compares: socket families, file modes with
+         * and without set-id bits, clone's namespace flags, ioctl commands
+         * (with high bits the kernel ignores), personality's values; and
+         * some noise. */
+        static const uint64_t values[] = {
+                0, 1, 2, 10, 16, 17, 40, 63, 64, 65, 0644, 04755, 02755, 06000, 0x5412, 0x541C, 0x100005412ull,
+                0x10000541Cull, 0x5401, 0xffffffffull, 0x100000000ull, 0x100040000ull, 0x40000,
+                CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP,
+                0x80, CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD, SIGCHLD,
+                CLONE_NEWUSER | SIGCHLD, ~0ull, 0x8000000000000000ull,
+        };
+        static const uint32_t arches[] = { AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64, 0 };
+        uint32_t native = seccomp_arch_native();
+        size_t runs = 0, differ = 0, misrouted = 0, notified = 0;
+        bool bad = false;
+        for (size_t ai = 0; ai < ARRAY_SIZE(arches) + 1; ai++) {
+                uint32_t arch = ai == 0 ? native : arches[ai - 1];
+                for (uint32_t i = 0; i < 1024 + 700; i++) {
+                        uint32_t nr = i < 1024 ? i : X32_BIT | (i - 1024);
+                        for (size_t arg = 0; arg < 4; arg++) {
+                                for (size_t v = 0; v < ARRAY_SIZE(values); v++) {
+                                        struct seccomp_data d;
+                                        memset(&d, 0, sizeof(d));
+                                        d.nr = (int)nr;
+                                        d.arch = arch;
+                                        d.args[arg] = values[v];
+                                        uint32_t w = run_bpf(whole, &d, &bad);
+                                        uint32_t in = run_bpf(inner, &d, &bad), out = run_bpf(outer, &d, &bad);
+                                        bool from_inner = !(action_only(out) < action_only(in));
+                                        uint32_t got = from_inner ? in : out;
+                                        runs++;
+                                        if (got != w) {
+                                                if (differ++ < 8)
+                                                        printf("#   nr 0x%x arch 0x%x arg%zu 0x%llx: whole 0x%x, "
+                                                               "stacked 0x%x\n",
+                                                               nr, arch, arg, (unsigned long long)values[v], w, got);
+                                        } else if ((got & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_USER_NOTIF) {
+                                                notified++;
+                                                /* Only the inner part has a listener. */
+                                                if (!from_inner && misrouted++ < 8)
+                                                        printf("#   nr 0x%x arch 0x%x: notified by the outer part\n",
+                                                               nr, arch);
+                                        }
+                                }
+                        }
+                }
+        }
+        printf("# %zu inputs, %zu notified\n", runs, notified);
+        CHECK(!bad);
+        CHECK_INT(differ, 0);
+        CHECK_INT(misrouted, 0);
+        CHECK(notified > 0);
+        /* Not a copy of the whole: the claim loads a small program. */
+        CHECK(inner->len < whole->len / 3);
+}
+
 /* The two deny classes: init answers EPERM for the calls in the set and
  * kills for every other notification (docs/security.md). */
 TEST(eperm_set)
@@ -543,5 +708,7 @@ int main(void)
         RUN(eperm_set);
         RUN(syscall_names);
         RUN(filter_in_child);
+        RUN(premade_filters_in_child);
+        RUN(premade_filters_stacked_are_the_whole);
         return DONE();
 }
