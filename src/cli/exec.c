@@ -247,15 +247,23 @@ static void on_notice(void *ud, const char *msg)
         cli_error("exec", "note: %s", msg);
 }
 
+/* Where exec_run() ran the jail: the pool's host, whose connection stays
+ * open until the result is out (the host tears the jail down when it
+ * closes), or directly. */
+struct exec_where {
+        bool pooled;
+        int host_conn;
+};
+
 /* corral exec's runner: a jail of the session host's pool where one is
  * ready and fits, else a direct jail, silently (the same isolation either
  * way; docs/exec-pool.md). */
 static int exec_run(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *res, void *userdata,
                     corral_error **ret_err)
 {
-        bool *pooled = userdata;
-        int r = session_client_exec_claim(cfg, io, res, ret_err);
-        *pooled = r == 0;
+        struct exec_where *w = userdata;
+        int r = session_client_exec_claim(cfg, io, res, &w->host_conn, ret_err);
+        w->pooled = r == 0;
         return r <= 0 ? r : corral_jail_run(cfg, io, res, ret_err);
 }
 
@@ -314,9 +322,9 @@ int cmd_exec(int argc, char **argv)
                               .on_output = o.json ? NULL : on_output, .on_truncate = o.json ? NULL : on_truncate,
                               .on_notice = on_notice };
         corral_jail_result res;
-        bool pooled = false;
-        if ((o.json ? artifact_jail_run_by(&cfg, &io, exec_run, &pooled, &res, &json, &err)
-                    : exec_run(&cfg, &io, &res, &pooled, &err)) < 0)
+        struct exec_where where = { .pooled = false, .host_conn = -1 };
+        if ((o.json ? artifact_jail_run_by(&cfg, &io, exec_run, &where, &res, &json, &err)
+                    : exec_run(&cfg, &io, &res, &where, &err)) < 0)
                 goto fail;
         cli_output_end(&out_streams[0]);
         cli_output_end(&out_streams[1]);
@@ -327,7 +335,7 @@ int cmd_exec(int argc, char **argv)
                  * object's text rather than into a copy of it (which holds
                  * the program's output, up to the output limit twice). */
                 fwrite(json, 1, jn - 1, stdout);
-                printf(",\"from\":\"%s\"}\n", pooled ? "pool" : "direct");
+                printf(",\"from\":\"%s\"}\n", where.pooled ? "pool" : "direct");
         } else if (json) {
                 puts(json);
         } else if (res.limit == CORRAL_LIMIT_CANCELLED) {
@@ -338,6 +346,8 @@ int cmd_exec(int argc, char **argv)
                 cli_error("exec", "%s", res.reason);
         }
         fflush(stdout);
+        if (where.host_conn >= 0)
+                close(where.host_conn); /* the result is out: the host may tear the jail down */
         status = res.exit_code;
         if (res.limit == CORRAL_LIMIT_CANCELLED && cli_cancel_signal())
                 status = 128 + cli_cancel_signal();

@@ -352,6 +352,15 @@ int init_main(int argc, char **argv)
                 ;
         if (f.exec_errno != 0)
                 report(MSG_EXEC_FAILED, f.exec_errno, 0);
+        if (o.hdr.flags & CORRAL_INIT_FLAG_LINGER) {
+                /* Nothing of the program's runs on after its end; our exit,
+                 * and the teardown of the namespaces with it, wait for the
+                 * supervisor's kill, once its caller is done. */
+                s_kill(-1, S_SIGKILL);
+                report(MSG_EXITED, status, 0);
+                for (;;)
+                        s_ppoll(NULL, 0);
+        }
         report(MSG_EXITED, status, 0);
         return 0;
 }

@@ -38,6 +38,11 @@
  * (a zygote: the sessions it forks load their own filter with one, and a
  * task may sit under only one listener). */
 #define CORRAL_INIT_FLAG_NO_LISTENER 1u
+/* ... once the program ended, kill the rest of the tree, report, and wait
+ * to be killed: a pre-made jail's supervisor answers at the report and
+ * kills init (whose exit starts the namespaces' teardown) only once its
+ * caller is done (docs/exec-pool.md). */
+#define CORRAL_INIT_FLAG_LINGER 2u
 /* The EPERM set covers native system calls 0 .. 64 * words - 1. */
 #define CORRAL_INIT_EPERM_WORDS 16
 

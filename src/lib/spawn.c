@@ -314,6 +314,7 @@ struct jail {
         bool zygote;
         bool reaped;              /* its init waited for: nothing of it is left */
         bool premade;             /* made by jail_premade_make(), waiting for jail_premade_run() */
+        bool linger;              /* ... whose result is whole at init's report: init lingers (protocol.h) */
         int order_w, order_child; /* a pre-made jail: our end of its claim socket, and its end until the clone */
         uint32_t host_uid;
         bool leased;              /* host_uid is a lease of the uid pool (root) */
@@ -562,13 +563,13 @@ static int supervise(struct jail *j, corral_error **ret_err)
                 j->in.src_watched = j->in.pollable;
                 pump_stdin(&j->in, ep, EV_STDIN, EV_STDIN_OUT, false);
         }
-        /* A pre-made jail's output may be read by its claimant instead.
-         * Then its result is whole once init reported the program's end:
-         * the cgroups counted what the tree used, and the exit of init
-         * (with the rest of its namespace) is the teardown's to wait for,
-         * after the caller has the result. */
+        /* A lingering init (jail_orders()) reports the program's end once
+         * it killed the rest of the tree: the result is whole then (the
+         * cgroups counted what the tree used), and the output ends as the
+         * last writers die.  Init's exit, with the rest of its namespace,
+         * is the teardown's to wait for, after the caller has the result. */
         bool out_open = j->out_r >= 0, err_open = j->err_r >= 0, running = true;
-        bool done_at_report = j->premade && !out_open && !err_open && j->have_cg && cgroup_counts_usage(&j->cg);
+        bool done_at_report = j->linger;
         while (running || out_open || err_open) {
                 struct epoll_event evs[8];
                 int n = epoll_wait(ep, evs, 8, running ? -1 : 1000);
@@ -794,7 +795,13 @@ static int jail_orders(struct jail *j, const corral_jail_config *cfg, corral_err
                 return -1;
         struct init_rlimit rl[12];
         int n_rl = build_rlimits(cfg, j->backend, j->have_cg && j->cg.pids != CG_NONE, j->zygote, rl);
-        return write_orders(cfg, bpf, rl, (uint32_t)n_rl, j->zygote ? CORRAL_INIT_FLAG_NO_LISTENER : 0, ret_err);
+        /* A pre-made jail whose cgroups count what its tree used has its
+         * result at init's report (supervise()); its init then waits for
+         * the kill that starts the teardown, which its owner sends once
+         * its caller is done (exec-pool.c). */
+        j->linger = j->premade && j->have_cg && cgroup_counts_usage(&j->cg);
+        uint32_t flags = (j->zygote ? CORRAL_INIT_FLAG_NO_LISTENER : 0) | (j->linger ? CORRAL_INIT_FLAG_LINGER : 0);
+        return write_orders(cfg, bpf, rl, (uint32_t)n_rl, flags, ret_err);
 }
 
 /* The jail's stdin for cfg: its caller's bytes through a pipe (--stdin),

@@ -685,7 +685,7 @@ void session_client_probe(json_t *checks)
 }
 
 int session_client_exec_claim(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
-                              corral_error **ret_err)
+                              int *ret_conn, corral_error **ret_err)
 {
-        return exec_pool_claim(cfg, io, ret, ret_err);
+        return exec_pool_claim(cfg, io, ret, ret_conn, ret_err);
 }

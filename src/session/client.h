@@ -105,8 +105,9 @@ CORRAL_HIDDEN void session_client_probe(json_t *checks);
 /* `corral exec` from a jail of the session host's pool (exec-pool.h,
  * docs/exec-pool.md): 0 ran (ret filled as corral_jail_run() fills it), 1
  * did not (nothing ran: start a direct jail), -1 with ret_err (the host
- * ended while the program ran; it is never run again). */
+ * ended while the program ran; it is never run again).  On 0, *ret_conn is
+ * the host's connection, to close once the result is passed on. */
 CORRAL_HIDDEN int session_client_exec_claim(const corral_jail_config *cfg, const corral_jail_io *io,
-                                            corral_jail_result *ret, corral_error **ret_err);
+                                            corral_jail_result *ret, int *ret_conn, corral_error **ret_err);
 
 #endif

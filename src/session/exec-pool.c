@@ -279,6 +279,29 @@ void exec_pool_free(struct exec_pool *p)
 
 /* ---- the claim over host.sock ---- */
 
+/* How long a claim's jail waits to be torn down after the answer, for
+ * its client's hang-up. */
+#define CLIENT_DONE_WAIT_MS 2000
+
+/* Until fd's peer hangs up or timeout_ms passed; what it sends meanwhile
+ * is dropped (a client says nothing after its claim). */
+static void await_hangup(int fd, int timeout_ms)
+{
+        double end = monotonic_ms() + timeout_ms;
+        for (;;) {
+                double left = end - monotonic_ms();
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                if (left <= 0)
+                        return;
+                int n = poll(&pfd, 1, (int)left + 1);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                char buf[256];
+                if (n <= 0 || read(fd, buf, sizeof(buf)) <= 0)
+                        return;
+        }
+}
+
 static void reply(int fd, json_t *r)
 {
         if (r)
@@ -440,8 +463,14 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const
                                             err ? err->msg : "the jail failed", "kind",
                                             err ? err->kind : CORRAL_ERR_INTERNAL));
                 }
-                /* Torn down once the client has its answer: it need not
-                 * wait for the cgroups' removal. */
+                /* Torn down once the client is done with its answer: its
+                 * hang-up (at its exit) or, from a client that keeps the
+                 * connection, a while later.  So the teardown (init's exit,
+                 * when it lingers, then the namespaces' and the cgroups')
+                 * takes no CPU from the client's last steps or from the
+                 * wake-up of whoever waits for it. */
+                if (rc == 0)
+                        await_hangup(fd, CLIENT_DONE_WAIT_MS);
                 jail_premade_free(pm);
                 claim_ended(p);
                 goto out;
@@ -489,9 +518,10 @@ static bool claimable(const corral_jail_config *cfg)
         return ok;
 }
 
-int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
+int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret, int *ret_conn,
                     corral_error **ret_err)
 {
+        *ret_conn = -1;
         const char *env = getenv("CORRAL_EXEC_POOL");
         if ((env && strcmp(env, "0") == 0) || !claimable(cfg))
                 return 1;
@@ -642,6 +672,9 @@ out:
                 close(ticket);
         json_decref(req);
         json_decref(msg);
-        close(fd);
+        if (rc == 0)
+                *ret_conn = fd;
+        else
+                close(fd);
         return rc;
 }

@@ -76,8 +76,10 @@ void exec_pool_serve_claim(struct exec_pool *p, int fd, const json_t *req, const
  * (no host, no jail that fits within CORRAL_EXEC_POOL_WAIT_MS, default 50
  * ms, or CORRAL_EXEC_POOL=0: nothing ran; start a direct jail), -1 with
  * ret_err once the program may have run (the host ended meanwhile: never
- * run it again). */
-int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret,
+ * run it again).  On 0, *ret_conn is the connection to the host, for the
+ * caller to close once it has passed the result on: the host tears the
+ * jail down at that hang-up, off the caller's path. */
+int exec_pool_claim(const corral_jail_config *cfg, const corral_jail_io *io, corral_jail_result *ret, int *ret_conn,
                     corral_error **ret_err);
 /* Stop the thread and tear down every jail never claimed; accepts NULL. */
 void exec_pool_free(struct exec_pool *p);

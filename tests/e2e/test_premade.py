@@ -434,6 +434,41 @@ def test_killing_the_client_kills_the_jail_at_once(pool_host):
         os.close(fd)
 
 
+def test_the_rest_of_the_tree_ends_at_the_answer_and_the_jail_once_the_client_hung_up(pool_host):
+    # Init kills what the program left running as it reports the program's end (its output then ends,
+    # though a child held it), and lingers: the host tears the jail down once the client hung up, off the
+    # client's path. Until then the claim still counts as running.
+    s, msg, fds = claim(pool_host, ["/bin/sh", "-c", "sleep 41.2718 & echo hi"])
+    assert msg["t"] == "claimed", msg
+    t0 = time.monotonic()
+    assert read_all(fds[0]) == b"hi\n" and read_all(fds[1]) == b""
+    assert time.monotonic() - t0 < 1, "the output ended only when the jail did"
+    msg, _ = recv_frame(s)
+    assert msg["t"] == "result" and msg["result"]["exit_code"] == 0, msg
+    assert wait_gone("41.2718", 1) == [], "the program's child outlived the answer"
+    time.sleep(0.3)
+    assert pool_status(pool_host)["exec_pool"]["running"] == 1, "the jail was torn down before the hang-up"
+    s.close()
+    end = time.monotonic() + 1
+    while pool_status(pool_host)["exec_pool"]["running"] and time.monotonic() < end:
+        time.sleep(0.02)
+    assert pool_status(pool_host)["exec_pool"]["running"] == 0, "the hang-up did not end the jail"
+
+
+def test_a_client_that_keeps_its_connection_does_not_keep_its_jail(pool_host):
+    s, msg, fds = claim(pool_host, ["/bin/true"])
+    assert msg["t"] == "claimed", msg
+    for fd in fds:
+        read_all(fd)
+    msg, _ = recv_frame(s)
+    assert msg["t"] == "result", msg
+    end = time.monotonic() + 5
+    while pool_status(pool_host)["exec_pool"]["running"] and time.monotonic() < end:
+        time.sleep(0.05)
+    assert pool_status(pool_host)["exec_pool"]["running"] == 0, "the jail waited for the hang-up for ever"
+    s.close()
+
+
 def test_host_killed_mid_claim_leaves_nothing_and_the_client_hears_it(pool_host):
     s, msg, fds = claim(pool_host, ["sleep", "32.7182"])
     assert msg["t"] == "claimed"
