@@ -107,11 +107,13 @@ static long exec_fn(const char *path, char *const *argv, char *const *envp)
         return s_execve(path, argv, envp);
 }
 
-static long send_fd(int sock, int fd)
+static long send_fd(int sock, char tag, int fd)
 {
-        char tag = CORRAL_ORDERS_MSG_LISTENER;
         struct s_iovec iov = { &tag, 1 };
-        struct s_cmsghdr c = { .len = sizeof(c), .level = S_SOL_SOCKET, .type = S_SCM_RIGHTS, .fd = fd };
+        /* One descriptor: CMSG_LEN(sizeof(int)), not the padded struct,
+         * whose tail the kernel would take for a second one. */
+        struct s_cmsghdr c = { .len = offsetof(struct s_cmsghdr, fd) + sizeof(int), .level = S_SOL_SOCKET,
+                               .type = S_SCM_RIGHTS, .fd = fd };
         struct s_msghdr m = { .iov = &iov, .iovlen = 1, .control = &c, .controllen = sizeof(c) };
         long r = s_sendmsg(sock, &m, S_MSG_NOSIGNAL);
         return r == 1 ? 0 : (r < 0 ? r : -S_EINVAL);
@@ -184,7 +186,7 @@ static __attribute__((noreturn)) void run_program(struct corral_orders *o, int s
         /* From here on every system call passes the filter. */
         report(MSG_SECCOMP_LOADED, 0, 0);
         if (want_listener) {
-                if ((r = send_fd(sock, (int)listener)) < 0)
+                if ((r = send_fd(sock, CORRAL_ORDERS_MSG_LISTENER, (int)listener)) < 0)
                         die(INIT_STEP_LISTENER, r);
                 s_close((int)listener);
         }
@@ -196,6 +198,237 @@ static __attribute__((noreturn)) void run_program(struct corral_orders *o, int s
         struct s_msghdr m = { .iov = &iov, .iovlen = 1 };
         s_sendmsg(sock, &m, S_MSG_NOSIGNAL);
         s_exit(err == S_ENOENT ? 127 : 126);
+}
+
+/* ---- a pre-made jail's program process: program mode ---- */
+
+static __attribute__((noreturn)) void setup_failed(int step, long err)
+{
+        report(MSG_SETUP_FAILED, step, (int32_t)-err);
+        s_exit(125);
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+        while (*a && *a == *b) {
+                a++;
+                b++;
+        }
+        return *a == *b;
+}
+
+static bool has_slash(const char *s)
+{
+        for (; *s; s++)
+                if (*s == '/')
+                        return true;
+        return false;
+}
+
+/* What the cold path's OP_DIR ops make, or a file to mount a file on. */
+static long make_target(const char *dst, bool dir, int mode)
+{
+        /* Already there (a mount point left in a read-only bind): fine. */
+        struct statx st;
+        if (s_statx(S_AT_FDCWD, dst, AT_SYMLINK_NOFOLLOW, &st) == 0 &&
+            (st.stx_mode & S_IFMT_MASK) == (dir ? S_IFDIR_BITS : S_IFREG_BITS))
+                return 0;
+        if (dir) {
+                long r = s_mkdir(dst, mode);
+                return r == -S_EEXIST ? 0 : r;
+        }
+        long fd = s_openat(dst, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode ? mode : 0644);
+        if (fd < 0)
+                return fd == -S_EEXIST ? 0 : fd;
+        s_close((int)fd);
+        return 0;
+}
+
+/* mkdir -p of dst's parents. */
+static long make_parents(const char *dst)
+{
+        static char path[4096];
+        size_t len = strlen(dst);
+        if (len >= sizeof(path))
+                return -S_ENAMETOOLONG;
+        memcpy(path, dst, len + 1);
+        for (char *p = path + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                long r = make_target(path, true, 0755);
+                *p = '/';
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Resize a tmpfs of the new root (an empty one: nothing ran in the jail
+ * yet) to the caller's disk limit. */
+static long resize_tmpfs(const char *dst, uint64_t size)
+{
+        char data[96], *d = data + sizeof(data);
+        uint64_t v[2] = { size / 1024 + 1024, size };
+        const char *keys[2] = { ",nr_inodes=", "size=" };
+        *--d = '\0';
+        for (int k = 0; k < 2; k++) { /* digits backwards */
+                do
+                        *--d = (char)('0' + v[k] % 10);
+                while ((v[k] /= 10) > 0);
+                for (size_t n = strlen(keys[k]); n > 0; n--)
+                        *--d = keys[k][n - 1];
+        }
+        return s_mount(NULL, dst, NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, d);
+}
+
+/* A claim's program text into /run/corral/NAME of the root, which grows to
+ * hold it: what the plan's OP_FILE writes for a direct jail. */
+static void write_script(const struct jail_premade_claim *c, int text)
+{
+        const char *name = c->script_name;
+        size_t len = 0;
+        while (len < sizeof(c->script_name) && name[len])
+                len++;
+        if (len == 0 || len == sizeof(c->script_name) || has_slash(name) || str_eq(name, ".") || str_eq(name, ".."))
+                setup_failed(STEP_ORDERS, -S_EPROTO);
+        long r = resize_tmpfs("/", c->root_bytes);
+        if (r < 0)
+                setup_failed(STEP_RESIZE, r);
+        static char path[sizeof("/run/corral/") + JAIL_PREMADE_MAX_SCRIPT_NAME];
+        memcpy(path, "/run/corral/", sizeof("/run/corral/") - 1);
+        memcpy(path + sizeof("/run/corral/") - 1, name, len + 1);
+        if (((r = s_mkdir("/run", 0755)) < 0 && r != -S_EEXIST) ||
+            ((r = s_mkdir("/run/corral", 0755)) < 0 && r != -S_EEXIST))
+                setup_failed(STEP_SCRIPT, r);
+        long fd = s_openat(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        char *buf = s_mmap(1u << 16);
+        if (fd < 0 || buf == NULL)
+                setup_failed(STEP_SCRIPT, fd < 0 ? fd : -S_ENOMEM);
+        for (uint64_t off = 0; off < c->script_len;) {
+                size_t want = c->script_len - off < (1u << 16) ? (size_t)(c->script_len - off) : (1u << 16);
+                long got = s_pread(text, buf, want, (long)off);
+                if (got <= 0)
+                        setup_failed(STEP_SCRIPT, got < 0 ? got : -S_EINVAL);
+                for (long w = 0; w < got;) {
+                        long n = s_write((int)fd, buf + w, (size_t)(got - w));
+                        if (n <= 0)
+                                setup_failed(STEP_SCRIPT, n < 0 ? n : -S_EINVAL);
+                        w += n;
+                }
+                off += (uint64_t)got;
+        }
+        s_close((int)fd);
+        s_close(text);
+}
+
+/* The claim (protocol.h's struct jail_premade_claim), received into our
+ * own static copy with its descriptors. */
+static struct jail_premade_claim claim;
+static struct {
+        size_t len;
+        int level;
+        int type;
+        int fds[JAIL_PREMADE_MAX_FDS];
+} claim_fds;
+
+/* Program mode (enter.c forked us to wait for a pre-made jail's claim):
+ * the caller's disk limit, workspace and binds, the root sealed, every
+ * privilege dropped, then the orders handed to init (for the EPERM set)
+ * and the program started as init's own child would start it, with the
+ * filter's inner part on the outer one loaded before we were. */
+static __attribute__((noreturn)) void program_main(void)
+{
+        /* Ours alone: the program must not inherit them. */
+        s_fcntl(CORRAL_PROGRAM_SOCK_FD, F_SETFD, FD_CLOEXEC);
+        s_fcntl(CORRAL_INIT_STATUS_FD, F_SETFD, FD_CLOEXEC);
+        s_fcntl(CORRAL_PROGRAM_CLAIM_FD, F_SETFD, FD_CLOEXEC);
+        char ready = JAIL_PREMADE_READY;
+        struct s_iovec riov = { &ready, 1 };
+        struct s_msghdr rm = { .iov = &riov, .iovlen = 1 };
+        if (s_sendmsg(CORRAL_PROGRAM_CLAIM_FD, &rm, S_MSG_NOSIGNAL) != 1)
+                s_exit(125);
+        struct s_iovec iov = { &claim, sizeof(claim) };
+        struct s_msghdr m = { .iov = &iov, .iovlen = 1, .control = &claim_fds, .controllen = sizeof(claim_fds) };
+        long n;
+        do
+                n = s_recvmsg(CORRAL_PROGRAM_CLAIM_FD, &m, S_MSG_CMSG_CLOEXEC);
+        while (n == -S_EINTR);
+        if (n == 0)
+                s_exit(125); /* the pool let it go unclaimed */
+        if (n < 0)
+                setup_failed(STEP_ORDERS, n);
+        int nfds = 0;
+        if (m.controllen >= offsetof(__typeof__(claim_fds), fds) && claim_fds.level == S_SOL_SOCKET &&
+            claim_fds.type == S_SCM_RIGHTS && claim_fds.len >= offsetof(__typeof__(claim_fds), fds))
+                nfds = (int)((claim_fds.len - offsetof(__typeof__(claim_fds), fds)) / sizeof(int));
+        const struct jail_premade_claim *c = &claim;
+        if (n < (long)offsetof(struct jail_premade_claim, dsts) || (m.flags & (S_MSG_CTRUNC | S_MSG_TRUNC)) ||
+            c->n_trees > JAIL_PREMADE_MAX_FDS || c->script > 1 || nfds != 2 + (int)c->n_trees + (int)c->script ||
+            c->dsts_len > sizeof(c->dsts) || (size_t)n != offsetof(struct jail_premade_claim, dsts) + c->dsts_len ||
+            (c->dsts_len > 0 && c->dsts[c->dsts_len - 1] != '\0') || c->workspace > c->n_trees)
+                setup_failed(STEP_ORDERS, -S_EPROTO);
+        s_close(CORRAL_PROGRAM_CLAIM_FD);
+        const int *fds = claim_fds.fds;
+        long r;
+        if (c->disk_bytes > 0 && ((r = resize_tmpfs("/tmp", c->disk_bytes)) < 0 ||
+                                  (!c->workspace && (r = resize_tmpfs("/workspace", c->disk_bytes)) < 0)))
+                setup_failed(STEP_RESIZE, r);
+        const char *dst = c->dsts;
+        for (uint32_t i = 0; i < c->n_trees; i++) {
+                int tree = fds[2 + i];
+                struct statx st;
+                if ((r = s_statx(tree, "", AT_EMPTY_PATH, &st)) < 0)
+                        setup_failed(STEP_ATTACH, r);
+                if (i == 0 && c->workspace) {
+                        /* The caller's workspace instead of the empty tmpfs. */
+                        if ((r = s_umount2("/workspace", S_MNT_DETACH)) < 0 ||
+                            (r = s_move_mount(tree, "/workspace")) < 0)
+                                setup_failed(STEP_ATTACH, r);
+                } else {
+                        if (dst >= c->dsts + c->dsts_len || dst[0] != '/')
+                                setup_failed(STEP_ORDERS, -S_EPROTO);
+                        /* Flags (read-only, nosuid, nodev) were set on the tree. */
+                        bool dir = (st.stx_mode & S_IFMT_MASK) == S_IFDIR_BITS;
+                        if ((r = make_parents(dst)) < 0 || (r = make_target(dst, dir, 0)) < 0 ||
+                            (r = s_move_mount(tree, dst)) < 0)
+                                setup_failed(STEP_ATTACH, r);
+                        dst += strlen(dst) + 1;
+                }
+                s_close(tree);
+        }
+        if (c->script)
+                write_script(c, fds[2 + c->n_trees]);
+
+        /* The root read-only, as the program will see it; then no
+         * capability (CAP_SYS_ADMIN was the one left) and no way back. */
+        if ((r = s_mount("/", "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL)) < 0)
+                setup_failed(STEP_ROOT_READONLY, r);
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct none[2];
+        memset(none, 0, sizeof(none));
+        if ((r = s_capset(&hdr, none)) < 0)
+                setup_failed(STEP_DROP_CAPS, r);
+        if ((r = SYS5(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) < 0)
+                setup_failed(STEP_NO_NEW_PRIVS, r);
+        /* The claim's stdin at 0; its orders (close-on-exec) wherever they
+         * landed. */
+        int in = fds[0], orders = fds[1];
+        if (in != 0 && ((r = s_dup3(in, 0, 0)) < 0 || (r = s_close(in)) < 0))
+                setup_failed(STEP_FDS, r);
+        if (in == 0 && (r = s_fcntl(0, F_SETFD, 0)) < 0)
+                setup_failed(STEP_FDS, r);
+        report(MSG_ROOT_READY, 0, 0);
+
+        struct corral_orders o;
+        memset(&o, 0, sizeof(o));
+        if ((r = read_orders(orders, &o)) < 0)
+                die(INIT_STEP_CONFIG, r);
+        if ((r = send_fd(CORRAL_PROGRAM_SOCK_FD, CORRAL_ORDERS_MSG_ORDERS, orders)) < 0)
+                die(INIT_STEP_CONFIG, r);
+        s_close(orders);
+        uint64_t no_mask = 0;
+        run_program(&o, CORRAL_PROGRAM_SOCK_FD, &no_mask);
 }
 
 /* One call the filter handed us.  In the EPERM set: fail it with EPERM (it
@@ -226,29 +459,35 @@ static void answer(int listener, const struct seccomp_notif *req, const uint64_t
         report(MSG_SECCOMP_VIOLATION, nr, (int32_t)req->data.arch);
 }
 
-/* CORRAL_INIT_ADOPT=PID in init's environment (enter.c): the pid, or 0
- * (not adopting, or not a pid).  The environment rather than argv: a
- * program reads /proc/1/cmdline, which stays "corral-init", but not
- * /proc/1/environ (init is not dumpable). */
-static long adopted_pid(char **envp)
+/* NAME's value in envp, or NULL.  The environment rather than argv: a
+ * program reads /proc/PID/cmdline, which stays "corral-init", but not
+ * /proc/PID/environ (init is not dumpable). */
+static const char *env_value(char **envp, const char *name)
 {
         for (; *envp; envp++) {
-                const char *a = *envp, *want = CORRAL_INIT_ADOPT_VAR "=";
+                const char *a = *envp, *want = name;
                 while (*want && *a == *want) {
                         a++;
                         want++;
                 }
-                if (*want)
-                        continue;
-                long pid = 0;
-                for (; *a; a++) {
-                        if (*a < '0' || *a > '9' || pid > (1L << 30))
-                                return 0;
-                        pid = pid * 10 + (*a - '0');
-                }
-                return pid;
+                if (*want == '\0' && *a == '=')
+                        return a + 1;
         }
-        return 0;
+        return NULL;
+}
+
+/* CORRAL_INIT_ADOPT=PID in init's environment (enter.c): the pid, or 0
+ * (not adopting, or not a pid). */
+static long adopted_pid(char **envp)
+{
+        const char *a = env_value(envp, CORRAL_INIT_ADOPT_VAR);
+        long pid = 0;
+        for (; a && *a; a++) {
+                if (*a < '0' || *a > '9' || pid > (1L << 30))
+                        return 0;
+                pid = pid * 10 + (*a - '0');
+        }
+        return pid;
 }
 
 int init_main(int argc, char **argv);
@@ -259,6 +498,8 @@ int init_main(int argc, char **argv)
          * /proc/1/maps would be open to it.  Its own exec makes it dumpable
          * again, which is fine: it is the one under the filter. */
         SYS2(__NR_prctl, PR_SET_DUMPABLE, 0);
+        if (env_value(argv + argc + 1, CORRAL_INIT_PROGRAM_VAR))
+                program_main();
         report(MSG_INIT_START, 0, 0);
         struct corral_orders o;
         memset(&o, 0, sizeof(o));

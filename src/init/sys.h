@@ -16,11 +16,14 @@
 #include <asm/unistd.h>
 #include <linux/fcntl.h>
 #include <linux/ioctl.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/mount.h>
 #include <linux/poll.h>
 #include <linux/prctl.h>
 #include <linux/seccomp.h>
 #include <linux/signalfd.h>
+#include <linux/stat.h>
 #include <linux/time_types.h>
 #include <linux/types.h>
 #include <linux/wait.h>
@@ -70,6 +73,8 @@ SYS_INLINE long sys6(long n, long a, long b, long c, long d, long e, long f)
 #define S_MSG_NOSIGNAL 0x4000
 #define S_MSG_DONTWAIT 0x40
 #define S_MSG_CMSG_CLOEXEC 0x40000000
+#define S_MSG_CTRUNC 0x8
+#define S_MSG_TRUNC 0x20
 #define S_SIGCHLD 17
 #define S_SIGKILL 9
 #define S_SIG_BLOCK 0
@@ -111,6 +116,14 @@ struct s_rlimit {
         uint64_t max;
 };
 #define S_RLIM_INFINITY (~0ULL)
+#define S_AT_FDCWD (-100)
+#define S_MNT_DETACH 2
+#define S_IFMT_MASK 0170000
+#define S_IFDIR_BITS 0040000
+#define S_IFREG_BITS 0100000
+#define S_EEXIST 17
+#define S_EPROTO 71
+#define S_ENAMETOOLONG 36
 
 SYS_INLINE long s_read(int fd, void *buf, size_t n) { return SYS3(__NR_read, fd, buf, n); }
 SYS_INLINE long s_write(int fd, const void *buf, size_t n) { return SYS3(__NR_write, fd, buf, n); }
@@ -136,6 +149,27 @@ SYS_INLINE long s_seccomp(unsigned op, unsigned flags, void *args) { return SYS3
 SYS_INLINE long s_socketpair(int d, int t, int p, int sv[2]) { return SYS4(__NR_socketpair, d, t, p, sv); }
 SYS_INLINE long s_sendmsg(int fd, const struct s_msghdr *m, int fl) { return SYS3(__NR_sendmsg, fd, m, fl); }
 SYS_INLINE long s_recvmsg(int fd, struct s_msghdr *m, int fl) { return SYS3(__NR_recvmsg, fd, m, fl); }
+SYS_INLINE long s_dup3(int fd, int to, int flags) { return SYS3(__NR_dup3, fd, to, flags); }
+SYS_INLINE long s_close_range(unsigned first, unsigned last) { return SYS3(__NR_close_range, first, last, 0); }
+SYS_INLINE long s_openat(const char *p, int flags, int mode) { return SYS4(__NR_openat, S_AT_FDCWD, p, flags, mode); }
+SYS_INLINE long s_mkdir(const char *p, int mode) { return SYS3(__NR_mkdirat, S_AT_FDCWD, p, mode); }
+SYS_INLINE long s_statx(int dfd, const char *p, int flags, struct statx *st)
+{
+        return SYS5(__NR_statx, dfd, p, flags, STATX_TYPE, st);
+}
+SYS_INLINE long s_mount(const char *src, const char *dst, const char *type, unsigned long flags, const void *data)
+{
+        return SYS5(__NR_mount, src, dst, type, flags, data);
+}
+SYS_INLINE long s_umount2(const char *dst, int flags) { return SYS2(__NR_umount2, dst, flags); }
+SYS_INLINE long s_move_mount(int from, const char *dst)
+{
+        return SYS5(__NR_move_mount, from, "", S_AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH);
+}
+SYS_INLINE long s_capset(struct __user_cap_header_struct *h, struct __user_cap_data_struct *d)
+{
+        return SYS2(__NR_capset, h, d);
+}
 SYS_INLINE long s_sigprocmask(int how, const uint64_t *set, uint64_t *old)
 {
         return SYS4(__NR_rt_sigprocmask, how, set, old, 8);

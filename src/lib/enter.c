@@ -229,148 +229,6 @@ static void close_all_but(const struct jail_plan *p)
         close_fds_except(keep, ARRAY_SIZE(keep));
 }
 
-/* mkdir -p of dst's parents (as the cold path's OP_DIR ops do). */
-static int make_parents(const char *dst)
-{
-        char path[4096];
-        size_t len = strlen(dst);
-        if (len >= sizeof(path)) {
-                errno = ENAMETOOLONG;
-                return -1;
-        }
-        memcpy(path, dst, len + 1);
-        for (char *s = path + 1; (s = strchr(s, '/')) != NULL; s++) {
-                *s = '\0';
-                int r = make_target(path, true, 0755);
-                *s = '/';
-                if (r < 0)
-                        return -1;
-        }
-        return 0;
-}
-
-/* Resize a tmpfs of the new root (an empty one: nothing ran in the jail
- * yet) to the caller's disk limit. */
-static int resize_tmpfs(const char *dst, uint64_t size)
-{
-        char data[96], *d = data + sizeof(data);
-        uint64_t v[2] = { size / 1024 + 1024, size };
-        const char *keys[2] = { ",nr_inodes=", "size=" };
-        *--d = '\0';
-        for (int k = 0; k < 2; k++) { /* no snprintf in the child: digits backwards */
-                do
-                        *--d = (char)('0' + v[k] % 10);
-                while ((v[k] /= 10) > 0);
-                for (size_t n = strlen(keys[k]); n > 0; n--)
-                        *--d = keys[k][n - 1];
-        }
-        return mount(NULL, dst, NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, d);
-}
-
-/* A claim's program text into /run/corral/NAME of the root, which grows to
- * hold it: what the plan's OP_FILE writes for a direct jail. */
-static void write_script(const struct jail_premade_claim *c, int text)
-{
-        static char buf[65536];
-        const char *name = c->script_name;
-        size_t len = strnlen(name, sizeof(c->script_name));
-        if (len == 0 || len == sizeof(c->script_name) || strchr(name, '/') || strcmp(name, ".") == 0 ||
-            strcmp(name, "..") == 0) {
-                errno = EPROTO;
-                fail(STEP_ORDERS);
-        }
-        if (resize_tmpfs("/", c->root_bytes) < 0)
-                fail(STEP_RESIZE);
-        char path[sizeof("/run/corral/") + JAIL_PREMADE_MAX_SCRIPT_NAME];
-        memcpy(path, "/run/corral/", sizeof("/run/corral/") - 1);
-        memcpy(path + sizeof("/run/corral/") - 1, name, len + 1);
-        if ((mkdir("/run", 0755) < 0 && errno != EEXIST) || (mkdir("/run/corral", 0755) < 0 && errno != EEXIST))
-                fail(STEP_SCRIPT);
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                fail(STEP_SCRIPT);
-        for (uint64_t off = 0; off < c->script_len;) {
-                size_t want = c->script_len - off < sizeof(buf) ? (size_t)(c->script_len - off) : sizeof(buf);
-                ssize_t r = pread(text, buf, want, (off_t)off);
-                if (r <= 0 || write_all(fd, buf, (size_t)r) < 0)
-                        fail(STEP_SCRIPT);
-                off += (uint64_t)r;
-        }
-        close(fd);
-        close(text);
-}
-
-/* Wait for the claim of a pre-made jail (struct jail_premade_claim) and
- * carry it out: the caller's disk limit, workspace and binds; its orders
- * and stdin go into q.  No allocation here: the claim lands in this
- * child's own copy of a static buffer. */
-static void await_claim(struct jail_plan *q)
-{
-        static struct jail_premade_claim c; /* the child's own copy of it */
-        union {
-                char buf[CMSG_SPACE(sizeof(int) * UNIX_MAX_FDS)];
-                struct cmsghdr align;
-        } u;
-        char ready = JAIL_PREMADE_READY;
-        if (send(q->order_fd, &ready, 1, MSG_NOSIGNAL) != 1)
-                _exit(125);
-        struct iovec iov = { &c, sizeof(c) };
-        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-        ssize_t n;
-        do
-                n = recvmsg(q->order_fd, &m, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
-        if (n == 0)
-                _exit(125); /* the pool let it go unclaimed */
-        int fds[UNIX_MAX_FDS];
-        int nfds = 0;
-        for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); n > 0 && h; h = CMSG_NXTHDR(&m, h))
-                if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
-                        nfds = (int)((h->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-                        memcpy(fds, CMSG_DATA(h), sizeof(int) * (size_t)nfds);
-                }
-        if (n < (ssize_t)offsetof(struct jail_premade_claim, dsts) || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
-            c.n_trees > UNIX_MAX_FDS || c.script > 1 || nfds != 2 + (int)c.n_trees + (int)c.script ||
-            c.dsts_len > sizeof(c.dsts) ||
-            (size_t)n != offsetof(struct jail_premade_claim, dsts) + c.dsts_len ||
-            (c.dsts_len > 0 && c.dsts[c.dsts_len - 1] != '\0') || c.workspace > c.n_trees) {
-                errno = EPROTO;
-                fail(STEP_ORDERS);
-        }
-        close(q->order_fd);
-        q->stdin_fd = fds[0];
-        q->config_fd = fds[1];
-        if (c.disk_bytes > 0 && (resize_tmpfs("/tmp", c.disk_bytes) < 0 ||
-                                 (!c.workspace && resize_tmpfs("/workspace", c.disk_bytes) < 0)))
-                fail(STEP_RESIZE);
-        const char *dst = c.dsts;
-        for (uint32_t i = 0; i < c.n_trees; i++) {
-                int tree = fds[2 + i];
-                struct stat st;
-                if (fstat(tree, &st) < 0)
-                        fail(STEP_ATTACH);
-                if (i == 0 && c.workspace) {
-                        /* The caller's workspace instead of the empty tmpfs. */
-                        if (umount2("/workspace", MNT_DETACH) < 0 ||
-                            syscall(SYS_move_mount, tree, "", AT_FDCWD, "/workspace", MOVE_MOUNT_F_EMPTY_PATH) < 0)
-                                fail(STEP_ATTACH);
-                } else {
-                        if (dst >= c.dsts + c.dsts_len || dst[0] != '/') {
-                                errno = EPROTO;
-                                fail(STEP_ORDERS);
-                        }
-                        /* Flags (read-only, nosuid, nodev) were set on the tree. */
-                        if (make_parents(dst) < 0 || make_target(dst, S_ISDIR(st.st_mode), 0) < 0 ||
-                            syscall(SYS_move_mount, tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-                                fail(STEP_ATTACH);
-                        dst += strlen(dst) + 1;
-                }
-                close(tree);
-        }
-        if (c.script)
-                write_script(&c, fds[2 + c.n_trees]);
-}
-
 /* Give up every capability for good: bounding set, ambient set, then the
  * rest; no_new_privs keeps exec from granting any back.  A zygote keeps
  * those of its own user namespace (uid 0 there): it makes each session's
@@ -420,150 +278,29 @@ static __attribute__((noreturn)) void exec_init(int init_fd, char *const argv[],
         fail(STEP_EXEC_INIT);
 }
 
-/* The failure of a step init would have taken (protocol.h's init_step),
- * reported as init reports it, so that a pre-made jail's caller hears what
- * a direct jail's hears. */
-static __attribute__((noreturn)) void init_step_failed(enum init_step step, int err)
+/* Keep CAP_SYS_ADMIN, alone, across an exec as this uid: in the
+ * inheritable set, which takes nothing from outside the bounding set (so
+ * this comes before that is dropped), then in the ambient set, which the
+ * bounding set's drop clears (so that comes after). */
+static int inherit_sys_admin(void)
 {
-        report(MSG_INIT_FAILED, step, err);
-        _exit(125);
-}
-
-static long exec_fn(const char *path, char *const *argv, char *const *envp)
-{
-        execve(path, argv, envp);
-        return -errno;
-}
-
-/* A pre-made jail's program process: the rlimits in force, read before
- * its claim. */
-static struct rlimit64 limits_now[RLIM_NLIMITS];
-
-/* The program process's descriptors: stdout and stderr at 1 and 2, the
- * status pipe at 3, init's socket at 4, placed before the claim (the
- * claim's socket waits at 6); the claim's stdin goes to 0 and its orders
- * to 5. */
-enum { FD_STATUS = 3, FD_SOCK, FD_ORDERS, FD_CLAIM };
-
-static void place_waiting_fds(struct jail_plan *q, int sock)
-{
-        int src[7] = { -1, q->stdout_fd, q->stderr_fd, q->status_fd, sock, -1, q->order_fd };
-        if (place_fds(src, 7, 3) < 0)
-                fail(STEP_FDS);
-        status_fd = FD_STATUS;
-        q->stdout_fd = 1;
-        q->stderr_fd = 2;
-        q->status_fd = FD_STATUS;
-        q->order_fd = FD_CLAIM;
-}
-
-/* The claim's stdin at 0 and orders at 5: where they land, the lowest
- * numbers free, unless something else was open. */
-static int place_claim_fds(const struct jail_plan *q)
-{
-        if (q->stdin_fd != 0 || q->config_fd != FD_ORDERS) {
-                int src[6] = { q->stdin_fd, 1, 2, FD_STATUS, FD_SOCK, q->config_fd };
-                return place_fds(src, 6, 3);
-        }
-        if (fcntl(0, F_SETFD, 0) < 0) /* received close-on-exec: the program's stdin stays open */
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct data[2];
+        if (syscall(SYS_capget, &hdr, data) < 0)
                 return -1;
-        if (syscall(SYS_close_range, FD_ORDERS + 1, ~0U, 0) < 0) {
-                for (int fd = FD_ORDERS + 1; fd < 65536; fd++)
-                        close(fd);
-        }
-        return 0;
-}
-
-/* A pre-made jail's program process, once claimed: the claim's stdin at
- * 0 and orders at 5, then what corral-init's forked child does in a
- * direct jail (its run_program()): the orders read (and handed to init,
- * for the EPERM set), the rlimits, the working directory, the filter (its
- * listener to init), and the program (its session of its own was made
- * before the claim).  The root is sealed and every privilege gone already.
- * Memory comes from mmap: this is a copy of a threaded process, whose
- * allocator's locks it must not touch. */
-static __attribute__((noreturn)) void start_claimed_program(const struct jail_plan *q)
-{
-        if (place_claim_fds(q) < 0)
-                fail(STEP_FDS);
-        report(MSG_ROOT_READY, 0, 0);
-
-        off_t size = lseek(FD_ORDERS, 0, SEEK_END);
-        if (size < (off_t)sizeof(struct init_header) || size > (off_t)CORRAL_INIT_MAX_CONFIG)
-                init_step_failed(INIT_STEP_CONFIG, EINVAL);
-        char *buf = mmap(NULL, (size_t)size + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (buf == MAP_FAILED)
-                init_step_failed(INIT_STEP_CONFIG, ENOMEM);
-        for (off_t got = 0; got < size;) {
-                ssize_t n = pread(FD_ORDERS, buf + got, (size_t)(size - got), got);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        init_step_failed(INIT_STEP_CONFIG, n < 0 ? errno : EINVAL);
-                got += n;
-        }
-        struct corral_orders o;
-        if (corral_orders_header(buf, (size_t)size, &o.hdr) < 0)
-                init_step_failed(INIT_STEP_CONFIG, EINVAL);
-        /* mmap'd memory is zeroed: argv[argc] and envp[envc] are NULL. */
-        char **vec = mmap(NULL, (o.hdr.argc + o.hdr.envc + 2) * sizeof(char *), PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (vec == MAP_FAILED)
-                init_step_failed(INIT_STEP_CONFIG, ENOMEM);
-        if (corral_orders_parse(buf, (size_t)size, vec, &o) < 0)
-                init_step_failed(INIT_STEP_CONFIG, EINVAL);
-        char tag = CORRAL_ORDERS_MSG_ORDERS;
-        int orders_fd = FD_ORDERS;
-        if (unix_send_fds(FD_SOCK, &tag, 1, &orders_fd, 1) < 0)
-                init_step_failed(INIT_STEP_CONFIG, errno);
-        close(FD_ORDERS);
-
-        for (uint32_t i = 0; i < o.hdr.n_rlimits; i++) {
-                struct rlimit64 rl = { o.rlimits[i].cur, o.rlimits[i].max };
-                uint32_t res = o.rlimits[i].resource;
-                if (res < RLIM_NLIMITS)
-                        corral_orders_lower(&rl.rlim_cur, &rl.rlim_max, limits_now[res].rlim_max, RLIM64_INFINITY);
-                if (prlimit64(0, (enum __rlimit_resource)res, &rl, NULL) < 0)
-                        init_step_failed(INIT_STEP_RLIMIT, errno);
-        }
-        /* (Its umask is 022 since jail_enter().) */
-        if (chdir(o.cwd) < 0)
-                init_step_failed(INIT_STEP_CHDIR, errno);
-
-        /* The filter's inner part, on the outer one loaded before the
-         * claim: the two stand for the orders' program, which must be the
-         * one they were split from (seccomp.c). */
-        const struct jail_bpf *whole = q->bpf_whole, *inner = q->bpf_inner;
-        if (o.hdr.bpf_len != whole->len || memcmp(o.bpf, whole->insns, whole->len * sizeof(*whole->insns)) != 0)
-                init_step_failed(INIT_STEP_SECCOMP, EINVAL);
-        struct sock_fprog prog = { .len = (unsigned short)inner->len, .filter = inner->insns };
-        bool want_listener = !(o.hdr.flags & CORRAL_INIT_FLAG_NO_LISTENER);
-        long listener = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                                want_listener ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &prog);
-        if (listener < 0)
-                init_step_failed(INIT_STEP_SECCOMP, errno);
-        /* From here on every system call passes the filter. */
-        report(MSG_SECCOMP_LOADED, 0, 0);
-        if (want_listener) {
-                int fd = (int)listener;
-                tag = CORRAL_ORDERS_MSG_LISTENER;
-                if (unix_send_fds(FD_SOCK, &tag, 1, &fd, 1) < 0)
-                        init_step_failed(INIT_STEP_LISTENER, errno);
-                close((int)listener);
-        }
-
-        int err = corral_orders_exec(o.argv, o.envp, exec_fn);
-        char msg[1 + sizeof(int)] = { CORRAL_ORDERS_MSG_EXEC_ERR };
-        memcpy(msg + 1, &err, sizeof(int));
-        send(FD_SOCK, msg, sizeof(msg), MSG_NOSIGNAL);
-        _exit(err == ENOENT ? 127 : 126);
+        data[0].inheritable = 1u << CAP_SYS_ADMIN;
+        data[1].inheritable = 0;
+        return (int)syscall(SYS_capset, &hdr, data);
 }
 
 /* A pre-made jail splits in two before its claim.  The program's process
- * is forked now and waits for the claim; this process (pid 1) drops every
- * privilege and becomes corral-init, which adopts it.  So the claim wakes
- * one process that is ready to run the program: no corral-init to execute
- * and no fork between the claim and the program (docs/exec-pool.md). */
+ * is forked now and runs corral-init in program mode (src/init/init.c),
+ * which waits for the claim; this process (pid 1) drops every privilege
+ * and becomes corral-init, which adopts it.  So the claim wakes one small
+ * process that is ready to run the program: no corral-init to execute and
+ * no fork between the claim and the program, no copy of corral's memory
+ * in the jail, and an exec that sheds 50 KB, not a copy of the session
+ * host (0.2 ms less at the claim; docs/exec-pool.md). */
 static __attribute__((noreturn)) void premade_wait(const struct jail_plan *p)
 {
         int sv[2];
@@ -576,18 +313,18 @@ static __attribute__((noreturn)) void premade_wait(const struct jail_plan *p)
                 fail(STEP_PROGRAM_PROCESS);
         if (pid == 0) {
                 close(sv[0]);
-                /* What needs no claim is done before it: the bounding set
-                 * (its mounts need only the effective set) and the limits
-                 * in force, which the orders' rlimits may not exceed. */
-                drop_bounding_set();
-                for (int r = 0; r < RLIM_NLIMITS; r++)
-                        if (prlimit64(0, (enum __rlimit_resource)r, NULL, &limits_now[r]) < 0)
-                                fail(STEP_PROGRAM_PROCESS);
                 /* Own session: no controlling terminal, so no TIOCSTI
                  * into the caller's. */
                 setsid();
-                struct jail_plan claimed = *p;
-                place_waiting_fds(&claimed, sv[1]);
+                if (inherit_sys_admin() < 0)
+                        fail(STEP_PROGRAM_PROCESS);
+                drop_bounding_set();
+                if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SYS_ADMIN, 0, 0) < 0)
+                        fail(STEP_PROGRAM_PROCESS);
+                int src[7] = { -1, p->stdout_fd, p->stderr_fd, sv[1], p->status_fd, p->order_fd, p->init_fd };
+                if (place_fds(src, 7, CORRAL_PROGRAM_CLAIM_FD + 1) < 0)
+                        fail(STEP_FDS);
+                status_fd = CORRAL_INIT_STATUS_FD;
                 /* The filter's outer part now, with no listener (the inner
                  * one's, loaded at the claim, gets every notification): a
                  * big program is 0.2 ms of the claim's path, the inner one
@@ -595,11 +332,10 @@ static __attribute__((noreturn)) void premade_wait(const struct jail_plan *p)
                  * no_new_privs is needed yet. */
                 struct sock_fprog outer = { .len = (unsigned short)p->bpf_outer->len, .filter = p->bpf_outer->insns };
                 if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &outer) < 0)
-                        init_step_failed(INIT_STEP_SECCOMP, errno);
-                await_claim(&claimed);
-                seal_root();
-                drop_capabilities(&claimed);
-                start_claimed_program(&claimed);
+                        fail(STEP_PROGRAM_PROCESS);
+                char *const argv[] = { (char *)"corral-init", NULL };
+                char *const envp[] = { (char *)CORRAL_INIT_PROGRAM_VAR "=1", NULL };
+                exec_init(CORRAL_PROGRAM_CLAIM_FD + 1, argv, envp);
         }
         close(sv[1]);
         /* init: the status pipe and the socket; no stdio, no claim. */

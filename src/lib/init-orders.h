@@ -133,6 +133,9 @@ static inline int corral_orders_exec(char **argv, char **envp,
 /* In corral-init's environment: it adopts the program's process PID
  * (a pre-made jail), and fd 3 is their socket. */
 #define CORRAL_INIT_ADOPT_VAR "CORRAL_INIT_ADOPT"
+/* ... and in its program process, corral-init in program mode
+ * (protocol.h), CORRAL_INIT_PROGRAM_VAR=1. */
+#define CORRAL_INIT_PROGRAM_VAR "CORRAL_INIT_PROGRAM"
 
 /* Messages on the socket between the program's process and init (a
  * SOCK_SEQPACKET pair made before the program's process starts): the

@@ -260,56 +260,7 @@ struct mount_op {
         ino_t expect_ino;
 };
 
-/* Fixed setup steps reported as negative indexes (ops use 0..n-1). */
-enum enter_step {
-        STEP_SYNC = -1,
-        STEP_IDS = -2,
-        STEP_CAPS = -3,
-        STEP_PRIVATE = -4,
-        STEP_ROOT_TMPFS = -5,
-        STEP_PIVOT = -6,
-        STEP_DETACH_OLDROOT = -7,
-        STEP_ROOT_READONLY = -8,
-        STEP_HOSTNAME = -9,
-        STEP_LOOPBACK = -10,
-        STEP_DROP_CAPS = -11,
-        STEP_NO_NEW_PRIVS = -12,
-        STEP_FDS = -13,
-        STEP_EXEC_INIT = -14,
-        STEP_PDEATHSIG = -15,
-        STEP_NETNS = -16,
-        STEP_PROXY = -17,
-        STEP_CGROUP = -18,
-        STEP_ORDERS = -19,       /* a pre-made jail: its claim */
-        STEP_RESIZE = -20,
-        STEP_ATTACH = -21,
-        STEP_SCRIPT = -22,
-        STEP_PROGRAM_PROCESS = -23, /* a pre-made jail: its program's process, forked before the claim */
-};
-
-/* A pre-made jail's claim (spawn.c to enter.c, over plan.order_fd): one
- * SOCK_SEQPACKET message with this, and as SCM_RIGHTS init's orders (the
- * sealed memfd), the program's stdin, then n_trees detached mounts
- * (trees.c): with workspace, the first replaces /workspace and each other
- * is attached at the next destination in dsts (NUL-separated, absolute in
- * the jail); with script, last, the program text (a sealed memfd) that the
- * child writes to /run/corral/script_name, as the plan's OP_FILE does for a
- * direct jail.  The child answers JAIL_PREMADE_READY on the same socket
- * when it waits for this. */
-#define JAIL_PREMADE_MAX_DESTS (32u << 10)
-#define JAIL_PREMADE_MAX_SCRIPT_NAME 128
-#define JAIL_PREMADE_READY 'r'
-struct jail_premade_claim {
-        uint64_t disk_bytes;     /* /tmp and the default /workspace are resized to this (0: as made) */
-        uint64_t root_bytes;     /* with a script: the root tmpfs is resized to this first */
-        uint64_t script_len;
-        uint32_t script;         /* 1: the last descriptor is the program text */
-        uint32_t n_trees;
-        uint32_t workspace;      /* 1: trees[0] is the workspace */
-        char script_name[JAIL_PREMADE_MAX_SCRIPT_NAME];
-        uint32_t dsts_len;
-        char dsts[JAIL_PREMADE_MAX_DESTS];
-};
+_Static_assert(JAIL_PREMADE_MAX_FDS == UNIX_MAX_FDS, "a claim's descriptors fit one message");
 
 struct jail_plan {
         struct mount_op *ops;
@@ -344,10 +295,9 @@ struct jail_plan {
          * stdin_fd and config_fd come with it. */
         bool premade;
         int order_fd;
-        /* ... and its filter in two parts (seccomp.c): the outer one loaded
-         * before the claim, the inner one at it; whole is the program the
-         * two stand for, which the claim's orders must carry. */
-        const struct jail_bpf *bpf_outer, *bpf_inner, *bpf_whole;
+        /* ... and its filter's outer part (seccomp.c), loaded before the
+         * claim; the inner one comes with the claim's orders. */
+        const struct jail_bpf *bpf_outer;
         const char *ca_bundle;   /* brokered credentials: PEM text for JAIL_CA_BUNDLE (borrowed), or NULL */
         bool ssl_certs_dir;      /* a zygote: an empty /etc/ssl/certs, where a warm session with brokered
                                   * credentials mounts its own bundle (src/session/zygote.c) */

@@ -85,6 +85,70 @@ enum init_msg_type {
         MSG_SECCOMP_EPERM,   /* a = syscall nr, b = audit arch: answered EPERM (once per nr) */
 };
 
+/* Fixed setup steps reported as negative indexes (ops use 0..n-1). */
+enum enter_step {
+        STEP_SYNC = -1,
+        STEP_IDS = -2,
+        STEP_CAPS = -3,
+        STEP_PRIVATE = -4,
+        STEP_ROOT_TMPFS = -5,
+        STEP_PIVOT = -6,
+        STEP_DETACH_OLDROOT = -7,
+        STEP_ROOT_READONLY = -8,
+        STEP_HOSTNAME = -9,
+        STEP_LOOPBACK = -10,
+        STEP_DROP_CAPS = -11,
+        STEP_NO_NEW_PRIVS = -12,
+        STEP_FDS = -13,
+        STEP_EXEC_INIT = -14,
+        STEP_PDEATHSIG = -15,
+        STEP_NETNS = -16,
+        STEP_PROXY = -17,
+        STEP_CGROUP = -18,
+        STEP_ORDERS = -19,       /* a pre-made jail: its claim */
+        STEP_RESIZE = -20,
+        STEP_ATTACH = -21,
+        STEP_SCRIPT = -22,
+        STEP_PROGRAM_PROCESS = -23, /* a pre-made jail: its program's process, forked before the claim */
+};
+
+/* A pre-made jail's claim (spawn.c to corral-init's program mode, over
+ * plan.order_fd): one SOCK_SEQPACKET message with this, and as SCM_RIGHTS
+ * the program's stdin, init's orders (the sealed memfd), then n_trees
+ * detached mounts
+ * (trees.c): with workspace, the first replaces /workspace and each other
+ * is attached at the next destination in dsts (NUL-separated, absolute in
+ * the jail); with script, last, the program text (a sealed memfd) that the
+ * program process writes to /run/corral/script_name, as the plan's OP_FILE
+ * does for a direct jail.  The program process (corral-init in program
+ * mode, below) answers JAIL_PREMADE_READY on the same socket when it waits
+ * for this. */
+#define JAIL_PREMADE_MAX_DESTS (32u << 10)
+#define JAIL_PREMADE_MAX_SCRIPT_NAME 128
+#define JAIL_PREMADE_READY 'r'
+#define JAIL_PREMADE_MAX_FDS 68 /* UNIX_MAX_FDS: orders, stdin, trees and script */
+struct jail_premade_claim {
+        uint64_t disk_bytes;     /* /tmp and the default /workspace are resized to this (0: as made) */
+        uint64_t root_bytes;     /* with a script: the root tmpfs is resized to this first */
+        uint64_t script_len;
+        uint32_t script;         /* 1: the last descriptor is the program text */
+        uint32_t n_trees;
+        uint32_t workspace;      /* 1: trees[0] is the workspace */
+        char script_name[JAIL_PREMADE_MAX_SCRIPT_NAME];
+        uint32_t dsts_len;
+        char dsts[JAIL_PREMADE_MAX_DESTS];
+};
+
+/* A pre-made jail's program process (enter.c) runs corral-init in program
+ * mode (init-orders.h's CORRAL_INIT_PROGRAM_VAR=1 in its environment)
+ * until its claim:
+ * fds 1 and 2 are the program's stdout and stderr, 3 the socket to the
+ * jail's init (which adopted it), 4 the status pipe and 5 the claim's
+ * socket; its outer filter (seccomp.c) is loaded and it holds
+ * CAP_SYS_ADMIN alone, as an ambient capability, for the claim's mounts. */
+#define CORRAL_PROGRAM_SOCK_FD 3
+#define CORRAL_PROGRAM_CLAIM_FD 5
+
 /* Steps of init itself, for MSG_INIT_FAILED. */
 enum init_step {
         INIT_STEP_CONFIG = 1,

@@ -790,8 +790,12 @@ int corral_jail_run(const corral_jail_config *cfg, const corral_jail_io *io, cor
  * claim, a direct jail's at its clone). */
 static int jail_orders(struct jail *j, const corral_jail_config *cfg, corral_error **ret_err)
 {
-        const struct jail_bpf *bpf;
-        if ((j->zygote ? jail_seccomp_zygote_program(&bpf, ret_err) : jail_seccomp_program(&bpf, ret_err)) < 0)
+        /* A pre-made jail's program process loaded the outer part of the
+         * filter before its claim: the inner part completes it. */
+        const struct jail_bpf *bpf, *outer;
+        if ((j->zygote    ? jail_seccomp_zygote_program(&bpf, ret_err)
+             : j->premade ? jail_seccomp_premade_programs(&outer, &bpf, ret_err)
+                          : jail_seccomp_program(&bpf, ret_err)) < 0)
                 return -1;
         struct init_rlimit rl[12];
         int n_rl = build_rlimits(cfg, j->backend, j->have_cg && j->cg.pids != CG_NONE, j->zygote, rl);
@@ -964,8 +968,8 @@ static int jail_start(struct jail *j, const struct jail_special *sp, bool premad
         j->plan.order_fd = -1;
         j->plan.premade = premade;
         if (premade) {
-                if (jail_seccomp_premade_programs(&j->plan.bpf_outer, &j->plan.bpf_inner, ret_err) < 0 ||
-                    jail_seccomp_program(&j->plan.bpf_whole, ret_err) < 0)
+                const struct jail_bpf *inner;
+                if (jail_seccomp_premade_programs(&j->plan.bpf_outer, &inner, ret_err) < 0)
                         return -1;
                 int sv[2];
                 if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)

@@ -755,3 +755,30 @@ def test_host_killed_while_corral_exec_runs(exec_env):
     assert wait_gone("35.6789", 5) == []
     time.sleep(0.5)
     assert procs_with("35.6789") == [], "the program ran a second time"
+
+
+@pytest.mark.parametrize("pool", ["pool", "direct"])
+def test_init_holds_none_of_the_programs_stdin(exec_env, pool):
+    # Each descriptor init gets from the program's process (its orders, its listener) came with a second one,
+    # the padding of the message's control data, which was fd 0: init held the program's stdin to the end.
+    if os.geteuid() != 0:
+        pytest.skip("reads the descriptors of init, which is not dumpable: as root only")
+    env = dict(exec_env, CORRAL_EXEC_POOL="0") if pool == "direct" else exec_env
+    if pool == "pool":
+        wait_ready(env)
+    p = subprocess.Popen([CORRAL, "exec", "--json", "--", "sleep", f"1.{'35' if pool == 'pool' else '36'}79"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    try:
+        found = wait_running(f"1.{'35' if pool == 'pool' else '36'}79", 10)
+        assert found, "the program never started"
+        prog = found[0]
+        with open(f"/proc/{prog}/status") as f:
+            init = int(next(line.split()[1] for line in f if line.startswith("PPid:")))
+        stdin = os.readlink(f"/proc/{prog}/fd/0")
+        held = {fd: os.readlink(f"/proc/{init}/fd/{fd}") for fd in os.listdir(f"/proc/{init}/fd")}
+        assert [fd for fd, what in held.items() if what == stdin and fd != "0"] == [], (stdin, held)
+        assert sum(1 for what in held.values() if "seccomp" in what) == 1, held
+    finally:
+        out, _ = p.communicate(timeout=60)
+    assert json.loads(out)["from"] == pool
+
