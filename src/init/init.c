@@ -160,6 +160,12 @@ static long recv_msg(int sock, struct from_program *f, int flags)
 static __attribute__((noreturn)) void run_program(struct corral_orders *o, int sock, const uint64_t *oldmask)
 {
         s_sigprocmask(S_SIG_SETMASK, oldmask, NULL);
+        /* Every signal's default action, as a program started from a shell
+         * gets it: an ignored one stays ignored across exec, and corral
+         * ignores SIGPIPE (a program that writes to a closed pipe would
+         * go on, with EPIPE, where it should die). */
+        for (int sig = 1; sig <= 64; sig++)
+                s_sigaction_dfl(sig);
         /* Own session: no controlling terminal, so no TIOCSTI into the caller's. */
         s_setsid();
         for (uint32_t i = 0; i < o->hdr.n_rlimits; i++) {

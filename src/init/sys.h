@@ -170,6 +170,15 @@ SYS_INLINE long s_capset(struct __user_cap_header_struct *h, struct __user_cap_d
 {
         return SYS2(__NR_capset, h, d);
 }
+/* The kernel's struct sigaction, all zero: SIG_DFL, no flags, no mask. */
+struct s_sigaction_dfl {
+        unsigned long words[4];
+};
+SYS_INLINE long s_sigaction_dfl(int sig)
+{
+        static const struct s_sigaction_dfl dfl;
+        return SYS4(__NR_rt_sigaction, sig, &dfl, 0, 8);
+}
 SYS_INLINE long s_sigprocmask(int how, const uint64_t *set, uint64_t *old)
 {
         return SYS4(__NR_rt_sigprocmask, how, set, old, 8);

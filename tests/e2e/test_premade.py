@@ -782,3 +782,14 @@ def test_init_holds_none_of_the_programs_stdin(exec_env, pool):
         out, _ = p.communicate(timeout=60)
     assert json.loads(out)["from"] == pool
 
+
+@pytest.mark.parametrize("pool", ["pool", "direct"])
+def test_the_program_starts_with_every_signals_default_action(exec_env, pool):
+    # corral ignores SIGPIPE, and an ignored signal stays ignored across exec: a direct jail's program had it
+    # ignored (`yes | head -1` went on writing, with "Broken pipe" errors), a pooled one's did not.
+    env = dict(exec_env, CORRAL_EXEC_POOL="0") if pool == "direct" else exec_env
+    r = json.loads(pool_exec(env, "--json", "--", "/bin/sh", "-c",
+                             "grep -E '^Sig(Ign|Blk)' /proc/self/status; yes | head -1").stdout)
+    assert r["from"] == pool and r["exit_code"] == 0, r
+    assert r["stdout"] == "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\ny\n", r
+    assert r["stderr"] == "", r
