@@ -15,7 +15,12 @@
  * already there, forked by the setup child to wait for the claim
  * (src/lib/enter.c): init is started before the claim, adopts it, gets
  * the orders from it (fd 3 is then their socket), and does the rest as
- * above.
+ * above; once the program ended it kills the rest of the tree, reports,
+ * and waits for the supervisor's kill (CORRAL_INIT_FLAG_LINGER).  That
+ * process runs corral-init too, in program mode (CORRAL_INIT_PROGRAM=1):
+ * it waits for the claim, carries it out (the caller's workspace, binds
+ * and disk, the root sealed, its last capability dropped), hands init the
+ * orders and starts the program as init's own child does.
  *
  * It runs with no capabilities, under no_new_privs, as the jail's uid, and is
  * never built with sanitizers (their runtimes do not survive RLIMIT_AS).
