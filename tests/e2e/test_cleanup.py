@@ -9,11 +9,12 @@ def corral_cgroups():
     """Jail cgroups whose supervisor is gone: leftovers (live ones belong to
     corral processes still running, possibly other tests').  Only those
     beneath this process's own cgroups, where the corral it starts makes
-    them: make test's other lane runs root jails (and kills their
-    supervisors, on purpose) from cgroups of its own."""
+    them, and made by this user: make test's other lane runs root jails (and
+    SIGKILLs session hosts, on purpose, whose pools' cgroups stay until a
+    sweep) while the ordinary user's pass runs, in the same cgroups here."""
     own = own_cgroup_dirs()
     return [c for c in all_corral_cgroups() if not os.path.exists(f"/proc/{c.rsplit('-', 2)[1]}")
-            and os.path.dirname(c) in own]
+            and os.path.dirname(c) in own and _owned_by_me(c)]
 
 
 def own_cgroup_dirs():
