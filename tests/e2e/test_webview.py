@@ -49,7 +49,7 @@ CODE = ("import pandas as pd\nimport matplotlib.pyplot as plt\n"
         "df.to_csv('output/table.csv', index=False)\n"
         f"print({STDOUT!r})\n"
         "plt.bar(range(len(df)), df['qty'])\nplt.savefig('output/figure.png')\n"
-        "import time\nprint('LIVE-MARKER', flush=True)\ntime.sleep(1.5)\n")
+        "import time\nprint('LIVE-MARKER', flush=True)\ntime.sleep(4)\n")
 
 
 # A trace file for the upload: one event of each kind the page draws beyond
