@@ -766,10 +766,11 @@ def test_init_holds_none_of_the_programs_stdin(exec_env, pool):
     env = dict(exec_env, CORRAL_EXEC_POOL="0") if pool == "direct" else exec_env
     if pool == "pool":
         wait_ready(env)
-    p = subprocess.Popen([CORRAL, "exec", "--json", "--", "sleep", f"1.{'35' if pool == 'pool' else '36'}79"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    secs = "1.3579" if pool == "pool" else "1.3679"  # each its own, to find its process
+    p = subprocess.Popen([CORRAL, "exec", "--json", "--", "sleep", secs], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, env=env)
     try:
-        found = wait_running(f"1.{'35' if pool == 'pool' else '36'}79", 10)
+        found = wait_running(secs, 10)
         assert found, "the program never started"
         prog = found[0]
         with open(f"/proc/{prog}/status") as f:
