@@ -776,7 +776,14 @@ def test_init_holds_none_of_the_programs_stdin(exec_env, pool):
         with open(f"/proc/{prog}/status") as f:
             init = int(next(line.split()[1] for line in f if line.startswith("PPid:")))
         stdin = os.readlink(f"/proc/{prog}/fd/0")
-        held = {fd: os.readlink(f"/proc/{init}/fd/{fd}") for fd in os.listdir(f"/proc/{init}/fd")}
+        # The program runs once its listener is sent; init may take it in a moment later (the orders came
+        # before it, and so would any second descriptor of either message).
+        end = time.monotonic() + 5
+        while True:
+            held = {fd: os.readlink(f"/proc/{init}/fd/{fd}") for fd in os.listdir(f"/proc/{init}/fd")}
+            if any("seccomp" in what for what in held.values()) or time.monotonic() > end:
+                break
+            time.sleep(0.01)
         assert [fd for fd, what in held.items() if what == stdin and fd != "0"] == [], (stdin, held)
         assert sum(1 for what in held.values() if "seccomp" in what) == 1, held
     finally:
